@@ -1,0 +1,377 @@
+"""HTTP access to the Drone Operations API: one client, one paginator, one retry policy.
+
+The client is shared by every worker thread of a run, so the connection pool, the adaptive
+concurrency limit and the pause after a 429 are shared too: one throttled worker slows them all.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import random
+import threading
+import time
+from collections.abc import Generator, Iterator, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import orjson
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    stop_after_delay,
+)
+
+from . import settings
+from .exceptions import (
+    ApiError,
+    AuthError,
+    ConfigError,
+    NotFoundError,
+    PaginationError,
+    RetriesExhaustedError,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WalkStats:
+    """Request counters of one table's walk; shared by its worker threads."""
+
+    requests: int = 0
+    retries: int = 0
+    pages: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, *, requests: int = 0, retries: int = 0, pages: int = 0) -> None:
+        with self._lock:
+            self.requests += requests
+            self.retries += retries
+            self.pages += pages
+
+
+class TransientError(Exception):
+    """A failure worth retrying: 429, 5xx, a transport error or a cut-off body."""
+
+    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+        super().__init__(problem)
+        self.retry_after = retry_after
+
+
+class AdaptiveLimiter:
+    """Bounds requests in flight with additive increase / multiplicative decrease.
+
+    A 429 halves the limit and pauses every worker until its Retry-After has passed; each run of
+    `limit` successes raises the limit by one again, up to the configured ceiling. An optional
+    requests-per-second ceiling spaces request starts evenly.
+    """
+
+    def __init__(self, max_concurrency: int, max_requests_per_second: float | None = None) -> None:
+        self.max_concurrency = max(1, max_concurrency)
+        self.limit = self.max_concurrency
+        self._in_flight = 0
+        self._successes = 0
+        self._paused_until = 0.0
+        self._interval = 1.0 / max_requests_per_second if max_requests_per_second else 0.0
+        self._next_start = 0.0
+        self._cond = threading.Condition()
+
+    def acquire(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                wait = max(self._paused_until, self._next_start) - now
+                if self._in_flight < self.limit and wait <= 0:
+                    break
+                self._cond.wait(timeout=wait if wait > 0 else 0.05)
+            self._in_flight += 1
+            if self._interval:
+                self._next_start = max(self._next_start, time.monotonic()) + self._interval
+
+    def release(self, *, throttled: bool, retry_after: float | None = None) -> None:
+        with self._cond:
+            self._in_flight -= 1
+            if throttled:
+                self.limit = max(1, self.limit // 2)
+                self._successes = 0
+                if retry_after:
+                    self._paused_until = max(self._paused_until, time.monotonic() + retry_after)
+            else:
+                self._successes += 1
+                if self._successes >= self.limit and self.limit < self.max_concurrency:
+                    self.limit += 1
+                    self._successes = 0
+            self._cond.notify_all()
+
+
+class _BearerAuth(httpx.Auth):
+    """Adds the key to each request; its repr never shows it."""
+
+    def __init__(self, api_key: str) -> None:
+        self._header = f"Bearer {api_key}"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = self._header
+        yield request
+
+    def __repr__(self) -> str:
+        return "_BearerAuth(<redacted>)"
+
+
+def validate_base_url(base_url: str) -> str:
+    """Returns the base URL without a trailing slash; plain http is for loopback only."""
+    setting = f"{settings.CONFIG_SECTION}.base_url"
+    if not base_url:
+        raise ConfigError(
+            setting, "is empty; set it to the API's address, e.g. https://api.example.com"
+        )
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(setting, f"{base_url!r} is not an http(s) URL")
+    if parts.username or parts.password:
+        raise ConfigError(setting, "must not carry credentials; put the key in api_key")
+    if parts.query or parts.fragment:
+        raise ConfigError(setting, "must not carry a query string or fragment")
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise ConfigError(setting, "plain http:// is allowed for loopback hosts only; use https://")
+    if parts.path.rstrip("/").endswith(settings.API_PREFIX):
+        raise ConfigError(
+            setting, f"must not end with {settings.API_PREFIX}: paths under it start with /v1"
+        )
+    return base_url.rstrip("/")
+
+
+def _is_loopback(host: str) -> bool:
+    if host in settings.LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header given as seconds or as an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+class DroneOpsClient:
+    """Thread-safe client: retried, throttled GETs and a cursor paginator."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        max_workers: int = settings.DEFAULT_MAX_WORKERS,
+        timeout: float = settings.DEFAULT_TIMEOUT_SECONDS,
+        max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS,
+        retry_budget_seconds: float = settings.DEFAULT_RETRY_BUDGET_SECONDS,
+        max_retry_after_seconds: float = settings.DEFAULT_MAX_RETRY_AFTER_SECONDS,
+        backoff_initial_seconds: float = settings.DEFAULT_BACKOFF_INITIAL_SECONDS,
+        backoff_max_seconds: float = settings.DEFAULT_BACKOFF_MAX_SECONDS,
+        max_requests_per_second: float | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not api_key:
+            raise ConfigError(
+                f"{settings.CONFIG_SECTION}.api_key",
+                "is empty; put it in .dlt/secrets.toml or SOURCES__DRONE_OPS__API_KEY",
+            )
+        self.base_url = validate_base_url(base_url)
+        self.max_attempts = max(1, max_attempts)
+        self.retry_budget_seconds = retry_budget_seconds
+        self.max_retry_after_seconds = max_retry_after_seconds
+        self.backoff_initial_seconds = backoff_initial_seconds
+        self.backoff_max_seconds = backoff_max_seconds
+        self.limiter = AdaptiveLimiter(max_workers, max_requests_per_second)
+        pool = max_workers + 4
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            auth=_BearerAuth(api_key),
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
+            headers={"User-Agent": settings.USER_AGENT, "Accept": "application/json"},
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    def __enter__(self) -> DroneOpsClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def get_json(
+        self,
+        path: str,
+        params: Mapping[str, str] | None = None,
+        *,
+        stats: WalkStats | None = None,
+        not_found_fix: str | None = None,
+    ) -> dict[str, Any]:
+        """GETs `path` and returns its JSON object, retrying what is worth retrying."""
+        endpoint = f"GET {path}"
+        counters = stats if stats is not None else WalkStats()
+        retrying = Retrying(
+            retry=retry_if_exception_type(TransientError),
+            stop=stop_after_attempt(self.max_attempts)
+            | stop_after_delay(self.retry_budget_seconds),
+            wait=self._wait,
+            before_sleep=lambda state: self._before_sleep(endpoint, counters, state),
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    return self._get_once(endpoint, path, params, counters, not_found_fix)
+        except TransientError as exc:
+            raise RetriesExhaustedError(
+                endpoint, retrying.statistics.get("attempt_number", 0), str(exc)
+            ) from None
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def paginate(
+        self,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        stats: WalkStats | None = None,
+        not_found_fix: str | None = None,
+        max_pages: int = settings.MAX_PAGES_PER_WALK,
+    ) -> Iterator[dict[str, Any]]:
+        """Yields each page body of a cursor-paginated list until the cursor is null."""
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(max_pages):
+            query = dict(params or {})
+            if cursor is not None:
+                query["cursor"] = cursor
+            page = self.get_json(path, query, stats=stats, not_found_fix=not_found_fix)
+            if stats is not None:
+                stats.add(pages=1)
+            yield page
+            next_cursor = page.get("cursor")
+            if next_cursor is None:
+                return
+            if not isinstance(next_cursor, str) or next_cursor in seen:
+                raise PaginationError(
+                    f"GET {path} returned a cursor that does not advance ({next_cursor!r});"
+                    " the walk was stopped to avoid a loop"
+                )
+            seen.add(next_cursor)
+            cursor = next_cursor
+        raise PaginationError(f"GET {path} returned more than {max_pages} pages; stopped")
+
+    def _get_once(
+        self,
+        endpoint: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        stats: WalkStats,
+        not_found_fix: str | None,
+    ) -> dict[str, Any]:
+        self.limiter.acquire()
+        throttled = False
+        retry_after: float | None = None
+        try:
+            stats.add(requests=1)
+            try:
+                response = self._http.get(path, params=params)
+            except httpx.TransportError as exc:
+                raise TransientError(f"{type(exc).__name__}: {exc}") from None
+            status = response.status_code
+            if status == 429:
+                throttled = True
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                if retry_after is not None:
+                    retry_after = min(retry_after, self.max_retry_after_seconds)
+                raise TransientError("429 rate limited", retry_after=retry_after)
+            if status >= 500 or status == 408:
+                raise TransientError(f"{status} {_api_message(response)}".strip())
+            if status >= 400:
+                raise _client_error(endpoint, response, not_found_fix)
+            if status != 200:
+                raise TransientError(f"unexpected status {status}")
+            try:
+                body = orjson.loads(response.content)
+            except orjson.JSONDecodeError:
+                raise TransientError("truncated or invalid JSON body") from None
+            if not isinstance(body, dict):
+                raise TransientError("response body is not a JSON object")
+            return body
+        finally:
+            self.limiter.release(throttled=throttled, retry_after=retry_after)
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, TransientError) and exc.retry_after is not None:
+            return exc.retry_after
+        exponential = self.backoff_initial_seconds * 2 ** (state.attempt_number - 1)
+        capped = min(self.backoff_max_seconds, exponential)
+        return capped / 2 + random.uniform(0, capped / 2)
+
+    @staticmethod
+    def _before_sleep(endpoint: str, stats: WalkStats, state: RetryCallState) -> None:
+        stats.add(retries=1)
+        exc = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        log.warning("%s failed (%s); retry %d in %.2fs", endpoint, exc, state.attempt_number, wait)
+
+
+def _api_message(response: httpx.Response) -> str:
+    try:
+        body = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        return ""
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message)[:300] if message else ""
+
+
+def _client_error(endpoint: str, response: httpx.Response, not_found_fix: str | None) -> ApiError:
+    status = response.status_code
+    message = _api_message(response)
+    key_setting = f"{settings.CONFIG_SECTION}.api_key (env SOURCES__DRONE_OPS__API_KEY)"
+    if status == 401:
+        return AuthError(endpoint, status, message, f"the API key was refused: check {key_setting}")
+    if status == 403:
+        return AuthError(
+            endpoint,
+            status,
+            message,
+            f"the API key lacks the scope for this request: use a key with read access in"
+            f" {key_setting}",
+        )
+    if status == 404:
+        fix = not_found_fix or (
+            f"the path does not exist on this API: check {settings.CONFIG_SECTION}.base_url"
+        )
+        return NotFoundError(endpoint, status, message, fix)
+    return ApiError(
+        endpoint,
+        status,
+        message,
+        "the API rejected the request; check the sources.drone_ops settings that shape it"
+        " (a stale cursor goes away on the next run)",
+    )

@@ -1,0 +1,366 @@
+"""The dlt source: one resource per warehouse table, all fed by one shared workspace walk.
+
+Entity tables are scd2 with explicit change sets: only new and changed entities are loaded
+(as new versions) and deleted ones arrive as tombstone rows that retire them. dlt's
+`destination_scope` limits retirement to the ids in the load, so an unchanged entity is never
+touched and a run with no change loads nothing at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import dlt
+import httpx
+import pyarrow as pa
+import pyarrow.compute as pc
+from dlt.common.schema.typing import TDeleteInsertStrategyDict, TScd2StrategyDict
+from dlt.extract.resource import DltResource
+
+from . import settings
+from .changes import ChangeSet, diff, retire_share_exceeded
+from .client import DroneOpsClient, WalkStats
+from .exceptions import ConfigError, MassDeleteRefused
+from .report import SyncReport, TableResult
+from .schema import dlt_columns
+from .transforms import Record, entity_row, job_row, project_row, to_arrow, tombstones, user_row
+from .walk import DeliveryMark, ProgressCallback, WalkPlan, WorkspaceWalk
+
+log = logging.getLogger(__name__)
+
+SCD2_DISPOSITION: TScd2StrategyDict = {
+    "disposition": "merge",
+    "strategy": "scd2",
+    "row_version_column_name": settings.ROW_HASH_COLUMN,
+    # tombstones reach the staging table (so their ids are in scope and get retired) but are
+    # never inserted as versions
+    "source_filter": f'NOT "{settings.TOMBSTONE_COLUMN}"',
+    "destination_scope": '"id" IN (SELECT "id" FROM {staging_table})',
+}
+MERGE_ON_ID: TDeleteInsertStrategyDict = {"disposition": "merge", "strategy": "delete-insert"}
+# Above this many deletion candidates in one table, single-record checks are skipped (the
+# mass-delete guard still applies).
+MAX_DELETION_CHECKS = 2_000
+
+
+@dataclass
+class KnownState:
+    """What the warehouse holds before the run; read by the pipeline layer."""
+
+    current: dict[str, pa.Table] = field(default_factory=dict)
+    """Per entity table: `id`, `_row_hash` (and `project_id` for jobs) of current rows."""
+    delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
+    users: pa.Table | None = None
+    """`id`, `_row_hash` of the users table."""
+
+
+@dataclass
+class RunOptions:
+    """Per-run choices that are not configuration: set by the CLI for one run."""
+
+    run_id: str
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    tables: Sequence[str] = settings.ALL_TABLES
+    known: KnownState = field(default_factory=KnownState)
+    allow_mass_delete: bool = False
+    progress: ProgressCallback | None = None
+    report: SyncReport | None = None
+    walk: WorkspaceWalk | None = None
+    """Set by the source; the pipeline layer reads its issues and closes it."""
+    transport: httpx.BaseTransport | None = None
+    """Replaces the network in unit tests (httpx.MockTransport)."""
+
+
+@dlt.source(name=settings.SOURCE_NAME, max_table_nesting=0)
+def drone_ops(
+    base_url: str = dlt.config.value,
+    api_key: str = dlt.secrets.value,
+    webhook_ids: list[str] | None = None,
+    jobs_path: str = settings.JOBS_PATH_TEMPLATE,
+    max_workers: int = settings.DEFAULT_MAX_WORKERS,
+    max_requests_per_second: float | None = None,
+    max_retire_share: float = settings.DEFAULT_MAX_RETIRE_SHARE,
+    timeout_seconds: float = settings.DEFAULT_TIMEOUT_SECONDS,
+    max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS,
+    retry_budget_seconds: float = settings.DEFAULT_RETRY_BUDGET_SECONDS,
+    run: Any = None,
+) -> list[DltResource]:
+    """Projects, jobs, job types, team, webhooks, deliveries and users of one workspace."""
+    options: RunOptions = run if isinstance(run, RunOptions) else RunOptions(run_id=_new_run_id())
+    _validate(jobs_path, max_workers, max_retire_share, webhook_ids)
+    client = DroneOpsClient(
+        base_url,
+        api_key,
+        max_workers=max_workers,
+        timeout=timeout_seconds,
+        max_attempts=max_attempts,
+        retry_budget_seconds=retry_budget_seconds,
+        max_requests_per_second=max_requests_per_second,
+        transport=options.transport,
+    )
+    unknown = sorted(set(options.tables) - set(settings.ALL_TABLES))
+    if unknown:
+        raise ConfigError(
+            "--resources", f"unknown {unknown}; choose from {', '.join(settings.ALL_TABLES)}"
+        )
+    wanted = set(options.tables)
+    plan = WalkPlan(
+        projects="projects" in wanted or "users" in wanted,
+        jobs="jobs" in wanted,
+        team="team_members" in wanted,
+        job_types="job_types" in wanted,
+        webhooks=bool(wanted & {"webhooks", "webhook_deliveries", "users"}),
+        jobs_path=jobs_path,
+        webhook_ids=tuple(webhook_ids) if webhook_ids else None,
+        delivery_marks=options.known.delivery_marks,
+    )
+    walk = WorkspaceWalk(
+        client, plan, run_id=options.run_id, max_workers=max_workers, progress=options.progress
+    )
+    options.walk = walk
+    report = options.report or SyncReport(options.run_id, options.started_at)
+    options.report = report
+    sync = _TableSync(walk, options, max_retire_share, jobs_path)
+
+    resources: list[DltResource] = []
+    for table in settings.ENTITY_TABLES:
+        if table in wanted:
+            resources.append(
+                dlt.resource(
+                    sync.entity_rows(table),
+                    name=table,
+                    write_disposition=SCD2_DISPOSITION,
+                    columns=dlt_columns(table),
+                )
+            )
+    if "webhook_deliveries" in wanted:
+        resources.append(
+            dlt.resource(
+                sync.delivery_rows(),
+                name="webhook_deliveries",
+                write_disposition=MERGE_ON_ID,
+                primary_key="id",
+                columns=dlt_columns("webhook_deliveries"),
+            )
+        )
+    if "users" in wanted:
+        resources.append(
+            dlt.resource(
+                sync.user_rows(),
+                name="users",
+                write_disposition=MERGE_ON_ID,
+                primary_key="id",
+                columns=dlt_columns("users"),
+            )
+        )
+    return resources
+
+
+def _validate(
+    jobs_path: str, max_workers: int, max_retire_share: float, webhook_ids: list[str] | None
+) -> None:
+    section = settings.CONFIG_SECTION
+    if "{project_id}" not in jobs_path or not jobs_path.startswith("/"):
+        raise ConfigError(
+            f"{section}.jobs_path", f"{jobs_path!r} must start with / and contain {{project_id}}"
+        )
+    if not 1 <= max_workers <= 256:
+        raise ConfigError(f"{section}.max_workers", f"{max_workers} is not between 1 and 256")
+    if not 0 < max_retire_share <= 1:
+        raise ConfigError(
+            f"{section}.max_retire_share", f"{max_retire_share} is not in (0, 1] (0.5 = 50%)"
+        )
+    if webhook_ids is not None and (
+        not isinstance(webhook_ids, list) or not all(isinstance(i, str) and i for i in webhook_ids)
+    ):
+        raise ConfigError(f"{section}.webhook_ids", "must be a list of webhook id strings")
+
+
+def _new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+class _TableSync:
+    """Turns the walk's snapshots into what each table loads, and records the outcome."""
+
+    def __init__(
+        self, walk: WorkspaceWalk, options: RunOptions, max_retire_share: float, jobs_path: str
+    ) -> None:
+        self.walk = walk
+        self.options = options
+        self.max_retire_share = max_retire_share
+        self.jobs_path = jobs_path
+        assert options.report is not None
+        self.report: SyncReport = options.report
+
+    def _start(self, table: str) -> TableResult:
+        self.walk.run()
+        return self.report.table(table)
+
+    @staticmethod
+    def _count(result: TableResult, stats: WalkStats) -> None:
+        result.requests += stats.requests
+        result.pages += stats.pages
+        result.retries += stats.retries
+
+    def entity_rows(self, table: str) -> Iterator[pa.Table]:
+        result = self._start(table)
+        snapshot = self.walk.tables[table]
+        started = time.monotonic()
+        try:
+            if snapshot.error is not None:
+                result.status = "failed"
+                result.error = str(snapshot.error)
+                return
+            current = self.options.known.current.get(table)
+            changes = diff(snapshot.ids(), snapshot.hashes(), current)
+            if changes.retire_ids and len(changes.retire_ids) <= MAX_DELETION_CHECKS:
+                changes = self._confirm_deletions(table, changes, current)
+            result.rows_seen = snapshot.rows_seen
+            if not self.options.allow_mass_delete and retire_share_exceeded(
+                changes, self.max_retire_share
+            ):
+                refused = MassDeleteRefused(
+                    table, changes.retired, changes.current, self.max_retire_share
+                )
+                log.error("%s", refused)
+                result.status = "refused"
+                result.error = str(refused)
+                return
+            if changes.new or changes.changed:
+                only = None if changes.current == 0 else changes.load_ids
+                yield from snapshot.batches(only)
+            if changes.retire_ids:
+                yield tombstones(table, changes.retire_ids)
+            result.new, result.changed, result.retired = (
+                changes.new,
+                changes.changed,
+                changes.retired,
+            )
+            result.status = "success"
+        finally:
+            self._count(result, snapshot.stats)
+            result.seconds = self.walk.seconds + time.monotonic() - started
+
+    def _confirm_deletions(
+        self, table: str, changes: ChangeSet, current: pa.Table | None
+    ) -> ChangeSet:
+        """Asks for each deletion candidate by id: a list can miss a row that moved mid-walk
+        (a project archived between the two project lists); only a 404 confirms a deletion."""
+        snapshot = self.walk.tables[table]
+        paths = self._single_record_paths(table, changes.retire_ids, current)
+        if not paths:
+            return changes
+        with ThreadPoolExecutor(max_workers=self.walk.max_workers) as pool:
+            found = list(
+                pool.map(lambda path: self.walk.fetch_one(path, snapshot.stats), paths.values())
+            )
+        rows: list[Record] = []
+        kept: list[str] = []
+        for entity_id, record in zip(paths, found, strict=True):
+            if record is None:
+                continue
+            if table == "projects":
+                rows.append(project_row(record)[0])
+            elif table == "jobs":
+                rows.append(job_row(record, str(record.get("project_id", ""))))
+            elif table == "job_types":
+                rows.append(entity_row(record))
+            else:
+                # the single-record shape differs from list rows (team members lack status):
+                # it exists, so keep its current version rather than retire it
+                kept.append(entity_id)
+        if rows:
+            snapshot.add(rows)
+            snapshot.finish()
+        changes = diff(snapshot.ids(), snapshot.hashes(), current)
+        if kept:
+            keep = set(kept)
+            changes = ChangeSet(
+                changes.load_ids,
+                changes.new,
+                changes.changed,
+                [i for i in changes.retire_ids if i not in keep],
+                changes.current,
+            )
+        return changes
+
+    def _single_record_paths(
+        self, table: str, ids: list[str], current: pa.Table | None
+    ) -> dict[str, str]:
+        if table == "projects":
+            return {i: f"{settings.PROJECTS_PATH}/{i}" for i in ids}
+        if table == "job_types":
+            return {i: f"{settings.JOB_TYPES_PATH}/{i}" for i in ids}
+        if table == "team_members":
+            return {i: f"{settings.TEAM_PATH}/{i}" for i in ids}
+        if table == "jobs" and current is not None and "project_id" in current.column_names:
+            candidates = current.filter(pc.is_in(current.column("id"), pa.array(ids)))
+            return {
+                str(job_id): f"{self.jobs_path.format(project_id=project_id)}/{job_id}"
+                for job_id, project_id in zip(
+                    candidates.column("id").to_pylist(),
+                    candidates.column("project_id").to_pylist(),
+                    strict=True,
+                )
+                if project_id is not None
+            }
+        return {}
+
+    def delivery_rows(self) -> Iterator[pa.Table]:
+        result = self._start("webhook_deliveries")
+        snapshot = self.walk.tables["webhook_deliveries"]
+        try:
+            yield from snapshot.batches()
+            result.rows_seen = result.new = snapshot.rows_seen
+            failures = self.walk.delivery_failures
+            if snapshot.error is not None or failures:
+                result.status = "failed"
+                errors = [str(snapshot.error)] if snapshot.error else []
+                errors += [f"{hook}: {exc}" for hook, exc in sorted(failures.items())]
+                result.error = "; ".join(errors)
+            else:
+                result.status = "success"
+        finally:
+            self._count(result, snapshot.stats)
+            result.seconds = self.walk.seconds
+
+    def user_rows(self) -> Iterator[pa.Table]:
+        result = self._start("users")
+        blocking = [
+            self.walk.tables[name].error
+            for name in ("projects", "webhooks")
+            if self.walk.tables[name].error is not None
+        ]
+        if blocking:
+            result.status = "failed"
+            result.error = f"creators incomplete: {blocking[0]}"
+            return
+        rows = [
+            user_row(seen.creator, seen.first_ms, seen.last_ms)
+            for seen in self.walk.creators.values()
+        ]
+        known = self.options.known.users
+        if known is not None and rows:
+            unchanged = set(known.column(settings.ROW_HASH_COLUMN).to_pylist())
+            known_ids = set(known.column("id").to_pylist())
+            result.changed = sum(
+                1
+                for r in rows
+                if r["id"] in known_ids and r[settings.ROW_HASH_COLUMN] not in unchanged
+            )
+            rows = [r for r in rows if r[settings.ROW_HASH_COLUMN] not in unchanged]
+            result.new = len(rows) - result.changed
+        else:
+            result.new = len(rows)
+        result.rows_seen = len(self.walk.creators)
+        if rows:
+            yield to_arrow("users", rows, self.options.run_id, self.walk.issues)
+        result.status = "success"
+        result.seconds = self.walk.seconds

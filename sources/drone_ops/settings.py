@@ -1,0 +1,61 @@
+"""Constants of the Drone Operations API and of how we sync it. No logic, no I/O."""
+
+from __future__ import annotations
+
+from typing import Final
+
+SOURCE_NAME: Final = "drone_ops"
+CONFIG_SECTION: Final = "sources.drone_ops"
+
+API_PREFIX: Final = "/v1"
+PROJECTS_PATH: Final = "/v1/projects"
+JOBS_PATH_TEMPLATE: Final = "/v1/projects/{project_id}/jobs"
+JOB_TYPES_PATH: Final = "/v1/job-types"
+TEAM_PATH: Final = "/v1/team"
+WEBHOOKS_PATH: Final = "/v1/webhooks"
+WEBHOOK_PATH_TEMPLATE: Final = "/v1/webhooks/{webhook_id}"
+
+# Entity tables keep history (scd2); the others are merged on id.
+ENTITY_TABLES: Final = ("projects", "jobs", "job_types", "team_members", "webhooks")
+ALL_TABLES: Final = (*ENTITY_TABLES, "webhook_deliveries", "users")
+RUNS_TABLE: Final = "_sync_runs"
+ISSUES_TABLE: Final = "_sync_issues"
+
+ROW_HASH_COLUMN: Final = "_row_hash"
+TOMBSTONE_COLUMN: Final = "_sync_tombstone"
+
+DEFAULT_MAX_WORKERS: Final = 16
+DEFAULT_TIMEOUT_SECONDS: Final = 30.0
+DEFAULT_MAX_ATTEMPTS: Final = 8
+DEFAULT_RETRY_BUDGET_SECONDS: Final = 300.0
+DEFAULT_MAX_RETRY_AFTER_SECONDS: Final = 60.0
+DEFAULT_BACKOFF_INITIAL_SECONDS: Final = 0.5
+DEFAULT_BACKOFF_MAX_SECONDS: Final = 30.0
+DEFAULT_MAX_RETIRE_SHARE: Final = 0.5
+# Deliveries newer than (newest loaded - overlap) are fetched again and deduplicated by id, so
+# log entries written out of order close to a run's start are not missed.
+DEFAULT_DELIVERY_OVERLAP_SECONDS: Final = 300
+# Hard ceilings that keep every request loop bounded.
+MAX_PAGES_PER_WALK: Final = 100_000
+ARROW_BATCH_ROWS: Final = 5_000
+
+USER_AGENT: Final = "drone-ops-sync/0.1"
+LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+STATUSES: Final = (
+    "draft",
+    "not_started",
+    "planned",
+    "in_progress",
+    "completed",
+    "on_hold",
+    "weather_delayed",
+    "technical_issues",
+    "cancelled",
+    "aborted",
+    "other",
+)
+PRIORITIES: Final = ("low", "medium", "high")
+JOB_PATTERNS: Final = ("one_time", "recurring")
+RECURRING_FREQUENCIES: Final = ("daily", "weekly", "monthly", "yearly", "flexible")
+ROLES: Final = ("root", "project_manager", "ops_lead", "pilot", "client")

@@ -1,0 +1,313 @@
+"""Pure record transforms: API JSON records in, warehouse rows and Arrow tables out.
+
+Nothing here does I/O. Conversion is columnar (one Arrow array per column per batch); only a
+batch whose values break the declared types falls back to a per-value path, which keeps the
+record, nulls the broken value and reports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import settings
+from .schema import ARROW_TYPES, ENUM_CHECKS, RANGE_CHECKS, TABLE_COLUMNS, Column
+
+Record = dict[str, Any]
+Issue = dict[str, str | None]
+
+
+def row_hash(record: Mapping[str, Any]) -> str:
+    """A stable fingerprint of everything the API said about an entity."""
+    return hashlib.blake2b(
+        orjson.dumps(record, option=orjson.OPT_SORT_KEYS), digest_size=16
+    ).hexdigest()
+
+
+def _with_creator(record: Mapping[str, Any]) -> tuple[Record, Record | None]:
+    row = dict(record)
+    creator = row.pop("created_by", None)
+    if isinstance(creator, dict):
+        creator_id = creator.get("id")
+        row["created_by_id"] = str(creator_id) if creator_id is not None else None
+        return row, creator if creator_id is not None else None
+    row["created_by_id"] = None
+    return row, None
+
+
+def project_row(record: Mapping[str, Any]) -> tuple[Record, Record | None]:
+    """A projects row plus its creator (for `users`)."""
+    row, creator = _with_creator(record)
+    row[settings.ROW_HASH_COLUMN] = row_hash(record)
+    return row, creator
+
+
+def webhook_row(record: Mapping[str, Any]) -> tuple[Record, Record | None]:
+    """A webhooks row plus its creator (for `users`)."""
+    return project_row(record)
+
+
+def job_row(record: Mapping[str, Any], project_id: str) -> Record:
+    """A jobs row; the owning project comes from the walk when the record lacks it."""
+    row = dict(record)
+    if row.get("project_id") is None:
+        row["project_id"] = project_id
+    row[settings.ROW_HASH_COLUMN] = row_hash(record)
+    return row
+
+
+def entity_row(record: Mapping[str, Any]) -> Record:
+    """A row of a table whose records need no reshaping (team members, job types)."""
+    row = dict(record)
+    row[settings.ROW_HASH_COLUMN] = row_hash(record)
+    return row
+
+
+def delivery_row(record: Mapping[str, Any], webhook_id: str) -> Record:
+    """A webhook_deliveries row with its request payload parsed into columns."""
+    row = dict(record)
+    row["webhook_id"] = webhook_id
+    payload_text = row.get("request_payload")
+    payload: Any = None
+    if isinstance(payload_text, str):
+        try:
+            payload = orjson.loads(payload_text)
+        except orjson.JSONDecodeError:
+            payload = None
+    if isinstance(payload, dict):
+        row["delivery_id"] = payload.get("delivery_id")
+        row["event"] = payload.get("event")
+        row["event_timestamp"] = payload.get("timestamp")
+        row["workspace_id"] = payload.get("workspace_id")
+        row["data"] = payload.get("data")
+    else:
+        row["delivery_id"] = row["event"] = row["event_timestamp"] = None
+        row["workspace_id"] = row["data"] = None
+    return row
+
+
+def user_row(creator: Mapping[str, Any], first_ms: int | None, last_ms: int | None) -> Record:
+    """A users row from a `created_by` object of either shape (a person or an API key).
+
+    `first_ms`/`last_ms` span the `created` times of what this creator made that the API
+    shows, so an unchanged workspace yields an unchanged row.
+    """
+    kind = creator.get("type")
+    if not kind:
+        kind = "user" if "email" in creator else "unknown"
+    first, last = creator.get("first_name"), creator.get("last_name")
+    names = " ".join(str(part) for part in (first, last) if part)
+    row: Record = {
+        "id": str(creator["id"]),
+        "kind": str(kind),
+        "email": creator.get("email"),
+        "first_name": first,
+        "last_name": last,
+        "profile_picture": creator.get("profile_picture"),
+        "display_name": names or creator.get("name") or creator.get("email"),
+        "first_seen_at": first_ms,
+        "last_seen_at": last_ms,
+    }
+    row[settings.ROW_HASH_COLUMN] = row_hash(row)
+    return row
+
+
+def to_arrow(table: str, rows: Sequence[Record], run_id: str, issues: list[Issue]) -> pa.Table:
+    """Builds the typed Arrow table of a batch; appends every contract breach to `issues`."""
+    declared = TABLE_COLUMNS[table]
+    arrays: dict[str, pa.Array] = {}
+    for column in declared:
+        values = [row.get(column.name) for row in rows]
+        arrays[column.name] = _column_array(table, column, values, rows, run_id, issues)
+    is_entity = table in settings.ENTITY_TABLES
+    if is_entity:
+        arrays[settings.ROW_HASH_COLUMN] = pa.array(
+            [row[settings.ROW_HASH_COLUMN] for row in rows], pa.string()
+        )
+        arrays[settings.TOMBSTONE_COLUMN] = pa.array([False] * len(rows), pa.bool_())
+    known = {column.name for column in declared} | {settings.ROW_HASH_COLUMN, "created_by"}
+    extra = sorted(set().union(*(row.keys() for row in rows)) - known) if rows else []
+    for name in extra:
+        arrays[name] = _inferred_array([row.get(name) for row in rows])
+    built = pa.table(arrays)
+    _check_values(table, built, run_id, issues)
+    return _with_required_fields(built)
+
+
+def tombstones(table: str, ids: Sequence[str]) -> pa.Table:
+    """Rows that tell the scd2 merge to retire these ids (they are never inserted)."""
+    arrays: dict[str, pa.Array] = {}
+    for column in TABLE_COLUMNS[table]:
+        if column.name == "id":
+            arrays["id"] = pa.array(list(ids), pa.string())
+        else:
+            arrays[column.name] = pa.nulls(len(ids), ARROW_TYPES[column.kind])
+    arrays[settings.ROW_HASH_COLUMN] = pa.array([f"retired:{i}" for i in ids], pa.string())
+    arrays[settings.TOMBSTONE_COLUMN] = pa.array([True] * len(ids), pa.bool_())
+    return _with_required_fields(pa.table(arrays))
+
+
+def _with_required_fields(built: pa.Table) -> pa.Table:
+    """Marks `id` and `_row_hash` non-nullable, as the dlt schema declares them."""
+    fields = [
+        field.with_nullable(False)
+        if field.name in ("id", settings.ROW_HASH_COLUMN)
+        and built.column(field.name).null_count == 0
+        else field
+        for field in built.schema
+    ]
+    return built.cast(pa.schema(fields))
+
+
+def _column_array(
+    table: str,
+    column: Column,
+    values: list[Any],
+    rows: Sequence[Record],
+    run_id: str,
+    issues: list[Issue],
+) -> pa.Array:
+    try:
+        return _fast_array(column, values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        pass
+    coerced: list[Any] = []
+    for row, value in zip(rows, values, strict=True):
+        converted, problem = _coerce(column, value)
+        if problem:
+            issues.append(_issue(run_id, table, row.get("id"), column.name, value, problem))
+        coerced.append(converted)
+    return _fast_array(column, coerced)
+
+
+def _fast_array(column: Column, values: list[Any]) -> pa.Array:
+    kind = column.kind
+    if kind == "ts":
+        millis = pa.array(values, pa.int64())
+        return millis.cast(pa.timestamp("ms", tz="UTC")).cast(ARROW_TYPES["ts"])
+    if kind == "date":
+        return pa.array(values, pa.string()).cast(pa.date32())
+    if kind == "json":
+        return pa.array(
+            [None if v is None else orjson.dumps(v).decode() for v in values], pa.string()
+        )
+    if kind == "int":
+        if any(isinstance(v, bool) for v in values):
+            raise TypeError("booleans are not integers")
+        return pa.array(values, pa.int64())
+    if kind == "float" and any(isinstance(v, bool) for v in values):
+        raise TypeError("booleans are not numbers")
+    if kind == "str" and any(v is not None and not isinstance(v, str) for v in values):
+        raise TypeError("not all strings")
+    if kind == "bool" and any(v is not None and not isinstance(v, bool) for v in values):
+        raise TypeError("not all booleans")
+    return pa.array(values, ARROW_TYPES[kind])
+
+
+def _coerce(column: Column, value: Any) -> tuple[Any, str | None]:
+    """One value to the column's kind: (value, None), or (best effort, what was wrong)."""
+    if value is None:
+        return None, None
+    kind = column.kind
+    if kind == "str":
+        if isinstance(value, str):
+            return value, None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value), f"expected a string, got a number; kept as text {value!s}"
+        return orjson.dumps(value).decode(), "expected a string; kept as JSON text"
+    if kind in ("int", "ts"):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value, None
+        if isinstance(value, float) and value.is_integer():
+            return int(value), None
+        what = "milliseconds timestamp" if kind == "ts" else "integer"
+        return None, f"expected an {what}; value not loaded into this column"
+    if kind == "float":
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value), None
+        return None, "expected a number; value not loaded into this column"
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value, None
+        return None, "expected a boolean; value not loaded into this column"
+    if kind == "date":
+        if isinstance(value, str):
+            try:
+                return date.fromisoformat(value).isoformat(), None
+            except ValueError:
+                pass
+        return None, "expected an ISO 8601 date (YYYY-MM-DD); value not loaded into this column"
+    return value, None
+
+
+def _inferred_array(values: list[Any]) -> pa.Array:
+    """A column the spec does not know: scalars keep their type, anything nested is JSON."""
+    if all(v is None or isinstance(v, (str, bool, int, float)) for v in values):
+        try:
+            inferred = pa.array(values)
+            if not pa.types.is_null(inferred.type):
+                return inferred
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            pass
+    return pa.array([None if v is None else orjson.dumps(v).decode() for v in values], pa.string())
+
+
+def _check_values(table: str, built: pa.Table, run_id: str, issues: list[Issue]) -> None:
+    """Records (does not drop) values outside the spec's allowed sets and ranges."""
+    ids = built.column("id")
+    for name, allowed in ENUM_CHECKS.get(table, {}).items():
+        values = built.column(name)
+        bad = pc.and_(pc.is_valid(values), pc.invert(pc.is_in(values, pa.array(allowed))))
+        _report(table, name, ids, values, bad, f"not one of {', '.join(allowed)}", run_id, issues)
+    for name, (low, high) in RANGE_CHECKS.get(table, {}).items():
+        values = built.column(name)
+        bad = pc.or_(pc.less(values, low), pc.greater(values, high))
+        _report(table, name, ids, values, bad, f"outside {low:g} to {high:g}", run_id, issues)
+
+
+def _report(
+    table: str,
+    field: str,
+    ids: pa.ChunkedArray,
+    values: pa.ChunkedArray,
+    bad: pa.ChunkedArray,
+    problem: str,
+    run_id: str,
+    issues: list[Issue],
+) -> None:
+    mask = bad.fill_null(False)
+    if not pc.any(mask).as_py():
+        return
+    for record_id, value in zip(
+        ids.filter(mask).to_pylist(), values.filter(mask).to_pylist(), strict=True
+    ):
+        issues.append(_issue(run_id, table, record_id, field, value, problem))
+
+
+def _issue(run_id: str, table: str, record_id: Any, field: str, value: Any, problem: str) -> Issue:
+    text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+    return {
+        "run_id": run_id,
+        "table_name": table,
+        "record_id": None if record_id is None else str(record_id),
+        "field": field,
+        "value": text[:1000],
+        "problem": problem,
+    }
+
+
+def issue_table(issues: Iterable[Issue]) -> pa.Table:
+    """The `_sync_issues` rows of a run as one Arrow table."""
+    rows = list(issues)
+    return pa.table(
+        {
+            column.name: pa.array([row.get(column.name) for row in rows], pa.string())
+            for column in TABLE_COLUMNS[settings.ISSUES_TABLE]
+        }
+    )

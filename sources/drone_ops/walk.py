@@ -1,0 +1,443 @@
+"""The concurrent walk of a workspace: every list the run needs, fetched once, spilled to disk.
+
+Why a walk before any row is handed to dlt: a table may only retire rows after the walk that
+should have contained them finished every page, and the mass-delete guard must be able to
+refuse a table before anything of it is loaded. So each table's rows are typed into Arrow
+batches as pages arrive and spilled to local Arrow files (memory stays flat), and the resources
+decide afterwards what to load.
+
+Project pages feed the per-project job walks as they arrive, so the sequential project cursor
+and the parallel job walks overlap.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.feather as feather
+
+from . import settings
+from .client import DroneOpsClient, WalkStats
+from .exceptions import DroneOpsError, NotFoundError
+from .transforms import (
+    Issue,
+    Record,
+    delivery_row,
+    entity_row,
+    job_row,
+    project_row,
+    to_arrow,
+    webhook_row,
+)
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[str, int], None]
+
+
+@dataclass
+class DeliveryMark:
+    """What the warehouse already holds of one webhook's delivery log."""
+
+    stop_before_ms: int
+    """Entries older than this are loaded already; the walk stops when it reaches them."""
+    known_ids: frozenset[str] = frozenset()
+    """Ids loaded at or after `stop_before_ms` (the overlap window), skipped when seen again."""
+
+
+@dataclass
+class CreatorSeen:
+    """A `created_by` object and the span of `created` times of what it created."""
+
+    creator: Record
+    first_ms: int | None
+    last_ms: int | None
+
+
+@dataclass(frozen=True)
+class SpilledBatch:
+    """One typed batch on local disk, with the columns the change detection needs."""
+
+    path: Path
+    ids: pa.Array
+    hashes: pa.Array | None
+
+
+class TableSnapshot:
+    """One table's rows as this run's walk saw them, spilled in typed Arrow batches."""
+
+    def __init__(self, name: str, spill_dir: Path, run_id: str, issues: list[Issue]) -> None:
+        self.name = name
+        self.stats = WalkStats()
+        self.error: DroneOpsError | None = None
+        self.rows_seen = 0
+        self._spill_dir = spill_dir
+        self._run_id = run_id
+        self._issues = issues
+        self._pending: list[Record] = []
+        self._batches: list[SpilledBatch] = []
+        self._file_number = 0
+        self._lock = threading.Lock()
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    def fail(self, error: DroneOpsError) -> None:
+        with self._lock:
+            if self.error is None:
+                self.error = error
+
+    def add(self, rows: list[Record]) -> None:
+        """Buffers rows; converts and spills a batch once enough have arrived."""
+        batch: list[Record] | None = None
+        with self._lock:
+            self._pending.extend(rows)
+            self.rows_seen += len(rows)
+            if len(self._pending) >= settings.ARROW_BATCH_ROWS:
+                batch, self._pending = self._pending, []
+        if batch:
+            self.adopt([self.spill(batch)])
+
+    def finish(self) -> None:
+        with self._lock:
+            batch, self._pending = self._pending, []
+        if batch:
+            self.adopt([self.spill(batch)])
+
+    def spill(self, rows: list[Record]) -> SpilledBatch:
+        """Types and writes a batch without making it part of the snapshot yet."""
+        issues: list[Issue] = []
+        built = to_arrow(self.name, rows, self._run_id, issues)
+        with self._lock:
+            path = self._spill_dir / f"{self.name}-{self._file_number:06d}.arrow"
+            self._file_number += 1
+            self._issues.extend(issues)
+        feather.write_feather(built, path, compression="uncompressed")
+        hashes = None
+        if settings.ROW_HASH_COLUMN in built.column_names:
+            hashes = built.column(settings.ROW_HASH_COLUMN).combine_chunks()
+        return SpilledBatch(path, built.column("id").combine_chunks(), hashes)
+
+    def adopt(self, batches: list[SpilledBatch], rows_seen: int = 0) -> None:
+        """Makes spilled batches part of the snapshot (all of a walk's, or none)."""
+        with self._lock:
+            self._batches.extend(batches)
+            self.rows_seen += rows_seen
+
+    def ids(self) -> pa.Array:
+        arrays = [batch.ids for batch in self._batches]
+        return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
+
+    def hashes(self) -> pa.Array:
+        arrays = [batch.hashes for batch in self._batches if batch.hashes is not None]
+        return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
+
+    def batches(self, only_ids: pa.Array | None = None) -> Iterator[pa.Table]:
+        """Reads the spilled batches back, keeping only `only_ids` when given."""
+        for batch in self._batches:
+            table = feather.read_table(batch.path, memory_map=False)
+            if only_ids is not None:
+                table = table.filter(pc.is_in(table.column("id"), value_set=only_ids))
+            if table.num_rows:
+                yield table
+
+
+@dataclass
+class WalkPlan:
+    """Which parts of the workspace a run needs, and how to reach them."""
+
+    projects: bool = False
+    jobs: bool = False
+    team: bool = False
+    job_types: bool = False
+    webhooks: bool = False
+    jobs_path: str = settings.JOBS_PATH_TEMPLATE
+    webhook_ids: tuple[str, ...] | None = None
+    delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
+
+
+class WorkspaceWalk:
+    """Runs a `WalkPlan` with bounded concurrency and keeps every table's snapshot."""
+
+    def __init__(
+        self,
+        client: DroneOpsClient,
+        plan: WalkPlan,
+        *,
+        run_id: str,
+        max_workers: int,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        self.client = client
+        self.plan = plan
+        self.run_id = run_id
+        self.max_workers = max(1, max_workers)
+        self.progress = progress
+        self.issues: list[Issue] = []
+        self._tmp = tempfile.TemporaryDirectory(prefix="drone-ops-walk-")
+        spill = Path(self._tmp.name)
+        self.tables = {
+            name: TableSnapshot(name, spill, run_id, self.issues)
+            for name in (*settings.ENTITY_TABLES, "webhook_deliveries")
+        }
+        self.creators: dict[str, CreatorSeen] = {}
+        self.completed_webhooks: set[str] = set()
+        self.delivery_failures: dict[str, DroneOpsError] = {}
+        self.seconds = 0.0
+        self._done = False
+        self._run_lock = threading.Lock()
+        self._creators_lock = threading.Lock()
+        self._futures: list[Future[None]] = []
+        self._futures_lock = threading.Lock()
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+    def run(self) -> None:
+        """Walks once; later calls return at once (every resource of a run shares the walk)."""
+        with self._run_lock:
+            if self._done:
+                return
+            started = time.monotonic()
+            # project walks hold a thread each while feeding job walks, so the pool is larger
+            # than the in-flight request limit, which the client's limiter enforces
+            with ThreadPoolExecutor(
+                max_workers=self.max_workers + 4, thread_name_prefix="drone-ops"
+            ) as pool:
+                self._pool = pool
+                if self.plan.projects or self.plan.jobs:
+                    self._submit(self._walk_projects, {})
+                    self._submit(self._walk_projects, {"archived": "true"})
+                if self.plan.team:
+                    self._submit(self._walk_list, "team_members", settings.TEAM_PATH, "team")
+                if self.plan.job_types:
+                    self._submit(self._walk_list, "job_types", settings.JOB_TYPES_PATH, "job_types")
+                if self.plan.webhooks:
+                    self._submit(self._walk_webhooks)
+                self._wait_all()
+            for snapshot in self.tables.values():
+                snapshot.finish()
+            self.seconds = time.monotonic() - started
+            self._done = True
+
+    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
+        future = self._pool.submit(fn, *args)
+        with self._futures_lock:
+            self._futures.append(future)
+
+    def _wait_all(self) -> None:
+        index = 0
+        while True:
+            with self._futures_lock:
+                if index >= len(self._futures):
+                    return
+                future = self._futures[index]
+            future.result()
+            index += 1
+
+    def _report(self, table: str, rows: int) -> None:
+        if self.progress is not None and rows:
+            self.progress(table, rows)
+
+    def _remember_creator(self, creator: Record | None, created: Any) -> None:
+        if creator is None:
+            return
+        created_ms = created if isinstance(created, int) and not isinstance(created, bool) else None
+        with self._creators_lock:
+            seen = self.creators.get(str(creator["id"]))
+            if seen is None:
+                self.creators[str(creator["id"])] = CreatorSeen(creator, created_ms, created_ms)
+            elif created_ms is not None:
+                seen.first_ms = (
+                    created_ms if seen.first_ms is None else min(seen.first_ms, created_ms)
+                )
+                seen.last_ms = created_ms if seen.last_ms is None else max(seen.last_ms, created_ms)
+
+    def _walk_projects(self, params: dict[str, str]) -> None:
+        projects = self.tables["projects"]
+        jobs = self.tables["jobs"]
+        try:
+            for page in self.client.paginate(
+                settings.PROJECTS_PATH, params=params, stats=projects.stats
+            ):
+                rows = []
+                for record in _items(page, "projects", settings.PROJECTS_PATH):
+                    row, creator = project_row(record)
+                    rows.append(row)
+                    self._remember_creator(creator, record.get("created"))
+                    if self.plan.jobs and not jobs.failed:
+                        self._submit(self._walk_jobs, str(record["id"]))
+                projects.add(rows)
+                self._report("projects", len(rows))
+        except DroneOpsError as exc:
+            projects.fail(exc)
+            jobs.fail(DroneOpsError(f"job walk incomplete because the project list failed: {exc}"))
+        except Exception as exc:  # a bug or an unexpected body: fail the table, not silently
+            projects.fail(DroneOpsError(f"project walk failed: {type(exc).__name__}: {exc}"))
+            jobs.fail(DroneOpsError("job walk incomplete because the project list failed"))
+
+    def _walk_jobs(self, project_id: str) -> None:
+        jobs = self.tables["jobs"]
+        if jobs.failed:
+            return
+        path = self.plan.jobs_path.format(project_id=project_id)
+        seen: set[str] = set()
+        try:
+            for page in self.client.paginate(
+                path,
+                stats=jobs.stats,
+                not_found_fix=f"check {settings.CONFIG_SECTION}.jobs_path ({self.plan.jobs_path})",
+            ):
+                rows = []
+                for record in _items(page, "jobs", path):
+                    job_id = str(record["id"])
+                    if job_id in seen:
+                        continue
+                    seen.add(job_id)
+                    rows.append(job_row(record, project_id))
+                jobs.add(rows)
+                self._report("jobs", len(rows))
+        except NotFoundError as exc:
+            if exc.api_message == "Project not found":
+                # deleted while we walked: it has no jobs now; its jobs are retired once a
+                # single-record check confirms each of them is gone
+                log.info("project %s disappeared during the walk", project_id)
+                return
+            jobs.fail(exc)
+        except DroneOpsError as exc:
+            jobs.fail(exc)
+        except Exception as exc:
+            jobs.fail(DroneOpsError(f"job walk failed: {type(exc).__name__}: {exc}"))
+
+    def _walk_list(self, table: str, path: str, items_key: str) -> None:
+        snapshot = self.tables[table]
+        seen: set[str] = set()
+        try:
+            for page in self.client.paginate(path, stats=snapshot.stats):
+                rows = []
+                for record in _items(page, items_key, path):
+                    if str(record["id"]) in seen:
+                        continue
+                    seen.add(str(record["id"]))
+                    rows.append(entity_row(record))
+                snapshot.add(rows)
+                self._report(table, len(rows))
+        except DroneOpsError as exc:
+            snapshot.fail(exc)
+        except Exception as exc:
+            snapshot.fail(DroneOpsError(f"{table} walk failed: {type(exc).__name__}: {exc}"))
+
+    def _walk_webhooks(self) -> None:
+        webhooks = self.tables["webhooks"]
+        ids = self.plan.webhook_ids
+        configured = ids is not None
+        if ids is None:
+            try:
+                found: list[str] = []
+                for page in self.client.paginate(
+                    settings.WEBHOOKS_PATH,
+                    stats=webhooks.stats,
+                    not_found_fix=(
+                        "this API has no webhook list: set"
+                        f" {settings.CONFIG_SECTION}.webhook_ids to the ids to sync"
+                    ),
+                ):
+                    found.extend(
+                        str(r["id"]) for r in _items(page, "webhooks", settings.WEBHOOKS_PATH)
+                    )
+                ids = tuple(dict.fromkeys(found))
+            except DroneOpsError as exc:
+                webhooks.fail(exc)
+                self.tables["webhook_deliveries"].fail(exc)
+                return
+        for webhook_id in ids:
+            self._submit(self._walk_webhook, webhook_id, configured)
+
+    def _walk_webhook(self, webhook_id: str, configured: bool) -> None:
+        webhooks = self.tables["webhooks"]
+        deliveries = self.tables["webhook_deliveries"]
+        path = settings.WEBHOOK_PATH_TEMPLATE.format(webhook_id=webhook_id)
+        mark = self.plan.delivery_marks.get(webhook_id)
+        fix = (
+            f"webhook {webhook_id!r} is listed in {settings.CONFIG_SECTION}.webhook_ids but the"
+            " API does not know it: remove it from the list or correct the id"
+            if configured
+            else f"webhook {webhook_id!r} was deleted during the walk; the next run retires it"
+        )
+        pending: list[Record] = []
+        spilled: list[SpilledBatch] = []
+        rows_seen = 0
+        try:
+            for number, page in enumerate(
+                self.client.paginate(path, stats=deliveries.stats, not_found_fix=fix)
+            ):
+                if number == 0:
+                    record = page.get("webhook")
+                    if not isinstance(record, dict) or "id" not in record:
+                        raise DroneOpsError(f"GET {path} returned no webhook object")
+                    row, creator = webhook_row(record)
+                    webhooks.add([row])
+                    self._remember_creator(creator, record.get("created"))
+                    self._report("webhooks", 1)
+                reached_known = False
+                for entry in _items(page, "logs", path):
+                    created = entry.get("created")
+                    if mark is not None and isinstance(created, int):
+                        if created < mark.stop_before_ms:
+                            reached_known = True
+                            break
+                        if str(entry.get("id")) in mark.known_ids:
+                            continue
+                    pending.append(delivery_row(entry, webhook_id))
+                if len(pending) >= settings.ARROW_BATCH_ROWS:
+                    rows_seen += len(pending)
+                    spilled.append(deliveries.spill(pending))
+                    pending = []
+                if reached_known:
+                    break
+        except DroneOpsError as exc:
+            if configured or not isinstance(exc, NotFoundError):
+                webhooks.fail(exc)
+            self.delivery_failures[webhook_id] = exc
+            return
+        except Exception as exc:
+            error = DroneOpsError(f"webhook {webhook_id} walk failed: {type(exc).__name__}: {exc}")
+            webhooks.fail(error)
+            self.delivery_failures[webhook_id] = error
+            return
+        if pending:
+            rows_seen += len(pending)
+            spilled.append(deliveries.spill(pending))
+        # a webhook's entries join the snapshot only once its walk reached known ground, so a
+        # failed walk never moves that webhook's high-water mark past a gap
+        deliveries.adopt(spilled, rows_seen)
+        self.completed_webhooks.add(webhook_id)
+        self._report("webhook_deliveries", rows_seen)
+
+    def fetch_one(self, path: str, stats: WalkStats) -> dict[str, Any] | None:
+        """A single record, or None when the API says it does not exist (404)."""
+        try:
+            return self.client.get_json(path, stats=stats)
+        except NotFoundError:
+            return None
+
+
+def _items(page: dict[str, Any], key: str, path: str) -> list[dict[str, Any]]:
+    items = page.get(key)
+    if not isinstance(items, list):
+        raise DroneOpsError(f"GET {path} returned a page without a {key!r} list")
+    for item in items:
+        if not isinstance(item, dict) or item.get("id") is None:
+            raise DroneOpsError(f"GET {path} returned a {key} entry without an id")
+    return items
