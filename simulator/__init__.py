@@ -1,0 +1,1 @@
+"""A faithful, fast, seeded local implementation of the Drone Operations Service API."""

@@ -1,0 +1,181 @@
+"""Hosting: build a runtime from options and serve it with uvicorn (httptools + uvloop).
+
+Uvicorn with httptools and uvloop was measured close to the cheapest host for this app (see
+shared pitfalls, item 9, and `python -m simulator.bench_serve`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TYPE_CHECKING
+
+import uvicorn
+
+from .app import Runtime, build_app
+from .events import DeliveryWorker
+from .faults import FaultInjector
+from .store import Options, Store
+
+if TYPE_CHECKING:
+    from .testing import InProcessHandle
+
+
+@dataclass
+class ServeConfig:
+    """Every `serve` option; the CLI and `serve_in_thread` both build one."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    seed: int = 42
+    scale: str = "tiny"
+    read_key: str | None = None
+    full_key: str | None = None
+    faults: str | None = None
+    latency_ms: str | None = None
+    admin: bool = False
+    anchor_date: date | None = None
+    horizon_days: int = 365
+    allow_remote: bool = False
+    counts: dict[str, int | None] = field(default_factory=dict)
+
+
+def is_loopback_host(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _DropIncompleteResponse(logging.Filter):
+    """The injected `reset` fault abandons responses on purpose; don't log it as an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "without completing response" not in record.getMessage()
+
+
+def build_runtime(cfg: ServeConfig) -> Runtime:
+    """Generate the workspace and wire store, faults and the delivery worker (not started)."""
+    if not cfg.allow_remote and not is_loopback_host(cfg.host):
+        raise ValueError(
+            f"refusing to listen on non-loopback host {cfg.host!r} without --allow-remote"
+        )
+    options = Options(
+        seed=cfg.seed,
+        scale=cfg.scale,
+        anchor=cfg.anchor_date,
+        horizon_days=cfg.horizon_days,
+        **cfg.counts,
+    )
+    store = Store(options)
+    return Runtime(
+        store=store,
+        read_key=cfg.read_key or secrets.token_urlsafe(24),
+        full_key=cfg.full_key or secrets.token_urlsafe(24),
+        faults=FaultInjector(cfg.seed, cfg.faults, cfg.latency_ms),
+        worker=DeliveryWorker(store, cfg.seed),
+        admin=cfg.admin,
+    )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket; port 0 picks a free one."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def base_url_of(sock: socket.socket, host: str) -> str:
+    port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def make_server(rt: Runtime) -> uvicorn.Server:
+    logging.getLogger("uvicorn.error").addFilter(_DropIncompleteResponse())
+    config = uvicorn.Config(
+        build_app(rt),
+        loop="uvloop",
+        http="httptools",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        timeout_keep_alive=30,
+        backlog=2048,
+    )
+    return uvicorn.Server(config)
+
+
+@dataclass
+class _Thread:
+    server: uvicorn.Server
+    thread: threading.Thread
+
+
+@contextlib.contextmanager
+def serve_in_thread(
+    *,
+    seed: int = 42,
+    scale: str = "tiny",
+    faults: str | None = None,
+    latency_ms: str | float | None = None,
+    admin: bool = True,
+    read_key: str | None = None,
+    full_key: str | None = None,
+    anchor_date: date | None = None,
+    horizon_days: int = 365,
+    counts: dict[str, int | None] | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> Iterator[InProcessHandle]:
+    """Run the simulator in a background thread of this process (used by `drone-sync demo`)."""
+    from .testing import InProcessHandle
+
+    cfg = ServeConfig(
+        host=host,
+        port=port,
+        seed=seed,
+        scale=scale,
+        read_key=read_key,
+        full_key=full_key,
+        faults=faults,
+        latency_ms=None if latency_ms is None else str(latency_ms),
+        admin=admin,
+        anchor_date=anchor_date,
+        horizon_days=horizon_days,
+        counts=counts or {},
+    )
+    rt = build_runtime(cfg)
+    sock = bind(host, port)
+    server = make_server(rt)
+    rt.worker.start()
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="simulator-server", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        if not server.started:
+            raise RuntimeError("simulator server did not start")
+        yield InProcessHandle(base_url_of(sock, host), rt)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        rt.worker.stop()
+        sock.close()

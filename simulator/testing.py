@@ -1,0 +1,192 @@
+"""Helpers that start a simulator for tests, benchmarks and the demo.
+
+`running_simulator` runs `python -m simulator serve --port 0` as a subprocess and stops it by its
+own process handle; `server.serve_in_thread` runs it in this process and yields an
+`InProcessHandle` with the same methods.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from .app import Runtime
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+STARTUP_TIMEOUT_S = 120.0
+
+
+class _HandleBase:
+    """What every simulator handle offers: URL, keys and pre-authorised clients."""
+
+    base_url: str
+    read_key: str
+    full_key: str
+
+    def client(self, full: bool = True, timeout: float = 10.0) -> httpx.Client:
+        key = self.full_key if full else self.read_key
+        return httpx.Client(
+            base_url=self.base_url,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=timeout,
+            trust_env=False,
+        )
+
+    def _admin(self, method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
+        with self.client(full=True, timeout=timeout) as c:
+            r = c.request(method, path, json=body)
+            r.raise_for_status()
+            return r.json()
+
+
+class SimulatorHandle(_HandleBase):
+    """A simulator running as a subprocess; admin methods need it started with --admin."""
+
+    def __init__(
+        self, base_url: str, read_key: str, full_key: str, process: subprocess.Popen[str]
+    ) -> None:
+        self.base_url = base_url
+        self.read_key = read_key
+        self.full_key = full_key
+        self.process = process
+
+    def set_faults(self, spec: str | None) -> None:
+        self._admin("PUT", "/_admin/faults", {"faults": spec})
+
+    def wait_for_deliveries(self, timeout: float = 10) -> None:
+        res = self._admin(
+            "POST", "/_admin/deliveries/wait", {"timeout": timeout}, timeout=timeout + 5
+        )
+        if res["pending"]:
+            raise TimeoutError(f"{res['pending']} webhook deliveries still pending")
+
+    def stats(self) -> dict[str, Any]:
+        return dict(self._admin("GET", "/_admin/stats"))
+
+    def reset_stats(self) -> None:
+        self._admin("POST", "/_admin/stats/reset")
+
+    def churn(self, **kwargs: Any) -> dict[str, Any]:
+        return dict(self._admin("POST", "/_admin/churn", kwargs, timeout=120))
+
+    def counts(self) -> dict[str, int]:
+        return dict(self._admin("GET", "/_admin/counts"))
+
+
+class InProcessHandle(_HandleBase):
+    """A simulator served from a thread of this process; admin methods act directly."""
+
+    def __init__(self, base_url: str, runtime: Runtime) -> None:
+        self.base_url = base_url
+        self.runtime = runtime
+        self.read_key = runtime.read_key
+        self.full_key = runtime.full_key
+        self.process = None
+
+    def set_faults(self, spec: str | None) -> None:
+        self.runtime.faults.set(spec)
+
+    def wait_for_deliveries(self, timeout: float = 10) -> None:
+        pending = self.runtime.worker.wait(timeout)
+        if pending:
+            raise TimeoutError(f"{pending} webhook deliveries still pending")
+
+    def stats(self) -> dict[str, Any]:
+        requests = dict(sorted(self.runtime.stats.items()))
+        return {"requests": requests, "total": sum(requests.values())}
+
+    def reset_stats(self) -> None:
+        self.runtime.stats.clear()
+
+    def churn(self, **kwargs: Any) -> dict[str, Any]:
+        return dict(self.runtime.store.churn(**kwargs))
+
+    def counts(self) -> dict[str, int]:
+        return self.runtime.store.counts()
+
+
+def _read_line(stream: IO[str], deadline: float) -> str:
+    """One stdout line, bounded in time (a reader thread, since pipes have no timeout)."""
+    box: list[str] = []
+    t = threading.Thread(target=lambda: box.append(stream.readline()), daemon=True)
+    t.start()
+    t.join(max(deadline - time.monotonic(), 0.1))
+    if not box:
+        raise TimeoutError("simulator did not print its address in time")
+    return box[0].strip()
+
+
+def stop_process(process: subprocess.Popen[Any], timeout: float = 10.0) -> None:
+    """Terminate, wait, then kill: always through the process's own handle."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout)
+
+
+@contextlib.contextmanager
+def running_simulator(
+    *,
+    seed: int = 42,
+    scale: str = "tiny",
+    faults: str | None = None,
+    latency_ms: str | float | None = None,
+    admin: bool = True,
+    extra_args: Sequence[str] = (),
+) -> Iterator[SimulatorHandle]:
+    """Start `python -m simulator serve --port 0 ...` and yield a handle; stop it on exit."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "simulator",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--seed",
+        str(seed),
+        "--scale",
+        scale,
+    ]
+    if faults:
+        cmd += ["--faults", faults]
+    if latency_ms is not None:
+        cmd += ["--latency-ms", str(latency_ms)]
+    if admin:
+        cmd.append("--admin")
+    cmd += list(extra_args)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p
+    )
+    process = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=None, text=True, env=env, cwd=str(_REPO_ROOT)
+    )
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        values: dict[str, str] = {}
+        for _ in range(3):
+            line = _read_line(process.stdout, deadline)
+            key, _, value = line.partition("=")
+            values[key] = value
+        if "base_url" not in values:
+            raise RuntimeError(f"unexpected simulator output: {values}")
+        yield SimulatorHandle(values["base_url"], values["read_key"], values["full_key"], process)
+    finally:
+        stop_process(process)
+        if process.stdout is not None:
+            process.stdout.close()
