@@ -41,13 +41,18 @@ class NodeFailure:
 
 @dataclass
 class ModelsResult:
-    """What a build did: enough for the CLI to print and for tests to assert."""
+    """What a build did: enough for the CLI to print and for tests to assert.
+
+    `failures` holds models and tests that errored or failed; nodes skipped because of them
+    are only counted in `skipped`.
+    """
 
     ok: bool
     models_built: int = 0
     tests_passed: int = 0
     tests_failed: int = 0
     tests_warned: int = 0
+    skipped: int = 0
     seconds: float = 0.0
     failures: list[NodeFailure] = field(default_factory=list)
     error: str | None = None
@@ -107,6 +112,9 @@ def _summarise(result: Any, ok: bool, started: float) -> ModelsResult:
         node = node_result.node
         status = str(getattr(node_result.status, "value", node_result.status))
         resource_type = str(getattr(node.resource_type, "value", node.resource_type))
+        if status == "skipped":
+            summary.skipped += 1
+            continue
         if resource_type in ("test", "unit_test"):
             if status == "pass":
                 summary.tests_passed += 1
@@ -116,9 +124,7 @@ def _summarise(result: Any, ok: bool, started: float) -> ModelsResult:
                 summary.tests_failed += 1
         elif resource_type == "model" and status == "success":
             summary.models_built += 1
-        if status in ("error", "fail", "skipped") or (
-            resource_type == "model" and status not in ("success", "no-op")
-        ):
+        if status in ("error", "fail"):
             summary.failures.append(
                 NodeFailure(
                     node=node.unique_id,

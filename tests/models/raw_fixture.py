@@ -33,7 +33,8 @@ DDL = {
         id varchar, name varchar, description varchar, status varchar,
         other_status_reason varchar, start_date date, end_date date,
         created timestamp with time zone, updated timestamp with time zone, archived boolean,
-        external_id varchar, laanc_number varchar, created_by_id varchar,""" + SCD2_COLUMNS,
+        external_id varchar, laanc_number varchar, created_by_id varchar,"""
+    + SCD2_COLUMNS,
     "jobs": """
         id varchar, project_id varchar, name varchar, description varchar, type varchar,
         status varchar, other_status_reason varchar, priority varchar, job_pattern varchar,
@@ -155,38 +156,74 @@ PROJECTS = [
 JOBS = [
     # one_time: 1 occurrence on start, whatever the recurring fields say
     _job(
-        "j1", "p1", "planned", date(2024, 6, 3), job_pattern="one_time",
-        recurring_frequency="daily", latitude=52.5, longitude=13.4, type="cell_tower",
-        capture_types=["drone_inspection", "thermal_inspection"], priority="high",
+        "j1",
+        "p1",
+        "planned",
+        date(2024, 6, 3),
+        job_pattern="one_time",
+        recurring_frequency="daily",
+        latitude=52.5,
+        longitude=13.4,
+        type="cell_tower",
+        capture_types=["drone_inspection", "thermal_inspection"],
+        priority="high",
     ),
     # daily every 2 days, 1..10 June: 1, 3, 5, 7, 9 -> 5
     _job(
-        "j2", "p1", "in_progress", date(2024, 6, 1), end_date=date(2024, 6, 10),
-        recurring_frequency="daily", recurring_interval=2,
+        "j2",
+        "p1",
+        "in_progress",
+        date(2024, 6, 1),
+        end_date=date(2024, 6, 10),
+        recurring_frequency="daily",
+        recurring_interval=2,
     ),
     # weekly Mon+Wed from Wed 5 June to 30 June: Mon 3 June is before start -> 7
     _job(
-        "j3", "p1", "planned", date(2024, 6, 5), end_date=date(2024, 6, 30),
-        recurring_frequency="weekly", selected_days_of_week=[1, 3],
+        "j3",
+        "p1",
+        "planned",
+        date(2024, 6, 5),
+        end_date=date(2024, 6, 30),
+        recurring_frequency="weekly",
+        selected_days_of_week=[1, 3],
     ),
     # weekly every 2 weeks, default weekday (Thu), no end: 6 June 2024 + 14k < 6 June 2025 -> 27
     _job(
-        "j4", "p1", "weather_delayed", date(2024, 6, 6), recurring_frequency="weekly",
+        "j4",
+        "p1",
+        "weather_delayed",
+        date(2024, 6, 6),
+        recurring_frequency="weekly",
         recurring_interval=2,
     ),
     # monthly, last Friday, Jan..June 2024: 26/1, 23/2, 29/3, 26/4, 31/5, 28/6 -> 6
     _job(
-        "j5", "p3", "on_hold", date(2024, 1, 15), end_date=date(2024, 6, 30),
-        recurring_frequency="monthly", selected_days_of_week=[5], weeks_of_month=[-1],
+        "j5",
+        "p3",
+        "on_hold",
+        date(2024, 1, 15),
+        end_date=date(2024, 6, 30),
+        recurring_frequency="monthly",
+        selected_days_of_week=[5],
+        weeks_of_month=[-1],
     ),
     # monthly on day 31, clamped: 2024 has 12 occurrences, 29 Feb and 30 Apr among them
     _job(
-        "j6", "p2", "planned", date(2024, 1, 31), end_date=date(2024, 12, 31),
+        "j6",
+        "p2",
+        "planned",
+        date(2024, 1, 31),
+        end_date=date(2024, 12, 31),
         recurring_frequency="monthly",
     ),
     # yearly from 29 Feb 2024 to 1 Mar 2028: 2024-02-29, 2025/26/27-02-28, 2028-02-29 -> 5
     _job(
-        "j7", "p2", "completed", date(2024, 2, 29), end_date=date(2028, 3, 1),
+        "j7",
+        "p2",
+        "completed",
+        date(2024, 2, 29),
+        end_date=date(2028, 3, 1),
         recurring_frequency="yearly",
     ),
     # flexible: one occurrence without a date
@@ -194,15 +231,26 @@ JOBS = [
     # monthly every 3 months, 2nd Tuesday (start's weekday), no end:
     # 12/3, 11/6, 10/9, 10/12 2024, 11/3 2025 (< 12 March 2025) -> 5
     _job(
-        "j10", "p1", "planned", date(2024, 3, 12), recurring_frequency="monthly",
-        recurring_interval=3, week_of_month=2,
+        "j10",
+        "p1",
+        "planned",
+        date(2024, 3, 12),
+        recurring_frequency="monthly",
+        recurring_interval=3,
+        week_of_month=2,
     ),
     # recurring without frequency: one occurrence on start
     _job("j11", "p1", "completed", date(2024, 6, 1), type="ct_custom"),
     # monthly 4th and last Monday, Feb..Apr 2024: 26/2 (both), 25/3 (both), 22/4 + 29/4 -> 4
     _job(
-        "j12", "p3", "other", date(2024, 2, 1), end_date=date(2024, 4, 30),
-        recurring_frequency="monthly", selected_days_of_week=[1], weeks_of_month=[4, -1],
+        "j12",
+        "p3",
+        "other",
+        date(2024, 2, 1),
+        end_date=date(2024, 4, 30),
+        recurring_frequency="monthly",
+        selected_days_of_week=[1],
+        weeks_of_month=[4, -1],
         other_status_reason="waiting for permit",
     ),
 ]
@@ -213,22 +261,36 @@ JOB_VERSIONS = [_version(job, T1, None) for job in JOBS] + [
 ]
 
 JOB_TYPES = [
-    _version({"id": "wind_turbine", "name": "Wind turbine", "icon": "wind",
-              "is_predefined": True}, T1, None),
-    _version({"id": "cell_tower", "name": "Cell tower", "icon": "radio",
-              "is_predefined": True}, T1, None),
-    _version({"id": "ct_custom", "name": "Old name", "icon": "settings",
-              "is_predefined": False}, T1, T2),
-    _version({"id": "ct_custom", "name": "Solar roof", "icon": "sun",
-              "is_predefined": False}, T2, None),
+    _version(
+        {"id": "wind_turbine", "name": "Wind turbine", "icon": "wind", "is_predefined": True},
+        T1,
+        None,
+    ),
+    _version(
+        {"id": "cell_tower", "name": "Cell tower", "icon": "radio", "is_predefined": True}, T1, None
+    ),
+    _version(
+        {"id": "ct_custom", "name": "Old name", "icon": "settings", "is_predefined": False}, T1, T2
+    ),
+    _version(
+        {"id": "ct_custom", "name": "Solar roof", "icon": "sun", "is_predefined": False}, T2, None
+    ),
 ]
 
 
 def _member(mid: str, role: str, **kw: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "id": mid, "email": f"{mid}@example.com", "first_name": mid.upper(),
-        "last_name": "Member", "role": role, "status": "active", "title": None,
-        "phone_number": None, "profile_picture": None, "created": T1, "updated": T1,
+        "id": mid,
+        "email": f"{mid}@example.com",
+        "first_name": mid.upper(),
+        "last_name": "Member",
+        "role": role,
+        "status": "active",
+        "title": None,
+        "phone_number": None,
+        "profile_picture": None,
+        "created": T1,
+        "updated": T1,
     }
     row.update(kw)
     return row
@@ -245,10 +307,16 @@ TEAM_MEMBERS = [
 
 def _webhook(wid: str, **kw: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "id": wid, "name": f"Hook {wid}", "url": f"https://example.com/{wid}",
+        "id": wid,
+        "name": f"Hook {wid}",
+        "url": f"https://example.com/{wid}",
         "event_types": json.dumps(["project.created", "project.updated"]),
-        "status": "active", "failure_count": 0, "created": T1, "updated": T1,
-        "last_triggered_at": T2, "created_by_id": "u1",
+        "status": "active",
+        "failure_count": 0,
+        "created": T1,
+        "updated": T1,
+        "last_triggered_at": T2,
+        "created_by_id": "u1",
     }
     row.update(kw)
     return row
@@ -257,8 +325,9 @@ def _webhook(wid: str, **kw: Any) -> dict[str, Any]:
 WEBHOOKS = [
     _version(_webhook("w1", failure_count=0), T1, T2),
     _version(_webhook("w1", failure_count=1, updated=T2), T2, None),
-    _version(_webhook("w2", event_types=json.dumps(["project.created"]),
-                      created_by_id="k1"), T1, None),
+    _version(
+        _webhook("w2", event_types=json.dumps(["project.created"]), created_by_id="k1"), T1, None
+    ),
 ]
 
 
@@ -268,26 +337,34 @@ def _delivery(
     parsed: dict[str, Any] | None
     if payload is None:
         parsed = {
-            "delivery_id": f"dl-{did}", "event": "project.updated",
+            "delivery_id": f"dl-{did}",
+            "event": "project.updated",
             "timestamp": int(created.timestamp() * 1000) - 250,
-            "workspace_id": "ws1", "data": {"project_id": "p1", "status": "planned"},
+            "workspace_id": "ws1",
+            "data": {"project_id": "p1", "status": "planned"},
         }
         payload = json.dumps(parsed)
     else:
         parsed = None
     return {
-        "id": did, "webhook_id": wid, "event_type": "project.updated",
-        "url": f"https://example.com/{wid}", "status": status,
+        "id": did,
+        "webhook_id": wid,
+        "event_type": "project.updated",
+        "url": f"https://example.com/{wid}",
+        "status": status,
         "response_status": 200 if status == "success" else 500,
         "response_body": "ok" if status == "success" else "boom",
         "error_message": None if status == "success" else "HTTP 500",
-        "duration_ms": duration, "created": created, "request_payload": payload,
+        "duration_ms": duration,
+        "created": created,
+        "request_payload": payload,
         "delivery_id": parsed and parsed["delivery_id"],
         "event": parsed and parsed["event"],
         "workspace_id": parsed and parsed["workspace_id"],
         "event_timestamp": parsed and datetime.fromtimestamp(parsed["timestamp"] / 1000, UTC),
         "data": parsed and json.dumps(parsed["data"]),
-        "_dlt_load_id": "load1", "_dlt_id": f"d-{did}",
+        "_dlt_load_id": "load1",
+        "_dlt_id": f"d-{did}",
     }
 
 
@@ -308,12 +385,32 @@ WEBHOOK_DELIVERIES = [
 ]
 
 USERS = [
-    {"id": "u1", "kind": "user", "email": "ada@example.com", "first_name": "Ada",
-     "last_name": "Lovelace", "profile_picture": None, "display_name": "Ada Lovelace",
-     "first_seen_at": T1, "last_seen_at": T4, "_dlt_load_id": "load1", "_dlt_id": "u-u1"},
-    {"id": "k1", "kind": "api_key", "email": None, "first_name": None, "last_name": None,
-     "profile_picture": None, "display_name": "CI key", "first_seen_at": T1,
-     "last_seen_at": T4, "_dlt_load_id": "load1", "_dlt_id": "u-k1"},
+    {
+        "id": "u1",
+        "kind": "user",
+        "email": "ada@example.com",
+        "first_name": "Ada",
+        "last_name": "Lovelace",
+        "profile_picture": None,
+        "display_name": "Ada Lovelace",
+        "first_seen_at": T1,
+        "last_seen_at": T4,
+        "_dlt_load_id": "load1",
+        "_dlt_id": "u-u1",
+    },
+    {
+        "id": "k1",
+        "kind": "api_key",
+        "email": None,
+        "first_name": None,
+        "last_name": None,
+        "profile_picture": None,
+        "display_name": "CI key",
+        "first_seen_at": T1,
+        "last_seen_at": T4,
+        "_dlt_load_id": "load1",
+        "_dlt_id": "u-k1",
+    },
 ]
 
 TABLES: dict[str, Sequence[dict[str, Any]]] = {
@@ -338,8 +435,7 @@ def create_raw_warehouse(path: pathlib.Path, dataset: str = "drone_ops") -> path
             columns = list(rows[0])
             placeholders = ", ".join("?" for _ in columns)
             con.executemany(
-                f'insert into "{dataset}"."{table}" ({", ".join(columns)}) '
-                f"values ({placeholders})",
+                f'insert into "{dataset}"."{table}" ({", ".join(columns)}) values ({placeholders})',
                 [[row[c] for c in columns] for row in rows],
             )
     finally:
