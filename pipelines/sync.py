@@ -33,7 +33,9 @@ log = logging.getLogger(__name__)
 
 PIPELINE_NAME = "drone_ops"
 DEFAULT_DATASET = "drone_ops"
-DEFAULT_DATABASE = "drone_ops.duckdb"
+# Not `drone_ops.duckdb`: DuckDB names the catalog after the file, and DuckDB 2.0 rejects
+# `drone_ops.projects` as ambiguous when catalog and schema (our dataset) share a name.
+DEFAULT_DATABASE = "drone_ops_warehouse.duckdb"
 
 
 @dataclass
@@ -48,7 +50,7 @@ class Target:
     def resolved_database(self) -> Path:
         if self.database is not None:
             return self.database
-        configured = dlt.config.get("destination.duckdb.credentials")
+        configured: Any = dlt.config.get("destination.duckdb.credentials")
         return Path(configured if isinstance(configured, str) else DEFAULT_DATABASE)
 
 
@@ -85,9 +87,17 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
         os.environ.setdefault(name, value)
     if target.destination == "duckdb":
         database = target.resolved_database().resolve()
+        if database.stem == target.dataset:
+            raise ConfigError(
+                "--database / destination.duckdb.credentials",
+                f"the file {database.name} would name the DuckDB catalog {database.stem!r}, the"
+                f" same as the dataset {target.dataset!r}; DuckDB cannot tell them apart in"
+                " queries. Rename the file (default drone_ops_warehouse.duckdb) or change"
+                " --dataset",
+            )
         database.parent.mkdir(parents=True, exist_ok=True)
         destination: Any = dlt.destinations.duckdb(credentials=str(database))
-        pipelines_dir = target.pipelines_dir or database.parent / ".dlt_pipelines"
+        pipelines_dir: Path | None = target.pipelines_dir or database.parent / ".dlt_pipelines"
     else:
         destination = target.destination
         pipelines_dir = target.pipelines_dir
@@ -95,7 +105,7 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
         pipeline_name=PIPELINE_NAME,
         destination=destination,
         dataset_name=target.dataset,
-        pipelines_dir=str(pipelines_dir) if pipelines_dir else None,
+        pipelines_dir=str(pipelines_dir) if pipelines_dir else None,  # type: ignore[arg-type]
         progress=progress,
     )
 
@@ -186,7 +196,7 @@ def build_source(options: RunOptions, overrides: dict[str, Any]) -> Any:
 
 
 def _config(name: str, default: Any) -> Any:
-    value = dlt.config.get(f"{source_settings.CONFIG_SECTION}.{name}")
+    value: Any = dlt.config.get(f"{source_settings.CONFIG_SECTION}.{name}")
     return default if value is None else value
 
 

@@ -223,6 +223,11 @@ class DroneOpsClient:
     def close(self) -> None:
         self._http.close()
 
+    def probe_status(self, method: str, path: str, body: Any) -> tuple[int, str]:
+        """One unretried request, for `check`: its status and the API's message."""
+        response = self._http.request(method, path, json=body)
+        return response.status_code, _api_message(response)
+
     def get_json(
         self,
         path: str,

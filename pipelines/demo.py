@@ -1,0 +1,186 @@
+"""`drone-sync demo`: the whole product on a simulated workspace, with nothing configured.
+
+Starts the simulator in this process on a free loopback port, syncs, changes the workspace
+through the API, syncs again, then builds the dbt models and answers example questions.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+from .console import print_summary
+from .sync import DEFAULT_DATABASE, SyncOutcome, Target
+
+DEMO_QUERIES: tuple[tuple[str, str], ...] = (
+    (
+        "Current projects by status (current versions only)",
+        """
+        select status, count(*) as projects, count(*) filter (where archived) as archived
+        from {raw}.projects where _dlt_valid_to is null
+        group by status order by projects desc
+        """,
+    ),
+    (
+        "History kept: every version of the projects changed by the second run",
+        """
+        select id, name, status, archived, _dlt_valid_from as valid_from,
+               _dlt_valid_to as valid_to
+        from {raw}.projects
+        where id in (
+            select id from {raw}.projects group by id
+            having count(*) > 1 or bool_and(_dlt_valid_to is not null)
+        )
+        order by id, _dlt_valid_from
+        """,
+    ),
+    (
+        "Webhook deliveries per webhook and outcome",
+        """
+        select webhook_id, status, count(*) as deliveries,
+               round(avg(duration_ms)) as avg_ms, max(created) as latest
+        from {raw}.webhook_deliveries group by webhook_id, status order by webhook_id, status
+        """,
+    ),
+)
+
+
+def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
+    from simulator.server import serve_in_thread
+
+    from .cli import sync_with_progress
+    from .models import answer_questions, build_models
+
+    database = directory / DEFAULT_DATABASE
+    _fresh(directory, database)
+    target = Target(database=database)
+    console.rule("drone-sync demo")
+    console.print("starting the simulator (seed %d, scale small) on 127.0.0.1 ..." % seed)
+    with serve_in_thread(seed=seed, scale="small", admin=True) as sim:
+        console.print(f"simulator at {sim.base_url} (read-only key used for syncing)")
+        overrides = {"base_url": sim.base_url, "api_key": sim.read_key}
+        first = sync_with_progress(target, console, source_overrides=overrides)
+        print_summary(console, first, "First sync (everything is new)")
+        if not first.ok:
+            return 1
+        console.rule("changing the workspace through the API")
+        with sim.client(full=True) as api:
+            for line in _change_workspace(api):
+                console.print(f"  {line}")
+        sim.wait_for_deliveries(timeout=30)
+        second = sync_with_progress(target, console, source_overrides=overrides)
+        print_summary(console, second, "Second sync (only the changes)")
+        if not second.ok:
+            return 1
+    console.rule("example SQL on the raw tables")
+    _print_queries(console, database)
+    console.rule("dbt models")
+    with console.status("building and testing the dbt models"):
+        result = build_models(database.resolve(), target.dataset)
+    console.print(
+        f"{result.models_built} models built, {result.tests_passed} tests passed,"
+        f" {result.tests_failed} failed ({result.seconds:.1f}s)"
+    )
+    if not result.ok:
+        for failure in result.failures:
+            console.print(f"[red]{failure.node}[/red]: {failure.message}")
+        return 1
+    for title, columns, rows in answer_questions(database.resolve(), target.dataset):
+        _print_rows(console, title, columns, rows)
+    console.print(
+        f"\nThe warehouse is {database}: open it with duckdb, or point a BI tool at it"
+        f" (schema {target.dataset}_marts). Run `drone-sync demo` again for a fresh copy."
+    )
+    return 0 if _all_ok(first, second) else 1
+
+
+def _fresh(directory: Path, database: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for leftover in (database, database.with_suffix(".duckdb.wal")):
+        leftover.unlink(missing_ok=True)
+    shutil.rmtree(directory / ".dlt_pipelines", ignore_errors=True)
+
+
+def _change_workspace(api: httpx.Client) -> list[str]:
+    """A realistic morning: weather, an archive, a deletion, new work."""
+    projects = api.get("/v1/projects").raise_for_status().json()["projects"]
+    done: list[str] = []
+    delayed, archived, deleted, extended = projects[0], projects[1], projects[2], projects[3]
+    for project in (delayed, extended):
+        api.patch(
+            f"/v1/projects/{project['id']}", json={"status": "weather_delayed"}
+        ).raise_for_status()
+        done.append(f"project {project['name']!r} → weather_delayed")
+    api.post(f"/v1/projects/{archived['id']}/archive", json={"archived": True}).raise_for_status()
+    done.append(f"project {archived['name']!r} archived")
+    api.delete(f"/v1/projects/{deleted['id']}").raise_for_status()
+    done.append(f"project {deleted['name']!r} deleted (its jobs go with it)")
+    job_type = api.post("/v1/job-types", json={"name": "Blade leading-edge survey", "icon": "wind"})
+    type_id = job_type.raise_for_status().json()["id"]
+    done.append(f"job type {type_id} created")
+    today = datetime.now(UTC).date().isoformat()
+    for name, pattern, extra in (
+        ("Post-storm blade check", "one_time", {}),
+        (
+            "Monthly thermal sweep",
+            "recurring",
+            {
+                "recurring_frequency": "monthly",
+                "weeks_of_month": [1, -1],
+                "selected_days_of_week": [2],
+            },
+        ),
+    ):
+        body: dict[str, Any] = {
+            "name": name,
+            "type": type_id,
+            "job_pattern": pattern,
+            "start_date": today,
+            "priority": "high",
+            "latitude": 53.42,
+            "longitude": 6.18,
+            "capture_types": ["thermal_inspection", "video_capture"],
+            **extra,
+        }
+        api.post(f"/v1/projects/{extended['id']}/jobs", json=body).raise_for_status()
+        done.append(f"job {name!r} created in {extended['name']!r}")
+    jobs = api.get(f"/v1/projects/{delayed['id']}/jobs").raise_for_status().json()["jobs"]
+    if jobs:
+        api.delete(f"/v1/projects/{delayed['id']}/jobs/{jobs[0]['id']}").raise_for_status()
+        done.append(f"job {jobs[0]['name']!r} deleted")
+    return done
+
+
+def _print_queries(console: Console, database: Path) -> None:
+    con = duckdb.connect(str(database), read_only=True)
+    try:
+        for title, sql in DEMO_QUERIES:
+            query = sql.format(raw="drone_ops")
+            cursor = con.execute(query)
+            columns = [column[0] for column in cursor.description or []]
+            console.print(f"[dim]{' '.join(query.split())}[/dim]")
+            _print_rows(console, title, columns, cursor.fetchall())
+    finally:
+        con.close()
+
+
+def _print_rows(console: Console, title: str, columns: list[str], rows: list[Any]) -> None:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in rows[:15]:
+        table.add_row(*("" if value is None else str(value) for value in row))
+    if not rows:
+        table.caption = "(no rows)"
+    console.print(table)
+
+
+def _all_ok(*outcomes: SyncOutcome) -> bool:
+    return all(outcome.ok for outcome in outcomes)
