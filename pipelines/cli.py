@@ -34,7 +34,8 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
         "--database",
         type=Path,
         default=None,
-        help="DuckDB file (default: DESTINATION__DUCKDB__CREDENTIALS or ./drone_ops_warehouse.duckdb)",
+        help="DuckDB file (default: DESTINATION__DUCKDB__CREDENTIALS or"
+        " ./drone_ops_warehouse.duckdb)",
     )
     parser.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset/schema name")
 
@@ -52,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--resources",
         default=None,
-        help=f"comma-separated tables to sync (default all: {','.join(source_settings.ALL_TABLES)})",
+        help="comma-separated tables to sync (default: all of"
+        f" {','.join(source_settings.ALL_TABLES)})",
     )
     run.add_argument(
         "--full-refresh",
@@ -155,8 +157,8 @@ def _check(console: Console) -> int:
             f"is not set: add it to .dlt/{'secrets' if name == 'api_key' else 'config'}.toml"
             f" or set SOURCES__DRONE_OPS__{name.upper()}",
         ) from None
-    jobs_path = dlt.config.get(f"{section}.jobs_path") or source_settings.JOBS_PATH_TEMPLATE
-    webhook_ids = dlt.config.get(f"{section}.webhook_ids")
+    jobs_path: Any = dlt.config.get(f"{section}.jobs_path") or source_settings.JOBS_PATH_TEMPLATE
+    webhook_ids: Any = dlt.config.get(f"{section}.webhook_ids")
     report = check_access(
         str(base_url), str(api_key), jobs_path=str(jobs_path), webhook_ids=webhook_ids
     )

@@ -62,7 +62,7 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     _fresh(directory, database)
     target = Target(database=database)
     console.rule("drone-sync demo")
-    console.print("starting the simulator (seed %d, scale small) on 127.0.0.1 ..." % seed)
+    console.print(f"starting the simulator (seed {seed}, scale small) on 127.0.0.1 ...")
     with serve_in_thread(seed=seed, scale="small", admin=True) as sim:
         console.print(f"simulator at {sim.base_url} (read-only key used for syncing)")
         overrides = {"base_url": sim.base_url, "api_key": sim.read_key}

@@ -137,6 +137,22 @@ def _summarise(result: Any, ok: bool, started: float) -> ModelsResult:
     return summary
 
 
+def _release_duckdb() -> None:
+    """Close the DuckDB database dbt-duckdb keeps open in-process after an invocation.
+
+    Without this the file stays open read-write in this process, and a later read-only
+    connection (answer_questions) or another configuration fails with "Can't open a connection
+    to same database file with a different configuration".
+    """
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+
+    with DuckDBConnectionManager._LOCK:
+        environment = DuckDBConnectionManager._ENV
+        DuckDBConnectionManager._ENV = None
+        if environment is not None:
+            environment.close()
+
+
 def build_models(
     database_path: pathlib.Path,
     dataset: str = "drone_ops",
@@ -155,7 +171,10 @@ def build_models(
         args = dbt_args("build" if run_tests else "run", target, dbt_vars, quiet=quiet)
         env = {PATH_ENV: str(pathlib.Path(database_path).resolve()), DATASET_ENV: dataset}
         with _environment(env):
-            outcome = dbtRunner().invoke(args)
+            try:
+                outcome = dbtRunner().invoke(args)
+            finally:
+                _release_duckdb()
     summary = _summarise(outcome.result, outcome.success, started)
     if outcome.exception is not None:
         summary.ok = False

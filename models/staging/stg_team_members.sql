@@ -1,3 +1,5 @@
+{{ config(materialized=source_staging_materialization()) }}
+
 with
 
 source as (

@@ -427,15 +427,16 @@ TABLES: dict[str, Sequence[dict[str, Any]]] = {
 def create_raw_warehouse(path: pathlib.Path, dataset: str = "drone_ops") -> pathlib.Path:
     """Write the raw tables into a new DuckDB file, plus dlt's staging schema to ignore."""
     con = duckdb.connect(str(path))
+    catalog = path.stem  # qualified: drone_ops.duckdb holds schema drone_ops, as in production
     try:
-        con.execute(f'create schema "{dataset}"')
-        con.execute(f'create schema "{dataset}_staging"')
+        con.execute(f'create schema "{catalog}"."{dataset}"')
+        con.execute(f'create schema "{catalog}"."{dataset}_staging"')
         for table, rows in TABLES.items():
-            con.execute(f'create table "{dataset}"."{table}" ({DDL[table]})')
+            con.execute(f'create table "{catalog}"."{dataset}"."{table}" ({DDL[table]})')
             columns = list(rows[0])
             placeholders = ", ".join("?" for _ in columns)
             con.executemany(
-                f'insert into "{dataset}"."{table}" ({", ".join(columns)}) values ({placeholders})',
+                f'insert into "{catalog}"."{dataset}"."{table}" ({", ".join(columns)}) values ({placeholders})',
                 [[row[c] for c in columns] for row in rows],
             )
     finally:
