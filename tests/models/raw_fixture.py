@@ -436,7 +436,8 @@ def create_raw_warehouse(path: pathlib.Path, dataset: str = "drone_ops") -> path
             columns = list(rows[0])
             placeholders = ", ".join("?" for _ in columns)
             con.executemany(
-                f'insert into "{catalog}"."{dataset}"."{table}" ({", ".join(columns)}) values ({placeholders})',
+                f'insert into "{catalog}"."{dataset}"."{table}" ({", ".join(columns)}) '
+                f"values ({placeholders})",
                 [[row[c] for c in columns] for row in rows],
             )
     finally:

@@ -1,0 +1,256 @@
+"""Build the dbt project on a hand-made raw warehouse and check real figures in the marts."""
+
+from __future__ import annotations
+
+import calendar
+import json
+import pathlib
+from collections.abc import Iterator
+from datetime import date, timedelta
+from typing import Any
+
+import duckdb
+import pytest
+
+from pipelines.models import EXAMPLE_QUESTIONS, ModelsResult, answer_questions, build_models
+from tests.models.raw_fixture import JOBS, T1, T2, T3, T4, create_raw_warehouse
+
+MARTS = "drone_ops_marts"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, ModelsResult]:
+    """One `dbt build` (models, data tests, unit tests) shared by the module's tests."""
+    root = tmp_path_factory.mktemp("models")
+    database = create_raw_warehouse(root / "drone_ops.duckdb")
+    result = build_models(database, target_path=root / "target")
+    return database, result
+
+
+@pytest.fixture()
+def con(built: tuple[pathlib.Path, ModelsResult]) -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect(str(built[0]), read_only=True)
+    yield connection
+    connection.close()
+
+
+def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(row) for row in con.execute(sql).fetchall()]
+
+
+def expected_dates(job: dict[str, Any], horizon_days: int = 365) -> list[date | None]:
+    """docs/occurrence-rules.md in plain Python, written apart from the SQL to cross-check it."""
+    start: date = job["start_date"]
+    frequency = job["recurring_frequency"]
+    if job["job_pattern"] == "one_time" or frequency is None:
+        return [start]
+    if frequency == "flexible":
+        return [None]
+    step = job["recurring_interval"] or 1
+    last = job["end_date"] or start + timedelta(days=horizon_days - 1)
+    weekday = (start.weekday() + 1) % 7
+    days = json.loads(job["selected_days_of_week"] or "[]") or [weekday]
+    weeks = json.loads(job["weeks_of_month"] or "[]") or (
+        [job["week_of_month"]] if job["week_of_month"] is not None else []
+    )
+    found: set[date] = set()
+    if frequency == "daily":
+        found = {start + timedelta(days=k) for k in range(0, (last - start).days + 1, step)}
+    elif frequency == "weekly":
+        week0 = start - timedelta(days=weekday)
+        for k in range(0, (last - week0).days // 7 + 1, step):
+            found |= {week0 + timedelta(days=7 * k + w) for w in days}
+    else:
+        months = 12 * step if frequency == "yearly" else step
+        index = 0
+        while True:
+            year, month0 = divmod(start.year * 12 + start.month - 1 + index, 12)
+            month = month0 + 1
+            if date(year, month, 1) > last:
+                break
+            length = calendar.monthrange(year, month)[1]
+            if frequency == "monthly" and weeks:
+                for q in weeks:
+                    for w in days:
+                        dates = [
+                            date(year, month, d)
+                            for d in range(1, length + 1)
+                            if (date(year, month, d).weekday() + 1) % 7 == w
+                        ]
+                        found.add(dates[-1] if q == -1 else dates[q - 1])
+            else:
+                found.add(date(year, month, min(start.day, length)))
+            index += months
+    in_window: list[date | None] = sorted(d for d in found if start <= d <= last)
+    return in_window
+
+
+def test_build_passes_every_model_and_test(built: tuple[pathlib.Path, ModelsResult]) -> None:
+    result = built[1]
+    assert result.error is None
+    assert result.failures == []
+    assert result.ok
+    assert result.models_built == 24
+    assert result.tests_failed == 0
+    assert result.tests_passed >= 100  # data tests plus the 8 occurrence unit tests
+
+
+def test_models_land_in_stg_and_marts_schemas(con: duckdb.DuckDBPyConnection) -> None:
+    counts = dict(
+        rows(
+            con,
+            "select table_schema, count(*) from information_schema.tables "
+            "where table_schema like 'drone_ops%' group by table_schema",
+        )
+    )
+    assert counts == {"drone_ops": 7, "drone_ops_stg": 13, "drone_ops_marts": 11}
+
+
+def test_dim_projects_counts_current_jobs_by_status(con: duckdb.DuckDBPyConnection) -> None:
+    got = rows(
+        con,
+        f"select project_id, is_archived, created_by_name, jobs_total, jobs_open, jobs_planned,"
+        f" jobs_in_progress, jobs_completed, jobs_on_hold, jobs_other"
+        f" from {MARTS}.dim_projects order by project_id",
+    )
+    assert got == [
+        ("p1", False, "Ada Lovelace", 7, 6, 3, 1, 1, 0, 0),
+        ("p2", True, "CI key", 2, 1, 1, 0, 1, 0, 0),
+        ("p3", False, None, 2, 2, 0, 0, 0, 1, 1),
+    ]  # p4 was deleted, j9 was deleted
+
+
+@pytest.mark.parametrize("job", JOBS, ids=[job["id"] for job in JOBS])
+def test_occurrences_match_an_independent_expansion(
+    con: duckdb.DuckDBPyConnection, job: dict[str, Any]
+) -> None:
+    got = rows(
+        con,
+        f"select occurrence_date from {MARTS}.fct_job_occurrences"
+        f" where job_id = '{job['id']}' order by occurrence_number",
+    )
+    assert [row[0] for row in got] == expected_dates(job)
+
+
+def test_occurrence_counts_for_rule_kinds(con: duckdb.DuckDBPyConnection) -> None:
+    got = dict(
+        rows(con, f"select job_id, count(*) from {MARTS}.fct_job_occurrences group by job_id")
+    )
+    assert got == {
+        "j1": 1, "j2": 5, "j3": 7, "j4": 27, "j5": 6, "j6": 12,
+        "j7": 5, "j8": 1, "j10": 5, "j11": 1, "j12": 4,
+    }  # fmt: skip
+    flexible = rows(
+        con, f"select occurrence_date from {MARTS}.fct_job_occurrences where job_id = 'j8'"
+    )
+    assert flexible == [(None,)]
+
+
+def test_fct_jobs_carries_project_type_and_calendar(con: duckdb.DuckDBPyConnection) -> None:
+    got = rows(
+        con,
+        f"select project_name, job_type_name, job_type_icon, latitude, longitude,"
+        f" capture_types_count, planned_occurrences from {MARTS}.fct_jobs where job_id = 'j1'",
+    )
+    assert got == [("Project p1", "Cell tower", "radio", 52.5, 13.4, 2, 1)]
+    renamed = rows(con, f"select job_type_name from {MARTS}.fct_jobs where job_id = 'j11'")
+    assert renamed == [("Solar roof",)]  # the job type's current name
+
+
+def test_project_status_history_merges_and_closes_intervals(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    got = rows(
+        con,
+        f"select project_id, interval_number, status, valid_from, valid_to, versions,"
+        f" is_closed_by_retirement from {MARTS}.project_status_history"
+        f" where project_id in ('p1', 'p4') order by project_id, interval_number",
+    )
+    assert got == [
+        ("p1", 1, "planned", T1, T2, 1, False),
+        ("p1", 2, "weather_delayed", T2, T4, 2, False),
+        ("p1", 3, "in_progress", T4, None, 1, False),
+        ("p4", 1, "draft", T1, T3, 1, True),
+    ]
+    durations = rows(
+        con,
+        f"select duration_seconds from {MARTS}.project_status_history"
+        f" where project_id = 'p1' and valid_to is not null order by interval_number",
+    )
+    assert durations == [(2.5 * 86400,), ((T4 - T2).total_seconds(),)]
+
+
+def test_job_status_history_of_a_retired_job(con: duckdb.DuckDBPyConnection) -> None:
+    got = rows(
+        con,
+        f"select status, valid_from, valid_to, is_current, is_closed_by_retirement,"
+        f" duration_seconds from {MARTS}.job_status_history where job_id = 'j9'"
+        f" order by interval_number",
+    )
+    assert got == [
+        ("planned", T1, T2, False, False, (T2 - T1).total_seconds()),
+        ("cancelled", T2, T3, False, True, (T3 - T2).total_seconds()),
+    ]
+
+
+def test_webhook_delivery_health_daily(con: duckdb.DuckDBPyConnection) -> None:
+    got = rows(
+        con,
+        f"select webhook_id, delivery_date, deliveries, failures, success_rate,"
+        f" p50_duration_ms, p95_duration_ms from {MARTS}.webhook_delivery_health_daily"
+        f" order by webhook_id, delivery_date",
+    )
+    assert got == [
+        ("w1", date(2024, 5, 1), 4, 1, 0.75, 250.0, 385.0),
+        ("w1", date(2024, 5, 2), 2, 0, 1.0, 100.0, 145.0),
+        ("w2", date(2024, 5, 2), 1, 1, 0.0, 1000.0, 1000.0),
+    ]
+
+
+def test_fct_webhook_deliveries_parsed_payload(con: duckdb.DuckDBPyConnection) -> None:
+    got = rows(
+        con,
+        f"select webhook_delivery_id, is_payload_parsed, delivery_id, event_to_delivery_seconds"
+        f" from {MARTS}.fct_webhook_deliveries where webhook_delivery_id in ('d1', 'd7')"
+        f" order by 1",
+    )
+    assert got == [("d1", True, "dl-d1", 0.25), ("d7", False, None, None)]
+
+
+def test_team_members_flag_current_pilots(con: duckdb.DuckDBPyConnection) -> None:
+    got = rows(
+        con, f"select team_member_id, role, is_pilot from {MARTS}.dim_team_members order by 1"
+    )
+    assert got == [("tm1", "pilot", True), ("tm2", "ops_lead", False), ("tm3", "pilot", True)]
+
+
+def test_answer_questions_reads_the_marts(built: tuple[pathlib.Path, ModelsResult]) -> None:
+    answers = answer_questions(built[0], "drone_ops")
+    assert [title for title, _, _ in answers] == [q.title for q in EXAMPLE_QUESTIONS]
+    _, columns, delayed = answers[1]
+    assert columns[0] == "project_name"
+    assert [row[0] for row in delayed] == ["Project p3"]
+    _, _, reliability = answers[2]
+    assert all(len(row) == 6 for row in reliability)
+
+
+@pytest.mark.slow
+def test_other_dataset_and_horizon_var(tmp_path: pathlib.Path) -> None:
+    database = create_raw_warehouse(tmp_path / "other.duckdb", dataset="ops_x")
+    result = build_models(
+        database,
+        "ops_x",
+        run_tests=False,
+        target_path=tmp_path / "target",
+        dbt_vars={"occurrence_horizon_days": 30},
+    )
+    assert result.ok, result.failures
+    with duckdb.connect(str(database), read_only=True) as connection:
+        got = rows(
+            connection,
+            "select occurrence_date from ops_x_marts.fct_job_occurrences"
+            " where job_id = 'j4' order by occurrence_number",
+        )
+    # every 2 weeks from Thu 6 June, window 6 June .. 5 July
+    assert [row[0] for row in got] == [date(2024, 6, 6), date(2024, 6, 20), date(2024, 7, 4)]
+    assert expected_dates(next(j for j in JOBS if j["id"] == "j4"), 30) == [row[0] for row in got]
