@@ -81,8 +81,7 @@ def expected_dates(job: dict[str, Any], horizon_days: int = 365) -> list[date | 
             else:
                 found.add(date(year, month, min(start.day, length)))
             index += months
-    in_window: list[date | None] = sorted(d for d in found if start <= d <= last)
-    return in_window
+    return [d for d in sorted(found) if start <= d <= last]
 
 
 def test_build_passes_every_model_and_test(built: tuple[pathlib.Path, ModelsResult]) -> None:
