@@ -1,0 +1,102 @@
+"""Unit tests of change detection: what a run loads and retires, and the mass-delete share."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from sources.drone_ops.changes import ChangeSet, diff, retire_share_exceeded
+
+
+def _seen(pairs: dict[str, str]) -> tuple[pa.Array, pa.Array]:
+    return pa.array(list(pairs), pa.string()), pa.array(list(pairs.values()), pa.string())
+
+
+def _current(pairs: dict[str, str]) -> pa.Table:
+    return pa.table(
+        {"id": pa.array(list(pairs), pa.string()), "_row_hash": pa.array(list(pairs.values()))}
+    )
+
+
+def _changes(retire: int, current: int) -> ChangeSet:
+    return ChangeSet(pa.array([], pa.string()), 0, 0, [f"x{i}" for i in range(retire)], current)
+
+
+@pytest.mark.parametrize("current", [None, _current({})], ids=["no-table", "empty-table"])
+def test_first_run_loads_everything_as_new(current: pa.Table | None) -> None:
+    """With nothing current, every walked entity is new and nothing is retired."""
+    ids, hashes = _seen({"a": "ha", "b": "hb"})
+    changes = diff(ids, hashes, current)
+    assert changes.load_ids.to_pylist() == ["a", "b"]
+    assert (changes.new, changes.changed, changes.retired, changes.current) == (2, 0, 0, 0)
+    assert not changes.is_empty
+
+
+def test_unchanged_snapshot_yields_nothing() -> None:
+    """Same ids with the same hashes (in any order): nothing to load or retire."""
+    ids, hashes = _seen({"b": "hb", "a": "ha"})
+    changes = diff(ids, hashes, _current({"a": "ha", "b": "hb"}))
+    assert changes.load_ids.to_pylist() == []
+    assert (changes.new, changes.changed, changes.retired) == (0, 0, 0)
+    assert changes.current == 2
+    assert changes.is_empty
+
+
+def test_changed_new_and_retired_mix() -> None:
+    """A changed hash is a change, an unknown id is new, a missing id is retired."""
+    ids, hashes = _seen({"a": "ha", "b": "hb2", "d": "hd"})
+    changes = diff(ids, hashes, _current({"a": "ha", "b": "hb", "c": "hc"}))
+    assert sorted(changes.load_ids.to_pylist()) == ["b", "d"]
+    assert (changes.new, changes.changed) == (1, 1)
+    assert changes.retire_ids == ["c"]
+    assert changes.retired == 1
+    assert changes.current == 3
+    assert not changes.is_empty
+
+
+def test_everything_gone_retires_all() -> None:
+    """An empty walk against current rows retires every one of them."""
+    changes = diff(pa.array([], pa.string()), pa.array([], pa.string()), _current({"a": "h"}))
+    assert changes.retire_ids == ["a"]
+    assert (changes.new, changes.changed, changes.current) == (0, 0, 1)
+
+
+def test_retire_only_is_not_empty() -> None:
+    """A run that only retires still has work to do."""
+    ids, hashes = _seen({"a": "ha"})
+    changes = diff(ids, hashes, _current({"a": "ha", "b": "hb"}))
+    assert changes.load_ids.to_pylist() == []
+    assert changes.retire_ids == ["b"]
+    assert not changes.is_empty
+
+
+@pytest.mark.parametrize(
+    ("retire", "current", "share", "exceeded"),
+    [
+        (5, 10, 0.5, False),  # exactly 50% is allowed
+        (6, 10, 0.5, True),  # above is refused
+        (1, 2, 0.5, False),
+        (2, 3, 0.5, True),
+        (10, 10, 1.0, False),  # share 1.0 allows retiring everything
+        (1, 10, 0.05, True),
+        (0, 10, 0.01, False),  # nothing retired: never exceeded
+    ],
+)
+def test_retire_share_boundaries(retire: int, current: int, share: float, exceeded: bool) -> None:
+    """`retire_share_exceeded` is a strict "more than" comparison of retired / current."""
+    assert retire_share_exceeded(_changes(retire, current), share) is exceeded
+
+
+def test_retire_share_with_no_current_rows_is_never_exceeded() -> None:
+    """With an empty warehouse table nothing can be over-retired (and no division by zero)."""
+    assert retire_share_exceeded(_changes(0, 0), 0.5) is False
+    assert retire_share_exceeded(_changes(3, 0), 0.5) is False
+
+
+def test_retire_share_from_diff() -> None:
+    """End to end through `diff`: 3 of 4 current rows gone exceeds 50%, 2 of 4 does not."""
+    current = _current({"a": "1", "b": "2", "c": "3", "d": "4"})
+    ids, hashes = _seen({"a": "1"})
+    assert retire_share_exceeded(diff(ids, hashes, current), 0.5)
+    ids, hashes = _seen({"a": "1", "b": "2"})
+    assert not retire_share_exceeded(diff(ids, hashes, current), 0.5)

@@ -1,0 +1,453 @@
+"""Unit tests of the pure record transforms: typing, the data contract, hashes, creators."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from sources.drone_ops import settings
+from sources.drone_ops.schema import TABLE_COLUMNS
+from sources.drone_ops.transforms import (
+    Issue,
+    delivery_row,
+    entity_row,
+    issue_table,
+    job_row,
+    project_row,
+    row_hash,
+    to_arrow,
+    tombstones,
+    user_row,
+    webhook_row,
+)
+from tests.sources.fake_api import FakeApi, job, project
+
+RUN = "run-1"
+PERSON = {
+    "id": "u1",
+    "email": "ana@example.com",
+    "first_name": "Ana",
+    "last_name": "Lima",
+    "profile_picture": None,
+}
+API_KEY_CREATOR = {"id": "apikey_1", "type": "api_key", "name": "CI"}
+
+
+def _jobs_table(*records: dict[str, Any]) -> tuple[pa.Table, list[Issue]]:
+    issues: list[Issue] = []
+    rows = [job_row(r, str(r["project_id"])) for r in records]
+    return to_arrow("jobs", rows, RUN, issues), issues
+
+
+def _issues_for(issues: list[Issue], field: str) -> list[Issue]:
+    return [i for i in issues if i["field"] == field]
+
+
+# --- timestamps and dates ---------------------------------------------------------------------
+
+
+def test_ms_timestamp_converts_exactly_to_utc_microseconds() -> None:
+    """API milliseconds become a UTC µs timestamp with no precision lost."""
+    row, _ = project_row(project("p1", 1_700_000_000_123, updated=1_700_000_000_999))
+    issues: list[Issue] = []
+    table = to_arrow("projects", [row], RUN, issues)
+    created = table.column("created")
+    assert created.type == pa.timestamp("us", tz="UTC")
+    assert created.cast(pa.int64()).to_pylist() == [1_700_000_000_123_000]
+    assert created.to_pylist()[0] == datetime(2023, 11, 14, 22, 13, 20, 123_000, tzinfo=UTC)
+    assert table.column("updated").cast(pa.int64()).to_pylist() == [1_700_000_000_999_000]
+    assert issues == []
+
+
+def test_dates_become_date32() -> None:
+    """`start_date`/`end_date` strings become Arrow date32 values; null stays null."""
+    row, _ = project_row(project("p1", 1, start_date="2026-01-31", end_date=None))
+    table = to_arrow("projects", [row], RUN, [])
+    assert table.column("start_date").type == pa.date32()
+    assert table.column("start_date").to_pylist() == [date(2026, 1, 31)]
+    assert table.column("end_date").to_pylist() == [None]
+
+
+# --- the slow path: bad values are nulled (or kept as text) and reported ----------------------
+
+
+def test_invalid_date_is_nulled_and_reported_record_kept() -> None:
+    """An impossible date nulls only that value; the record and its other values stay."""
+    table, issues = _jobs_table(
+        job("j1", "p1", 1, start_date="2026-02-30"), job("j2", "p1", 2, start_date="2026-03-01")
+    )
+    assert table.column("id").to_pylist() == ["j1", "j2"]
+    assert table.column("start_date").to_pylist() == [None, date(2026, 3, 1)]
+    assert table.column("name").to_pylist() == ["Job j1", "Job j2"]
+    [issue] = _issues_for(issues, "start_date")
+    assert issue["table_name"] == "jobs"
+    assert issue["record_id"] == "j1"
+    assert issue["value"] == "2026-02-30"
+    assert issue["run_id"] == RUN
+    assert "date" in (issue["problem"] or "")
+
+
+def test_string_timestamp_is_nulled_and_reported() -> None:
+    """A timestamp sent as a string is not guessed at: null plus an issue naming the field."""
+    table, issues = _jobs_table(job("j1", "p1", 1, updated="1700000000000"), job("j2", "p1", 5))
+    assert table.num_rows == 2
+    assert table.column("updated").to_pylist()[0] is None
+    assert table.column("updated").cast(pa.int64()).to_pylist()[1] == 5_000
+    [issue] = _issues_for(issues, "updated")
+    assert (issue["table_name"], issue["record_id"]) == ("jobs", "j1")
+    assert "timestamp" in (issue["problem"] or "")
+
+
+def test_bool_in_int_column_is_nulled_and_reported() -> None:
+    """`true` in an integer column is not loaded as 1."""
+    table, issues = _jobs_table(
+        job("j1", "p1", 1, flights_per_occurrence=True),
+        job("j2", "p1", 2, flights_per_occurrence=3),
+    )
+    assert table.column("flights_per_occurrence").to_pylist() == [None, 3]
+    [issue] = _issues_for(issues, "flights_per_occurrence")
+    assert issue["record_id"] == "j1"
+    assert issue["value"] == "true"
+    assert "integer" in (issue["problem"] or "")
+
+
+def test_bool_in_timestamp_column_is_nulled_and_reported() -> None:
+    """`true` in a timestamp column is not loaded as 1 ms after the epoch."""
+    table, issues = _jobs_table(job("j1", "p1", True))
+    assert table.column("created").to_pylist() == [None]
+    assert [i["record_id"] for i in _issues_for(issues, "created")] == ["j1"]
+
+
+def test_number_in_string_column_is_kept_as_text_and_reported() -> None:
+    """A number where a string belongs is kept as its text, and reported."""
+    table, issues = _jobs_table(job("j1", "p1", 1, name=42), job("j2", "p1", 2))
+    assert table.column("name").type == pa.string()
+    assert table.column("name").to_pylist() == ["42", "Job j2"]
+    [issue] = _issues_for(issues, "name")
+    assert (issue["record_id"], issue["value"]) == ("j1", "42")
+
+
+def test_object_in_string_column_is_kept_as_json_text() -> None:
+    """A nested value where a string belongs is kept as JSON text, and reported."""
+    table, issues = _jobs_table(job("j1", "p1", 1, description={"a": [1]}))
+    assert json.loads(table.column("description").to_pylist()[0]) == {"a": [1]}
+    assert len(_issues_for(issues, "description")) == 1
+
+
+def test_string_in_float_column_is_nulled_and_reported() -> None:
+    """A latitude sent as a string is nulled, not parsed."""
+    table, issues = _jobs_table(job("j1", "p1", 1, latitude="52.1"))
+    assert table.column("latitude").to_pylist() == [None]
+    assert table.column("longitude").to_pylist() == [4.3]
+    assert [i["record_id"] for i in _issues_for(issues, "latitude")] == ["j1"]
+
+
+def test_integral_float_in_int_column_is_accepted_silently() -> None:
+    """3.0 is an integer in JSON terms: loaded as 3, no issue."""
+    table, issues = _jobs_table(job("j1", "p1", 1, flights_per_occurrence=3.0))
+    assert table.column("flights_per_occurrence").to_pylist() == [3]
+    assert _issues_for(issues, "flights_per_occurrence") == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="transforms._fast_array: pa.array([2.7], pa.int64()) truncates fractional floats,"
+    " so 2.7 in an int/ts column loads as 2 with no _sync_issues row",
+    raises=AssertionError,
+)
+def test_fractional_float_in_int_column_is_reported() -> None:
+    """A fractional number in an integer column must not be silently truncated."""
+    table, issues = _jobs_table(job("j1", "p1", 1, flights_per_occurrence=2.7))
+    assert table.column("flights_per_occurrence").to_pylist() != [2]
+    assert len(_issues_for(issues, "flights_per_occurrence")) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="transforms._coerce does not range-check: an int beyond int64 (OverflowError) or a"
+    " ms timestamp beyond the µs range (ArrowInvalid) survives the slow path and the second"
+    " _fast_array call raises, failing the whole batch instead of nulling one value",
+    raises=(OverflowError, pa.ArrowInvalid),
+)
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("flights_per_occurrence", 2**63 + 5), ("created", 10**17)],
+    ids=["int-beyond-int64", "ms-beyond-us-range"],
+)
+def test_out_of_range_number_is_nulled_not_crashing(field: str, value: int) -> None:
+    """A number the column type cannot hold is nulled and reported; the batch survives."""
+    table, issues = _jobs_table({**job("j1", "p1", 1), field: value}, job("j2", "p1", 2))
+    assert table.num_rows == 2
+    assert table.column(field).to_pylist()[0] is None
+    assert [i["record_id"] for i in _issues_for(issues, field)] == ["j1"]
+
+
+# --- range and enum checks keep the value -----------------------------------------------------
+
+
+def test_out_of_range_latitude_is_kept_and_reported() -> None:
+    """A latitude outside -90..90 is loaded as given and reported, not dropped."""
+    table, issues = _jobs_table(job("j1", "p1", 1, latitude=95.5), job("j2", "p1", 2))
+    assert table.column("latitude").to_pylist() == [95.5, 52.1]
+    [issue] = _issues_for(issues, "latitude")
+    assert (issue["table_name"], issue["record_id"], issue["value"]) == ("jobs", "j1", "95.5")
+    assert "-90" in (issue["problem"] or "") and "90" in (issue["problem"] or "")
+
+
+def test_unknown_status_is_kept_and_reported() -> None:
+    """A status outside the spec's set is loaded as given and reported."""
+    row, _ = project_row(project("p1", 1, status="exploded"))
+    ok, _ = project_row(project("p2", 2))
+    issues: list[Issue] = []
+    table = to_arrow("projects", [row, ok], RUN, issues)
+    assert table.column("status").to_pylist() == ["exploded", "planned"]
+    [issue] = _issues_for(issues, "status")
+    assert (issue["table_name"], issue["record_id"], issue["value"]) == (
+        "projects",
+        "p1",
+        "exploded",
+    )
+    assert "planned" in (issue["problem"] or "")
+
+
+def test_valid_records_report_nothing() -> None:
+    """The fake API's own records satisfy the contract: no issue at all."""
+    api = FakeApi.small()
+    _, issues = _jobs_table(*api.jobs.values())
+    assert issues == []
+
+
+# --- unknown fields and JSON columns -----------------------------------------------------------
+
+
+def test_unknown_fields_become_typed_extra_columns() -> None:
+    """Fields the spec does not know are loaded: scalars typed, nested values as JSON text."""
+    table, issues = _jobs_table(
+        job("j1", "p1", 1, wind_kph=12, gusty=True, pilot_note="calm", extras={"a": [1, 2]}),
+        job("j2", "p1", 2, wind_kph=None, gusty=False, pilot_note=None, extras=[3]),
+    )
+    assert table.column("wind_kph").type == pa.int64()
+    assert table.column("wind_kph").to_pylist() == [12, None]
+    assert table.column("gusty").type == pa.bool_()
+    assert table.column("pilot_note").to_pylist() == ["calm", None]
+    assert table.column("extras").type == pa.string()
+    assert [json.loads(v) for v in table.column("extras").to_pylist()] == [{"a": [1, 2]}, [3]]
+    assert issues == []
+
+
+def test_mixed_type_unknown_field_falls_back_to_json_text() -> None:
+    """An unknown field with mixed scalar types still loads, as JSON text."""
+    table, _ = _jobs_table(job("j1", "p1", 1, code=7), job("j2", "p1", 2, code="x"))
+    assert table.column("code").type == pa.string()
+    assert [json.loads(v) for v in table.column("code").to_pylist()] == [7, "x"]
+
+
+def test_json_columns_hold_json_text() -> None:
+    """Array fields are JSON text that parses back to the API's value; null stays null."""
+    table, _ = _jobs_table(
+        job("j1", "p1", 1, capture_types=["thermal", "rgb"], selected_days_of_week=[0, 6])
+    )
+    assert json.loads(table.column("capture_types").to_pylist()[0]) == ["thermal", "rgb"]
+    assert json.loads(table.column("selected_days_of_week").to_pylist()[0]) == [0, 6]
+    assert table.column("weeks_of_month").to_pylist() == [None]
+
+
+def test_entity_tables_carry_hash_and_false_tombstone() -> None:
+    """Entity rows have a non-null `_row_hash` and `_sync_tombstone = false`."""
+    table, _ = _jobs_table(job("j1", "p1", 1))
+    assert table.schema.field(settings.ROW_HASH_COLUMN).nullable is False
+    assert table.schema.field("id").nullable is False
+    assert table.column(settings.TOMBSTONE_COLUMN).to_pylist() == [False]
+
+
+# --- row hash ---------------------------------------------------------------------------------
+
+
+def test_row_hash_ignores_key_order_at_every_level() -> None:
+    """Two records equal but for key order (nested too) hash the same."""
+    a = {"id": "p1", "n": 1, "created_by": {"id": "u1", "email": "a@b"}}
+    b = {"created_by": {"email": "a@b", "id": "u1"}, "n": 1, "id": "p1"}
+    assert row_hash(a) == row_hash(b)
+
+
+def test_row_hash_changes_when_any_field_changes() -> None:
+    """Changing any one field (top-level or nested) changes the hash."""
+    record = project("p1", 1_700_000_000_000)
+    base = row_hash(record)
+    for name, value in record.items():
+        changed = dict(record)
+        changed[name] = "something else" if value != "something else" else "x"
+        assert row_hash(changed) != base, name
+    nested = dict(record, created_by={**record["created_by"], "email": "new@example.com"})
+    assert row_hash(nested) != base
+    assert row_hash({**record, "new_field": None}) != base
+
+
+def test_entity_row_hash_is_of_the_api_record() -> None:
+    """The row hash is the API record's hash, not of the reshaped row."""
+    record = project("p1", 1)
+    row, _ = project_row(record)
+    assert row[settings.ROW_HASH_COLUMN] == row_hash(record)
+    member = {"id": "m1", "email": "x@y"}
+    assert entity_row(member)[settings.ROW_HASH_COLUMN] == row_hash(member)
+    job_record = {k: v for k, v in job("j1", "p9", 1).items() if k != "project_id"}
+    assert job_row(job_record, "p9")["project_id"] == "p9"
+    assert job_row(job_record, "p9")[settings.ROW_HASH_COLUMN] == row_hash(job_record)
+
+
+# --- creators ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make_row", [project_row, webhook_row], ids=["project", "webhook"])
+@pytest.mark.parametrize(
+    ("creator", "expected_id", "returns_creator"),
+    [
+        (PERSON, "u1", True),
+        (API_KEY_CREATOR, "apikey_1", True),
+        ({"email": "noid@example.com"}, None, False),
+        (None, None, False),
+    ],
+    ids=["person", "api-key", "no-id", "null"],
+)
+def test_creator_becomes_created_by_id(
+    make_row: Any, creator: dict[str, Any] | None, expected_id: str | None, returns_creator: bool
+) -> None:
+    """`created_by` becomes `created_by_id` plus the creator for `users`; odd creators are
+    tolerated (no id or null: no creator, null id) and the row still types cleanly."""
+    record = project("p1", 1, created_by=creator)
+    row, found = make_row(record)
+    assert "created_by" not in row
+    assert row["created_by_id"] == expected_id
+    assert (found == creator) if returns_creator else found is None
+    if make_row is project_row:
+        issues: list[Issue] = []
+        table = to_arrow("projects", [row], RUN, issues)
+        assert table.column("created_by_id").to_pylist() == [expected_id]
+        assert "created_by" not in table.column_names
+        assert issues == []
+
+
+def test_numeric_creator_id_becomes_text() -> None:
+    """A numeric creator id is stored as a string."""
+    row, _ = project_row(project("p1", 1, created_by={"id": 7, "email": "x@y"}))
+    assert row["created_by_id"] == "7"
+
+
+def test_user_row_for_person() -> None:
+    """A person creator: kind `user`, display name "first last", seen span kept."""
+    row = user_row(PERSON, 1_000, 2_000)
+    assert row["id"] == "u1"
+    assert row["kind"] == "user"
+    assert row["display_name"] == "Ana Lima"
+    assert row["email"] == "ana@example.com"
+    assert (row["first_seen_at"], row["last_seen_at"]) == (1_000, 2_000)
+    table = to_arrow("users", [row], RUN, [])
+    assert table.column("first_seen_at").cast(pa.int64()).to_pylist() == [1_000_000]
+
+
+def test_user_row_for_api_key() -> None:
+    """An API-key creator: kind `api_key`, display name the key's name, no person fields."""
+    row = user_row(API_KEY_CREATOR, None, None)
+    assert row["kind"] == "api_key"
+    assert row["display_name"] == "CI"
+    assert row["email"] is None and row["first_name"] is None
+    assert to_arrow("users", [row], RUN, []).num_rows == 1
+
+
+def test_user_row_fallbacks() -> None:
+    """Without a type: `user` when an email is present, else `unknown`; the display name falls
+    back to the email; one name part alone is used."""
+    assert user_row({"id": "x", "email": "e@x"}, None, None)["kind"] == "user"
+    assert user_row({"id": "x", "email": "e@x"}, None, None)["display_name"] == "e@x"
+    assert user_row({"id": "x"}, None, None)["kind"] == "unknown"
+    assert user_row({"id": "x", "first_name": "Ana"}, None, None)["display_name"] == "Ana"
+
+
+def test_user_row_hash_tracks_content() -> None:
+    """The users row hash changes with the seen span and the creator's fields only."""
+    base = user_row(PERSON, 1, 2)[settings.ROW_HASH_COLUMN]
+    assert user_row(dict(PERSON), 1, 2)[settings.ROW_HASH_COLUMN] == base
+    assert user_row(PERSON, 1, 3)[settings.ROW_HASH_COLUMN] != base
+    assert user_row({**PERSON, "last_name": "X"}, 1, 2)[settings.ROW_HASH_COLUMN] != base
+
+
+# --- deliveries -------------------------------------------------------------------------------
+
+
+def _log_entry(payload: Any) -> dict[str, Any]:
+    api = FakeApi.small()
+    entry = dict(api.logs["wh1"][0])
+    entry["request_payload"] = payload
+    return entry
+
+
+def test_delivery_row_parses_request_payload() -> None:
+    """The payload text is kept and parsed into delivery_id, event, event_timestamp,
+    workspace_id and data (JSON)."""
+    payload = {
+        "delivery_id": "d-1",
+        "event": "job.created",
+        "timestamp": 1_700_000_000_456,
+        "workspace_id": "ws9",
+        "data": {"id": "j1", "capture_types": ["rgb"]},
+    }
+    text = json.dumps(payload)
+    row = delivery_row(_log_entry(text), "wh1")
+    assert row["webhook_id"] == "wh1"
+    assert (row["delivery_id"], row["event"], row["workspace_id"]) == ("d-1", "job.created", "ws9")
+    issues: list[Issue] = []
+    table = to_arrow("webhook_deliveries", [row], RUN, issues)
+    assert table.column("request_payload").to_pylist() == [text]
+    assert table.column("event_timestamp").cast(pa.int64()).to_pylist() == [1_700_000_000_456_000]
+    assert json.loads(table.column("data").to_pylist()[0]) == payload["data"]
+    assert issues == []
+
+
+@pytest.mark.parametrize("payload", ['{"delivery_id": "d-1", ', "[1, 2]", '"text"', None], ids=str)
+def test_delivery_row_tolerates_bad_payload(payload: Any) -> None:
+    """Invalid JSON or a non-object payload: the record is kept, parsed columns are null."""
+    row = delivery_row(_log_entry(payload), "wh1")
+    table = to_arrow("webhook_deliveries", [row], RUN, [])
+    assert table.num_rows == 1
+    assert table.column("id").to_pylist() == ["log0"]
+    assert table.column("request_payload").to_pylist() == [payload]
+    for name in ("delivery_id", "event", "event_timestamp", "workspace_id", "data"):
+        assert table.column(name).to_pylist() == [None], name
+
+
+# --- tombstones and issues --------------------------------------------------------------------
+
+
+def test_tombstones_shape() -> None:
+    """Tombstones carry the ids, null data columns, a distinct hash and `_sync_tombstone`."""
+    table = tombstones("jobs", ["j1", "j2"])
+    declared = [c.name for c in TABLE_COLUMNS["jobs"]]
+    assert table.column_names == [*declared, settings.ROW_HASH_COLUMN, settings.TOMBSTONE_COLUMN]
+    assert table.column("id").to_pylist() == ["j1", "j2"]
+    assert table.column(settings.TOMBSTONE_COLUMN).to_pylist() == [True, True]
+    hashes = table.column(settings.ROW_HASH_COLUMN).to_pylist()
+    assert len(set(hashes)) == 2 and all(h and "j" in h for h in hashes)
+    for name in declared:
+        if name != "id":
+            assert table.column(name).null_count == 2, name
+    assert table.schema.field("id").nullable is False
+    assert table.schema.field(settings.ROW_HASH_COLUMN).nullable is False
+    # the data columns have the same types as real rows, so both can share a load
+    real, _ = _jobs_table(job("j3", "p1", 1))
+    for name in declared:
+        assert table.schema.field(name).type == real.schema.field(name).type, name
+
+
+def test_issue_table() -> None:
+    """`issue_table` turns issue dicts into the `_sync_issues` columns, all text."""
+    _, issues = _jobs_table(job("j1", "p1", 1, latitude=99.0, status="weird"))
+    table = issue_table(issues)
+    assert table.column_names == [c.name for c in TABLE_COLUMNS[settings.ISSUES_TABLE]]
+    assert table.num_rows == 2
+    assert all(f.type == pa.string() for f in table.schema)
+    assert sorted(table.column("field").to_pylist()) == ["latitude", "status"]
+    assert issue_table([]).num_rows == 0
