@@ -269,7 +269,7 @@ def build_app(rt: Runtime) -> Starlette:
         api("/v1/webhooks/{webhookId}", "PATCH", patch_webhook),
         api("/v1/webhooks/{webhookId}", "DELETE", delete_webhook),
     ]
-    document = orjson.dumps(build_document())
+    document = orjson.dumps(build_document(store.example_ids()))
 
     async def openapi(_: Request) -> Response:
         return json_response(document)

@@ -786,6 +786,21 @@ class Store:
             "logs_added": logs_added,
         }
 
+    def example_ids(self) -> dict[str, str]:
+        """Ids of real generated rows, used as OpenAPI path examples."""
+        with self.lock:
+            out: dict[str, str] = {"jobTypeId": "wind_turbine"}
+            for _, pid in self.project_index.keys:
+                jobs = self.project_jobs[pid].keys
+                if jobs:
+                    out["projectId"], out["jobId"] = pid, jobs[0][1]
+                    break
+            if self.team_index.keys:
+                out["teamMemberId"] = self.team_index.keys[0][1]
+            if self.webhook_index.keys:
+                out["webhookId"] = self.webhook_index.keys[0][1]
+            return out
+
     # -- counts (for tests and benchmarks) ---------------------------------------------------
     def counts(self) -> dict[str, int]:
         with self.lock:

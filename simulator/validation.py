@@ -248,7 +248,7 @@ def validate_job(
         raise bad("name must be between 1 and 100 characters")
     if creating and body.get("type") is None:
         raise bad("type is required")
-    if "type" in body and body["type"] not in job_types:
+    if "type" in body and (not isinstance(body["type"], str) or body["type"] not in job_types):
         raise bad("type must match a configured job type")
     if (creating or "job_pattern" in body) and body.get("job_pattern") not in JOB_PATTERNS:
         raise bad("job_pattern must be one_time or recurring")
