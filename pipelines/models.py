@@ -161,14 +161,20 @@ def build_models(
     target_path: pathlib.Path | None = None,
     dbt_vars: dict[str, Any] | None = None,
     quiet: bool = True,
+    select: str | None = None,
 ) -> ModelsResult:
-    """Build staging views and marts (`dbt build`, or `dbt run` without tests) in-process."""
+    """Build staging views and marts (`dbt build`, or `dbt run` without tests) in-process.
+
+    `select` is a dbt selector (e.g. "+fct_job_occurrences") to build part of the project.
+    """
     from dbt.cli.main import dbtRunner
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="drone-ops-dbt-") as scratch:
         target = pathlib.Path(target_path) if target_path is not None else pathlib.Path(scratch)
         args = dbt_args("build" if run_tests else "run", target, dbt_vars, quiet=quiet)
+        if select:
+            args += ["--select", select]
         env = {PATH_ENV: str(pathlib.Path(database_path).resolve()), DATASET_ENV: dataset}
         with _environment(env):
             try:

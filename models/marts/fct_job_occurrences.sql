@@ -29,7 +29,7 @@ rules as (
         project_id,
         start_date,
         case
-            when job_pattern = 'one_time' then 'one_time'
+            when job_pattern is null or job_pattern <> 'recurring' then 'one_time'
             when recurring_frequency is null then 'one_time'
             when recurring_frequency in ('daily', 'weekly', 'monthly', 'yearly', 'flexible')
                 then recurring_frequency
