@@ -24,7 +24,7 @@ from tenacity import (
     Retrying,
     retry_if_exception_type,
     stop_after_attempt,
-    stop_after_delay,
+    stop_before_delay,
 )
 
 from . import settings
@@ -133,7 +133,8 @@ def validate_base_url(base_url: str) -> str:
         )
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(setting, f"{base_url!r} is not an http(s) URL")
+        # the value itself is not repeated: a malformed URL may carry a secret
+        raise ConfigError(setting, "is not an http(s) URL with a host")
     if parts.username or parts.password:
         raise ConfigError(setting, "must not carry credentials; put the key in api_key")
     if parts.query or parts.fragment:
@@ -241,8 +242,9 @@ class DroneOpsClient:
         counters = stats if stats is not None else WalkStats()
         retrying = Retrying(
             retry=retry_if_exception_type(TransientError),
+            # stops before a wait that would end past the budget, rather than overrun it
             stop=stop_after_attempt(self.max_attempts)
-            | stop_after_delay(self.retry_budget_seconds),
+            | stop_before_delay(self.retry_budget_seconds),
             wait=self._wait,
             before_sleep=lambda state: self._before_sleep(endpoint, counters, state),
             reraise=True,

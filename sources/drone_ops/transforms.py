@@ -20,6 +20,9 @@ from . import settings
 from .schema import ARROW_TYPES, ENUM_CHECKS, RANGE_CHECKS, TABLE_COLUMNS, Column
 
 Record = dict[str, Any]
+MAX_INT64 = 2**63 - 1
+# Timestamps are stored in microseconds: the largest millisecond value that still fits.
+MAX_TIMESTAMP_MS = MAX_INT64 // 1000
 Issue = dict[str, str | None]
 
 
@@ -188,6 +191,9 @@ def _column_array(
 
 def _fast_array(column: Column, values: list[Any]) -> pa.Array:
     kind = column.kind
+    if kind in ("ts", "int") and any(isinstance(v, (float, bool)) for v in values):
+        # Arrow would truncate 2.7 to 2 and take True as 1; the slow path decides instead
+        raise TypeError("not all integers")
     if kind == "ts":
         millis = pa.array(values, pa.int64())
         return millis.cast(pa.timestamp("ms", tz="UTC")).cast(ARROW_TYPES["ts"])
@@ -198,8 +204,6 @@ def _fast_array(column: Column, values: list[Any]) -> pa.Array:
             [None if v is None else orjson.dumps(v).decode() for v in values], pa.string()
         )
     if kind == "int":
-        if any(isinstance(v, bool) for v in values):
-            raise TypeError("booleans are not integers")
         return pa.array(values, pa.int64())
     if kind == "float" and any(isinstance(v, bool) for v in values):
         raise TypeError("booleans are not numbers")
@@ -222,12 +226,16 @@ def _coerce(column: Column, value: Any) -> tuple[Any, str | None]:
             return str(value), f"expected a string, got a number; kept as text {value!s}"
         return orjson.dumps(value).decode(), "expected a string; kept as JSON text"
     if kind in ("int", "ts"):
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value, None
-        if isinstance(value, float) and value.is_integer():
-            return int(value), None
         what = "milliseconds timestamp" if kind == "ts" else "integer"
-        return None, f"expected an {what}; value not loaded into this column"
+        number = value if isinstance(value, int) and not isinstance(value, bool) else None
+        if isinstance(value, float) and value.is_integer():
+            number = int(value)
+        if number is None:
+            return None, f"expected an {what}; value not loaded into this column"
+        limit = MAX_TIMESTAMP_MS if kind == "ts" else MAX_INT64
+        if not -limit <= number <= limit:
+            return None, f"{what} out of range; value not loaded into this column"
+        return number, None
     if kind == "float":
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value), None

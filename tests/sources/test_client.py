@@ -214,13 +214,6 @@ def test_retry_budget_stops_retrying() -> None:
     assert 2 <= info.value.attempts == len(script.requests) < 10_000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="client.get_json uses stop_after_delay, which is checked only after an attempt:"
-    " tenacity still sleeps a Retry-After/backoff that ends past retry_budget_seconds and"
-    " makes one more attempt, overrunning the budget by up to max_retry_after_seconds",
-)
 def test_retry_budget_is_not_overrun_by_a_long_wait() -> None:
     """A wait that would end after the budget is not started: the call gives up in budget."""
     script = Script(then=status(429, **{"Retry-After": "1"}))
@@ -317,12 +310,6 @@ def test_empty_api_key_is_a_config_error() -> None:
     assert info.value.setting == "sources.drone_ops.api_key"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="client.validate_base_url checks the scheme/host before the credentials and echoes"
-    " {base_url!r} in the ConfigError, so a secret in a malformed URL leaks into the message",
-)
 @pytest.mark.parametrize(
     "url",
     [

@@ -153,12 +153,6 @@ def test_integral_float_in_int_column_is_accepted_silently() -> None:
     assert _issues_for(issues, "flights_per_occurrence") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="transforms._fast_array: pa.array([2.7], pa.int64()) truncates fractional floats,"
-    " so 2.7 in an int/ts column loads as 2 with no _sync_issues row",
-    raises=AssertionError,
-)
 def test_fractional_float_in_int_column_is_reported() -> None:
     """A fractional number in an integer column must not be silently truncated."""
     table, issues = _jobs_table(job("j1", "p1", 1, flights_per_occurrence=2.7))
@@ -166,13 +160,6 @@ def test_fractional_float_in_int_column_is_reported() -> None:
     assert len(_issues_for(issues, "flights_per_occurrence")) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="transforms._coerce does not range-check: an int beyond int64 (OverflowError) or a"
-    " ms timestamp beyond the µs range (ArrowInvalid) survives the slow path and the second"
-    " _fast_array call raises, failing the whole batch instead of nulling one value",
-    raises=(OverflowError, pa.ArrowInvalid),
-)
 @pytest.mark.parametrize(
     ("field", "value"),
     [("flights_per_occurrence", 2**63 + 5), ("created", 10**17)],
