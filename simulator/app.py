@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Receive, Scope, Send
 
 from .events import DeliveryWorker
@@ -278,12 +278,21 @@ def build_app(rt: Runtime) -> Starlette:
     if rt.admin:
         routes.extend(admin_routes(rt))
 
-    async def http_error(_: Request, exc: Exception) -> Response:
+    async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
             return error(404, "Not found")
         if exc.status_code == 405:
-            return error(405, "Method not allowed", dict(exc.headers or {}))
+            # Starlette names only the first matching route's methods; list every route's
+            allowed = sorted(
+                {
+                    m
+                    for route in routes
+                    if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE
+                    for m in route.methods or ()
+                }
+            )
+            return error(405, "Method not allowed", {"Allow": ", ".join(allowed)})
         return error(exc.status_code, str(exc.detail))
 
     return Starlette(routes=routes, exception_handlers={HTTPException: http_error})

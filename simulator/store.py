@@ -12,7 +12,6 @@ import base64
 import binascii
 import copy
 import random
-import secrets
 import threading
 import time
 from bisect import bisect_left, bisect_right, insort
@@ -31,6 +30,7 @@ from .validation import (
     STATUS_MESSAGE,
     STATUSES,
     ApiError,
+    today_utc,
     validate_archive,
     validate_job,
     validate_job_type,
@@ -162,16 +162,17 @@ class Store:
     """The workspace: rows, ordering indexes, assignments and the event hook."""
 
     def __init__(self, options: Options, full_key_label: str = "Full access key") -> None:
-        from .validation import today_utc
-
         self.options = options
         self.horizon_days = options.horizon_days
         anchor = options.anchor or today_utc()
         self.lock = threading.RLock()
         self.gen = gen = Generator(options.seed, options.counts(), anchor)
+        # ids of rows created at run time come from a seeded stream (under the lock), so a
+        # replayed sequence of requests gets the same ids
+        self._ids = random.Random(f"{options.seed}:runtime-ids")
         self.workspace_id = gen.workspace_id
         self.api_key_creator = {
-            "id": "apikey_" + secrets.token_hex(6),
+            "id": "apikey_" + f"{self._ids.getrandbits(48):012x}",
             "type": "api_key",
             "name": full_key_label,
         }
@@ -227,6 +228,9 @@ class Store:
         t = max(now_ms(), self._last_ms + 1)
         self._last_ms = t
         return t
+
+    def _new_id(self, prefix: str) -> str:
+        return f"{prefix}{self._ids.getrandbits(64):016x}"
 
     def _add_webhook_row(self, wh: dict[str, Any]) -> None:
         self.webhooks[wh["id"]] = wh
@@ -317,7 +321,7 @@ class Store:
         fields = validate_project_create(body)
         with self.lock:
             t = self._now()
-            pid = "prj_" + secrets.token_hex(8)
+            pid = self._new_id("prj_")
             p = {
                 "id": pid,
                 "name": fields["name"],
@@ -421,7 +425,7 @@ class Store:
             self._project(project_id)
             fields = validate_job(body, set(self.job_types))
             t = self._now()
-            jid = "job_" + secrets.token_hex(8)
+            jid = self._new_id("job_")
             row: dict[str, Any] = {"id": jid}
             order = [
                 "name",
@@ -535,7 +539,7 @@ class Store:
         name, icon = validate_job_type(body)
         with self.lock:
             t = self._now()
-            tid = "jt_" + secrets.token_hex(8)
+            tid = self._new_id("jt_")
             self.job_types[tid] = {"id": tid, "name": name, "icon": icon, "is_predefined": False}
             self.job_type_created[tid] = t
             self.job_type_index.add((t, tid))
@@ -613,7 +617,7 @@ class Store:
         fields = validate_webhook(body, creating=True)
         with self.lock:
             t = self._now()
-            wid = "wh_" + secrets.token_hex(8)
+            wid = self._new_id("wh_")
             self._add_webhook_row(
                 {
                     "id": wid,
@@ -678,7 +682,7 @@ class Store:
                 return None
             ok = error is None and 200 <= response_status < 300
             t = self._now() if created is None else created
-            lid = "whl_" + secrets.token_hex(8)
+            lid = self._new_id("whl_")
             self.logs[webhook_id][lid] = {
                 "id": lid,
                 "event_type": event,
@@ -701,7 +705,7 @@ class Store:
     def event_payload(self, event: str, project: dict[str, Any]) -> str:
         return orjson.dumps(
             {
-                "delivery_id": "dlv_" + secrets.token_hex(8),
+                "delivery_id": self._new_id("dlv_"),
                 "event": event,
                 "timestamp": now_ms(),
                 "workspace_id": self.workspace_id,

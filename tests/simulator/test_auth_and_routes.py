@@ -102,6 +102,7 @@ def test_unknown_paths_and_methods(full: httpx.Client) -> None:
     assert r.status_code == 404
     r = full.put("/v1/projects")
     assert r.status_code == 405 and r.json() == {"message": "Method not allowed"}
+    assert r.headers["allow"] == "GET, HEAD, POST"
     r = full.delete("/v1/team")
     assert r.status_code == 405
 
