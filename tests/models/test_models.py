@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 import pytest
+import yaml  # type: ignore[import-untyped]
 
 from pipelines.models import EXAMPLE_QUESTIONS, ModelsResult, answer_questions, build_models
 from tests.models.raw_fixture import JOBS, T1, T2, T3, T4, create_raw_warehouse
@@ -253,3 +254,16 @@ def test_other_dataset_and_horizon_var(tmp_path: pathlib.Path) -> None:
     # every 2 weeks from Thu 6 June, window 6 June .. 5 July
     assert [row[0] for row in got] == [date(2024, 6, 6), date(2024, 6, 20), date(2024, 7, 4)]
     assert expected_dates(next(j for j in JOBS if j["id"] == "j4"), 30) == [row[0] for row in got]
+
+
+def test_data_dictionary_lists_every_mart_column() -> None:
+    """docs/data-dictionary.md is written from the marts yml; catch drift when a column changes."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    marts = yaml.safe_load((root / "models" / "marts" / "_marts.yml").read_text())["models"]
+    dictionary = (root / "docs" / "data-dictionary.md").read_text()
+    sections = dictionary.split("\n### ")[1:]
+    listed = {section.split("\n", 1)[0]: section for section in sections}
+    for model in marts:
+        assert model["name"] in listed, model["name"]
+        for column in model["columns"]:
+            assert f"| `{column['name']}` |" in listed[model["name"]], (model["name"], column)
