@@ -84,3 +84,18 @@ def read_known_state(
 def _epoch_ms(moment: datetime) -> int:
     """Exact integer milliseconds (float seconds would round some values)."""
     return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+
+
+def _fetch_arrow(cursor: Any) -> pa.Table:
+    """The result as Arrow without Python objects per row where the driver allows it.
+
+    dlt's own `cursor.arrow()` calls `fetch_arrow_table`, which duckdb 2.0 no longer has; its
+    successor `to_arrow_table` is used directly, other drivers go through `fetchall`.
+    """
+    native = getattr(cursor, "native_cursor", None)
+    if native is not None and hasattr(native, "to_arrow_table"):
+        table: pa.Table = native.to_arrow_table()
+        return table
+    names = [column[0] for column in cursor.description]
+    rows = cursor.fetchall()
+    return pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
