@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
@@ -61,7 +60,7 @@ def test_dlt_rest_api_source_loads_what_the_simulator_serves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import dlt
-    from dlt.sources.rest_api import rest_api_source
+    from dlt.sources.rest_api import RESTAPIConfig, rest_api_source
 
     monkeypatch.setenv("RUNTIME__DLTHUB_TELEMETRY", "false")
     monkeypatch.chdir(tmp_path)
@@ -71,7 +70,7 @@ def test_dlt_rest_api_source_loads_what_the_simulator_serves(
             jobs = sum(len(walk(c, f"/v1/projects/{p['id']}/jobs", "jobs")) for p in projects)
             job_types = len(walk(c, "/v1/job-types", "job_types"))
             team = len(walk(c, "/v1/team", "team"))
-        config: dict[str, Any] = {
+        config: RESTAPIConfig = {
             "client": {
                 "base_url": h.base_url + "/v1/",
                 "auth": {"type": "bearer", "token": h.read_key},
