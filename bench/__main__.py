@@ -1,0 +1,92 @@
+"""`python -m bench`: ours vs dlt's rest_api source vs the raw HTTP floor (issue 5).
+
+Examples:
+    python -m bench --scale small --runs 1                 # CI smoke, under a minute
+    python -m bench --scale large --latency-ms 50          # the real figures
+    python -m bench --scale large --latency-ms 50 --baseline-from bench/results/tenth-0ms.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .report import format_table
+from .runner import VARIANT_CHOICES, Options, run_bench
+
+COUNT_KEYS = ("projects", "jobs-per-project", "members", "webhooks", "logs-per-webhook")
+
+
+def _only(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(VARIANT_CHOICES))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(VARIANT_CHOICES)}")
+    return names
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--scale", choices=("small", "tenth", "half", "large", "custom"), default="small"
+    )
+    p.add_argument("--latency-ms", type=int, default=0, help="added per /v1 request (0 or 50)")
+    p.add_argument("--runs", type=int, default=3, help="repetitions per variant (medians)")
+    p.add_argument(
+        "--baseline-runs", type=int, help="repetitions of the two rest_api variants (default runs)"
+    )
+    p.add_argument("--only", type=_only, default=list(VARIANT_CHOICES), help="e.g. ours,floor")
+    p.add_argument("--max-workers", type=int, default=16, help="ours' and the floor's concurrency")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--new-deliveries", type=int, default=50, help="per webhook, per churn")
+    p.add_argument("--no-models", action="store_true", help="skip the model build timing")
+    p.add_argument(
+        "--baseline-from",
+        type=Path,
+        help="do not run the default rest_api baseline; extrapolate it from a result file of"
+        " another scale/latency (CPU part scaled by rows, + requests x latency; see docs)",
+    )
+    for key in COUNT_KEYS:
+        p.add_argument(f"--{key}", type=int, help="simulator count (with --scale custom)")
+    p.add_argument("--output", type=Path, help="default bench/results/<timestamp>.json")
+    p.add_argument("--quiet", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    counts = {
+        key: getattr(args, key.replace("-", "_"))
+        for key in COUNT_KEYS
+        if getattr(args, key.replace("-", "_")) is not None
+    }
+    output = args.output or Path("bench/results") / (
+        f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{args.scale}-{args.latency_ms}ms.json"
+    )
+    options = Options(
+        scale=args.scale,
+        latency_ms=args.latency_ms,
+        runs=max(1, args.runs),
+        baseline_runs=args.baseline_runs,
+        only=args.only,
+        max_workers=args.max_workers,
+        seed=args.seed,
+        counts=counts,
+        new_deliveries_per_webhook=args.new_deliveries,
+        models=not args.no_models,
+        baseline_from=args.baseline_from,
+        output=output,
+        quiet=args.quiet,
+    )
+    document = run_bench(options)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(document, indent=2, default=str))
+    print(format_table(document))
+    print(f"written to {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

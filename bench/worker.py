@@ -1,0 +1,144 @@
+"""One measured variant in a fresh process: `python -m bench.worker '<json spec>'`.
+
+The parent reads this process's peak RSS from `os.wait4`, so nothing measured earlier pollutes
+it. The spec names the variant and its inputs; the result is written as JSON to
+`spec["result_path"]`. `seconds` covers the sync (or walk, or build) only, not interpreter start
+and imports. With `"profile": "<path>.html"` the variant runs under pyinstrument.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+VARIANTS = ("ours", "baseline", "tuned", "floor", "floor_nochange", "models")
+
+
+def run_ours(spec: dict[str, Any]) -> dict[str, Any]:
+    """One `run_sync` into the spec's database (fresh or already synced)."""
+    from pipelines.sync import Target, run_sync
+
+    target = Target(database=Path(spec["database"]), pipelines_dir=Path(spec["pipelines_dir"]))
+    overrides = {
+        "base_url": spec["base_url"],
+        "api_key": spec["api_key"],
+        "max_workers": spec["max_workers"],
+    }
+    started = time.monotonic()
+    outcome = run_sync(target, source_overrides=overrides)
+    seconds = time.monotonic() - started
+    if not outcome.ok:
+        failed = {t: r.error for t, r in outcome.report.tables.items() if r.error}
+        raise RuntimeError(f"sync failed: {outcome.load_error or failed}")
+    tables = outcome.report.tables
+    delivery = tables.get("webhook_deliveries")
+    return {
+        "seconds": seconds,
+        "requests": sum(r.requests for r in tables.values()),
+        "rows_seen": sum(r.rows_seen for name, r in tables.items() if name != "users"),
+        "rows_written": sum(r.new + r.changed + r.retired for r in tables.values()),
+        "walk_seconds": delivery.seconds if delivery else None,
+        "load_seconds": outcome.load_seconds,
+        "delivery_requests": delivery.requests if delivery else 0,
+        "tables": {
+            name: {
+                "requests": r.requests,
+                "rows_seen": r.rows_seen,
+                "new": r.new,
+                "changed": r.changed,
+                "retired": r.retired,
+            }
+            for name, r in tables.items()
+        },
+    }
+
+
+def run_rest_api(spec: dict[str, Any], *, tuned: bool) -> dict[str, Any]:
+    """dlt's rest_api source, defaults or tuned (see bench.baseline)."""
+    from .baseline import TUNED_EXTRACT_WORKERS, run_baseline
+
+    if tuned:
+        os.environ["EXTRACT__WORKERS"] = str(TUNED_EXTRACT_WORKERS)
+    started = time.monotonic()
+    result = run_baseline(
+        spec["base_url"],
+        spec["api_key"],
+        Path(spec["database"]),
+        Path(spec["pipelines_dir"]),
+        tuned=tuned,
+    )
+    result["seconds"] = time.monotonic() - started
+    return result
+
+
+def run_floor(spec: dict[str, Any], *, log_pages: int | None) -> dict[str, Any]:
+    """The bare httpx walk (see bench.floor)."""
+    from .floor import FloorWalk
+
+    walk = FloorWalk(spec["base_url"], spec["api_key"], spec["max_workers"], log_pages=log_pages)
+    result = walk.run()
+    return {"seconds": result.seconds, "requests": result.requests, "bytes": result.bytes_read}
+
+
+def run_models(spec: dict[str, Any]) -> dict[str, Any]:
+    """`build_models` over an already synced database."""
+    from pipelines.models import build_models
+
+    started = time.monotonic()
+    result = build_models(Path(spec["database"]), "drone_ops")
+    seconds = time.monotonic() - started
+    return {
+        "seconds": seconds,
+        "ok": result.ok,
+        "models_built": result.models_built,
+        "tests_passed": result.tests_passed,
+        "tests_failed": result.tests_failed,
+        "error": result.error,
+    }
+
+
+def dispatch(spec: dict[str, Any]) -> dict[str, Any]:
+    """Runs the spec's variant."""
+    variant = spec["variant"]
+    if variant == "ours":
+        return run_ours(spec)
+    if variant in ("baseline", "tuned"):
+        return run_rest_api(spec, tuned=variant == "tuned")
+    if variant == "floor":
+        return run_floor(spec, log_pages=None)
+    if variant == "floor_nochange":
+        return run_floor(spec, log_pages=1)
+    if variant == "models":
+        return run_models(spec)
+    raise SystemExit(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: one JSON spec argument; writes the result JSON to the spec's path."""
+    args = sys.argv[1:] if argv is None else argv
+    spec: dict[str, Any] = json.loads(args[0])
+    os.environ.setdefault("RUNTIME__LOG_LEVEL", "WARNING")
+    profile_path = spec.get("profile")
+    if profile_path:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.005)
+        profiler.start()
+        result = dispatch(spec)
+        profiler.stop()
+        Path(profile_path).write_text(profiler.output_html())
+        Path(profile_path).with_suffix(".txt").write_text(
+            profiler.output_text(unicode=False, color=False, show_all=False)
+        )
+    else:
+        result = dispatch(spec)
+    Path(spec["result_path"]).write_text(json.dumps(result, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""Smoke test of `python -m bench` at the small scale: it completes, writes every variant, and
+ours fetches exactly the pages the raw floor fetches. No timing assertions (issue 5)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_bench_small_smoke(tmp_path: Path) -> None:
+    output = tmp_path / "small.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--scale",
+            "small",
+            "--runs",
+            "1",
+            "--latency-ms",
+            "0",
+            "--no-models",
+            "--output",
+            str(output),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=170,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    document = json.loads(output.read_text())
+    variants = document["variants"]
+    for label in (
+        "ours_initial",
+        "ours_nochange",
+        "ours_churn",
+        "floor",
+        "floor_nochange",
+        "baseline",
+        "tuned",
+    ):
+        assert label in variants, label
+        assert variants[label]["seconds"] > 0
+        assert variants[label]["requests"] > 0
+    # same pages: ours and the floor, and the rest_api baselines configured for the same endpoints
+    assert variants["ours_initial"]["requests"] == variants["floor"]["requests"]
+    assert variants["ours_nochange"]["requests"] == variants["floor_nochange"]["requests"]
+    assert variants["baseline"]["requests"] == variants["floor"]["requests"]
+    assert variants["tuned"]["requests"] == variants["floor"]["requests"]
+    # a re-sync with no change asks each webhook's log once
+    hooks = document["workspace"]["webhooks"]
+    assert variants["ours_nochange"]["delivery_requests"] == [hooks]
+    assert "ours/floor" in document["ratios"]
+    assert "ours_initial" in completed.stdout
