@@ -84,6 +84,7 @@ class FakeApi:
         self.webhooks: dict[str, dict[str, Any]] = {}
         self.logs: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.forced: dict[str, deque[httpx.Response | Exception]] = defaultdict(deque)
+        self.storms: dict[str, int] = {}
         self.requests: list[httpx.Request] = []
 
     @classmethod
@@ -160,6 +161,13 @@ class FakeApi:
         """The next requests to `path` get these answers before the real one."""
         self.forced[path].extend(responses)
 
+    def storm(self, path: str, status: int = 503) -> None:
+        """Every request to `path` gets `status` until `calm(path)` (after any forced answers)."""
+        self.storms[path] = status
+
+    def calm(self, path: str) -> None:
+        self.storms.pop(path, None)
+
     def count(self, path: str) -> int:
         return sum(1 for r in self.requests if r.url.path == path)
 
@@ -171,6 +179,8 @@ class FakeApi:
             if isinstance(answer, Exception):
                 raise answer
             return answer
+        if path in self.storms:
+            return httpx.Response(self.storms[path], json={"message": "Service Unavailable"})
         if request.headers.get("Authorization") != f"Bearer {API_KEY}":
             return httpx.Response(401, json={"message": "Missing or invalid API key"})
         cursor = request.url.params.get("cursor")

@@ -1,0 +1,336 @@
+"""The whole source through dlt into a DuckDB file, against the in-memory fake API.
+
+No network and no simulator: `pipelines.sync.build_source` is patched to hand the source the
+fake API's MockTransport, and the client's backoff is shrunk so retry storms stay fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pytest
+
+import pipelines.sync as sync_module
+from pipelines.sync import SyncOutcome, Target, run_sync
+from sources.drone_ops import resources, settings
+from sources.drone_ops.client import DroneOpsClient
+from tests.sources.fake_api import API_KEY, BASE_URL, FakeApi, job
+
+DATASET = "drone_ops"
+Sync = Callable[..., SyncOutcome]
+
+
+def _install_fake(api: FakeApi, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Routes the source to `api` and shrinks the client's backoff."""
+    original = sync_module.build_source
+
+    def build(options: resources.RunOptions, overrides: dict[str, Any]) -> Any:
+        options.transport = api.transport()
+        return original(options, {"base_url": BASE_URL, "api_key": API_KEY, **overrides})
+
+    monkeypatch.setattr(sync_module, "build_source", build)
+    monkeypatch.setattr(
+        resources,
+        "DroneOpsClient",
+        functools.partial(DroneOpsClient, backoff_initial_seconds=0.001, backoff_max_seconds=0.005),
+    )
+
+
+@pytest.fixture(scope="module")
+def baseline_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse after one clean first run of `FakeApi.small()` (made once per module)."""
+    root = tmp_path_factory.mktemp("baseline")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _install_fake(FakeApi.small(), monkeypatch)
+        outcome = run_sync(Target(database=root / "w.duckdb", pipelines_dir=root / "p"))
+    assert outcome.ok, (outcome.load_error, outcome.report.tables)
+    return root / "w.duckdb"
+
+
+@pytest.fixture
+def api() -> FakeApi:
+    return FakeApi.small()
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    return tmp_path / "w.duckdb"
+
+
+@pytest.fixture
+def baseline(baseline_file: Path, database: Path) -> None:
+    """Starts the test from the baseline warehouse (local pipeline state is fresh, so dlt
+    restores it from the warehouse, as on a new machine)."""
+    shutil.copyfile(baseline_file, database)
+
+
+@pytest.fixture
+def sync(api: FakeApi, database: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Sync:
+    """Runs `run_sync` against the fake API; keyword arguments go to `run_sync`."""
+    _install_fake(api, monkeypatch)
+    target = Target(database=database, pipelines_dir=tmp_path / "pipelines")
+
+    def run(**kwargs: Any) -> SyncOutcome:
+        api.requests.clear()
+        return run_sync(target, **kwargs)
+
+    return run
+
+
+@pytest.fixture
+def sql(database: Path) -> Iterator[Callable[[str], list[tuple[Any, ...]]]]:
+    """Runs a query on the warehouse with a fresh read-only connection each time."""
+
+    def query(statement: str) -> list[tuple[Any, ...]]:
+        with duckdb.connect(str(database), read_only=True) as connection:
+            return connection.sql(statement).fetchall()
+
+    yield query
+
+
+def _counts(sql: Callable[[str], list[tuple[Any, ...]]]) -> dict[str, int]:
+    tables = [
+        row[0]
+        for row in sql(
+            "SELECT table_name FROM information_schema.tables"
+            f" WHERE table_schema = '{DATASET}' AND table_name NOT LIKE '\\_%' ESCAPE '\\'"
+        )
+    ]
+    return {name: sql(f"SELECT count(*) FROM {DATASET}.{name}")[0][0] for name in tables}
+
+
+def _current(sql: Callable[[str], list[tuple[Any, ...]]], table: str) -> list[str]:
+    rows = sql(f"SELECT id FROM {DATASET}.{table} WHERE _dlt_valid_to IS NULL ORDER BY id")
+    return [row[0] for row in rows]
+
+
+def _runs(sql: Callable[[str], list[tuple[Any, ...]]], run_id: str) -> dict[str, tuple[Any, ...]]:
+    rows = sql(
+        "SELECT resource, status, rows_new, rows_changed, rows_retired, error"
+        f" FROM {DATASET}._sync_runs WHERE run_id = '{run_id}'"
+    )
+    return {row[0]: row[1:] for row in rows}
+
+
+def _types(sql: Callable[[str], list[tuple[Any, ...]]], table: str) -> dict[str, str]:
+    return {row[0]: row[1] for row in sql(f"DESCRIBE {DATASET}.{table}")}
+
+
+def test_first_run_loads_every_entity_with_types(
+    api: FakeApi, baseline: None, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """A first run loads every entity once, current, with the contract's column types."""
+    assert _counts(sql) == {
+        "projects": 4,
+        "jobs": 5,
+        "job_types": 1,
+        "team_members": 1,
+        "webhooks": 1,
+        "webhook_deliveries": 5,
+        "users": 2,
+    }
+    assert _current(sql, "projects") == sorted(api.projects)
+    assert _current(sql, "jobs") == sorted(api.jobs)
+    projects = _types(sql, "projects")
+    assert projects["created"] == projects["updated"] == "TIMESTAMP WITH TIME ZONE"
+    assert projects["start_date"] == projects["end_date"] == "DATE"
+    assert projects["archived"] == "BOOLEAN"
+    jobs = _types(sql, "jobs")
+    assert jobs["capture_types"] == jobs["selected_days_of_week"] == "JSON"
+    assert jobs["latitude"] == "DOUBLE"
+    assert jobs["flights_per_occurrence"] == "BIGINT"
+    assert _types(sql, "webhooks")["event_types"] == "JSON"
+    assert _types(sql, "webhooks")["last_triggered_at"] == "TIMESTAMP WITH TIME ZONE"
+    deliveries = _types(sql, "webhook_deliveries")
+    assert deliveries["event_timestamp"] == deliveries["created"] == "TIMESTAMP WITH TIME ZONE"
+    assert deliveries["data"] == "JSON"
+    assert _types(sql, "users")["first_seen_at"] == "TIMESTAMP WITH TIME ZONE"
+    # exact values: ms → µs, dates, JSON, creators
+    assert sql(
+        f"SELECT epoch_ms(created), start_date::VARCHAR, created_by_id, archived"
+        f" FROM {DATASET}.projects WHERE id = 'p4'"
+    ) == [(1_700_000_000_004, "2026-01-01", "u1", True)]
+    assert sql(f"SELECT capture_types->>0 FROM {DATASET}.jobs WHERE id = 'j1'") == [
+        ("thermal_inspection",)
+    ]
+    assert sql(
+        f"SELECT epoch_ms(event_timestamp), delivery_id, data->>'status'"
+        f" FROM {DATASET}.webhook_deliveries WHERE id = 'log2'"
+    ) == [(1_700_000_002_000, "d-log2", "planned")]
+    assert sql(f"SELECT id, kind, display_name FROM {DATASET}.users ORDER BY id") == [
+        ("apikey_1", "api_key", "CI"),
+        ("u1", "user", "Ana Lima"),
+    ]
+    assert sql(f"SELECT created_by_id FROM {DATASET}.webhooks") == [("apikey_1",)]
+    assert sql(f"SELECT count(*) FROM {DATASET}.jobs WHERE _sync_tombstone") == [(0,)]
+    [(run_id,)] = sql(f"SELECT DISTINCT run_id FROM {DATASET}._sync_runs")
+    runs = _runs(sql, run_id)
+    assert set(runs) == set(settings.ALL_TABLES)
+    assert {name: row[0] for name, row in runs.items()} == dict.fromkeys(runs, "success")
+    assert runs["jobs"][1:4] == (5, 0, 0)
+    assert runs["webhook_deliveries"][1] == 5
+
+
+def test_change_then_no_change_then_full_refresh(
+    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """Run 2: a changed project gets exactly one new version and the old one is retired, the
+    other entities are untouched; new deliveries are loaded, including a late one inside the
+    overlap window, while known ids there are skipped. Run 3 (no change): no rows anywhere,
+    one log request per webhook. Run 4 (full refresh): every delivery refetched, the merge
+    still holds each id once."""
+    first_load = sql(f"SELECT id, _dlt_load_id FROM {DATASET}.projects ORDER BY id")
+
+    api.projects["p1"]["status"] = "in_progress"
+    api.projects["p1"]["updated"] += 5
+    api.add_log("wh1", "log9", 1_700_000_900_000)  # moves the next window past log0-4
+    api.add_log("wh1", "late", 1_700_000_000_500)  # older than log4, inside this window
+    second = sync()
+    assert second.ok
+    assert sql(
+        f"SELECT status, _dlt_valid_to IS NULL FROM {DATASET}.projects WHERE id = 'p1'"
+        " ORDER BY _dlt_valid_from"
+    ) == [("planned", False), ("in_progress", True)]
+    assert _current(sql, "projects") == ["p1", "p2", "p3", "p4"]
+    others = [row for row in first_load if row[0] != "p1"]
+    assert (
+        sql(f"SELECT id, _dlt_load_id FROM {DATASET}.projects WHERE id <> 'p1' ORDER BY id")
+        == others
+    )
+    runs = _runs(sql, second.report.run_id)
+    assert runs["projects"][:4] == ("success", 0, 1, 0)
+    assert runs["jobs"][:4] == ("success", 0, 0, 0)
+    assert runs["webhook_deliveries"][:2] == ("success", 2)
+    assert [row[0] for row in sql(f"SELECT id FROM {DATASET}.webhook_deliveries ORDER BY id")] == [
+        "late",
+        *(f"log{n}" for n in range(5)),
+        "log9",
+    ]
+
+    before = _counts(sql)
+    third = sync()
+    assert third.ok
+    assert _counts(sql) == before
+    runs = _runs(sql, third.report.run_id)
+    for name, row in runs.items():
+        assert row[:4] == ("success", 0, 0, 0), name
+    assert api.count("/v1/webhooks/wh1") == 1
+
+    fourth = sync(full_refresh=True)
+    assert fourth.ok
+    assert fourth.report.tables["webhook_deliveries"].new == 7
+    assert sql(f"SELECT count(*), count(DISTINCT id) FROM {DATASET}.webhook_deliveries") == [(7, 7)]
+
+
+def test_deletions_are_retired_only_after_a_404(
+    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """A job gone from its list is retired once GET of the job says 404; a job the list merely
+    omitted (its GET still finds it) stays current and unversioned; a deleted project is
+    retired together with its jobs."""
+    del api.jobs["j5"]  # j5 belongs to p3
+    del api.projects["p1"]  # and with it its only job, j3
+    del api.jobs["j3"]
+    j4 = api.jobs["j4"]  # p2's list will omit j1 this time
+    api.force(
+        "/v1/projects/p2/jobs",
+        httpx.Response(200, json={"jobs": [j4], "count": 1, "cursor": None}),
+    )
+    outcome = sync()
+    assert outcome.ok, outcome.report.tables
+    assert api.count("/v1/projects/p3/jobs/j5") == 1
+    assert api.count("/v1/projects/p1/jobs/j3") == 1
+    assert api.count("/v1/projects/p2/jobs/j1") == 1
+    assert api.count("/v1/projects/p1") == 1
+    assert _current(sql, "jobs") == ["j1", "j2", "j4"]
+    assert _current(sql, "projects") == ["p2", "p3", "p4"]
+    assert sql(f"SELECT count(*), count(_dlt_valid_to) FROM {DATASET}.jobs WHERE id = 'j1'") == [
+        (1, 0)
+    ]
+    assert sql(
+        f"SELECT id, count(*), count(_dlt_valid_to) FROM {DATASET}.jobs"
+        " WHERE id IN ('j3', 'j5') GROUP BY id ORDER BY id"
+    ) == [("j3", 1, 1), ("j5", 1, 1)]
+    jobs = outcome.report.tables["jobs"]
+    assert (jobs.new, jobs.changed, jobs.retired) == (0, 0, 2)
+    assert outcome.report.tables["projects"].retired == 1
+
+
+def test_503_storm_on_jobs_fails_the_jobs_table_only(
+    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """A 503 storm outlasting the retry budget fails `jobs` alone: nothing of jobs is loaded
+    or retired, the other tables load, and `_sync_runs` records the failure and why."""
+    jobs_before = sql(f"SELECT * FROM {DATASET}.jobs ORDER BY id")
+    api.storm("/v1/projects/p1/jobs")
+    del api.jobs["j2"]  # would be retired by a complete walk
+    api.jobs["j6"] = job("j6", "p2", 1_700_000_200_000)  # would be new
+    api.projects["p2"]["name"] = "Renamed"
+    outcome = sync(
+        source_overrides={"retry_budget_seconds": 0.3, "max_attempts": 1_000, "max_workers": 4}
+    )
+    assert not outcome.ok
+    result = outcome.report.tables["jobs"]
+    assert result.status == "failed"
+    assert result.error is not None
+    assert "GET /v1/projects/p1/jobs" in result.error and "still failing" in result.error
+    assert result.retries > 0
+    assert sql(f"SELECT * FROM {DATASET}.jobs ORDER BY id") == jobs_before
+    assert outcome.report.tables["projects"].status == "success"
+    assert sql(
+        f"SELECT name FROM {DATASET}.projects WHERE id = 'p2' AND _dlt_valid_to IS NULL"
+    ) == [("Renamed",)]
+    runs = _runs(sql, outcome.report.run_id)
+    assert runs["jobs"][0] == "failed"
+    assert "still failing" in runs["jobs"][4]
+    assert {name: row[0] for name, row in runs.items() if name != "jobs"} == dict.fromkeys(
+        set(runs) - {"jobs"}, "success"
+    )
+
+
+def test_mass_delete_guard_refuses_then_allows(
+    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """Retiring 3 of 5 jobs (> 50%) is refused with a way out; allow_mass_delete retires them."""
+    for job_id in ("j1", "j2", "j3"):
+        del api.jobs[job_id]
+    api.projects["p1"]["name"] = "Changed too"
+    refused = sync()
+    assert not refused.ok
+    result = refused.report.tables["jobs"]
+    assert result.status == "refused"
+    assert result.error is not None
+    assert "--allow-mass-delete" in result.error and "max_retire_share" in result.error
+    assert "3 of 5" in result.error
+    assert _current(sql, "jobs") == ["j1", "j2", "j3", "j4", "j5"]
+    assert refused.report.tables["projects"].status == "success"
+    assert _runs(sql, refused.report.run_id)["jobs"][0] == "refused"
+
+    allowed = sync(allow_mass_delete=True)
+    assert allowed.ok
+    assert _current(sql, "jobs") == ["j4", "j5"]
+    assert allowed.report.tables["jobs"].retired == 3
+
+
+def test_configured_webhook_that_404s_fails_webhooks_naming_it(
+    api: FakeApi, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """A configured webhook id the API does not know fails webhooks with that id in the error;
+    the entity tables still load."""
+    outcome = sync(source_overrides={"webhook_ids": ["wh1", "wh_missing"]})
+    assert not outcome.ok
+    webhooks = outcome.report.tables["webhooks"]
+    assert webhooks.status == "failed"
+    assert webhooks.error is not None
+    assert "wh_missing" in webhooks.error and "webhook_ids" in webhooks.error
+    assert outcome.report.tables["webhook_deliveries"].status == "failed"
+    assert "wh_missing" in (outcome.report.tables["webhook_deliveries"].error or "")
+    assert api.count("/v1/webhooks") == 0  # configured ids replace the list endpoint
+    assert outcome.report.tables["projects"].status == "success"
+    assert _current(sql, "projects") == ["p1", "p2", "p3", "p4"]
