@@ -170,6 +170,9 @@ def build_models(
     from dbt.cli.main import dbtRunner
 
     started = time.perf_counter()
+    if not pathlib.Path(database_path).is_file():
+        # dbt-duckdb would create an empty file and fail on every source: say what is wrong
+        return ModelsResult(ok=False, error=f"no DuckDB file at {database_path}: run a sync first")
     with tempfile.TemporaryDirectory(prefix="drone-ops-dbt-") as scratch:
         target = pathlib.Path(target_path) if target_path is not None else pathlib.Path(scratch)
         args = dbt_args("build" if run_tests else "run", target, dbt_vars, quiet=quiet)

@@ -267,3 +267,10 @@ def test_data_dictionary_lists_every_mart_column() -> None:
         assert model["name"] in listed, model["name"]
         for column in model["columns"]:
             assert f"| `{column['name']}` |" in listed[model["name"]], (model["name"], column)
+
+
+def test_build_without_a_database_file_says_so(tmp_path: pathlib.Path) -> None:
+    result = build_models(tmp_path / "missing.duckdb")
+    assert not result.ok
+    assert result.error is not None and "run a sync first" in result.error
+    assert not (tmp_path / "missing.duckdb").exists()
