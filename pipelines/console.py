@@ -88,10 +88,10 @@ def live_progress(console: Console) -> Iterator[ProgressCounter | None]:
 def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync summary") -> None:
     report = outcome.report
     table = Table(title=f"{title} · run {report.run_id}", title_justify="left")
-    for header in ("table", "status", "seen", "new", "changed", "retired", "pages", "requests"):
-        table.add_column(header, justify="left" if header in ("table", "status") else "right")
-    table.add_column("retries", justify="right")
-    table.add_column("seconds", justify="right")
+    table.add_column("table", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for header in ("seen", "new", "changed", "retired", "pages", "requests", "retries", "s"):
+        table.add_column(header, justify="right")
     for name in (*source_settings.ALL_TABLES,):
         result = report.tables.get(name)
         if result is None:

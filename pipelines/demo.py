@@ -176,10 +176,21 @@ def _print_rows(console: Console, title: str, columns: list[str], rows: list[Any
     for column in columns:
         table.add_column(column)
     for row in rows[:15]:
-        table.add_row(*("" if value is None else str(value) for value in row))
+        table.add_row(*(_cell(value) for value in row))
     if not rows:
         table.caption = "(no rows)"
     console.print(table)
+
+
+def _cell(value: Any) -> str:
+    """Readable cells: minutes for timestamps, three decimals for measures."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, float):
+        return f"{value:,.3f}".rstrip("0").rstrip(".")
+    return str(value)
 
 
 def _all_ok(*outcomes: SyncOutcome) -> bool:
