@@ -334,3 +334,31 @@ def test_configured_webhook_that_404s_fails_webhooks_naming_it(
     assert api.count("/v1/webhooks") == 0  # configured ids replace the list endpoint
     assert outcome.report.tables["projects"].status == "success"
     assert _current(sql, "projects") == ["p1", "p2", "p3", "p4"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="walk._walk_projects adds rows from the default and the archived=true list without"
+    " deduplicating ids, so a project archived between the two list walks is loaded twice"
+    " and ends with two current scd2 rows",
+)
+def test_project_seen_in_both_lists_has_one_current_row(
+    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """A project archived mid-walk shows up in both project lists; it still has exactly one
+    current version afterwards."""
+    handle = api.handle
+
+    def moved_mid_walk(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/projects" and request.url.params.get("archived") == "true":
+            p1 = dict(api.projects["p1"], archived=True, updated=api.projects["p1"]["updated"] + 1)
+            body = {"projects": [api.projects["p4"], p1], "count": 2, "cursor": None}
+            return httpx.Response(200, json=body)
+        return handle(request)
+
+    api.handle = moved_mid_walk  # type: ignore[method-assign]
+    assert sync().ok
+    assert sql(
+        f"SELECT count(*) FROM {DATASET}.projects WHERE id = 'p1' AND _dlt_valid_to IS NULL"
+    ) == [(1,)]
