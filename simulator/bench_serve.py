@@ -9,6 +9,7 @@ the sync uses), plus the server's own CPU time per page.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import socket
 import subprocess
@@ -93,12 +94,38 @@ def walk(get: Any, seconds: float, max_pages: int) -> tuple[int, float]:
     return pages, time.perf_counter() - start
 
 
+def walk_children(get: Any, paths: list[str], seconds: float) -> tuple[int, float]:
+    """First pages of many job lists / log lists: rows built and encoded on first read."""
+    pages = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    for path in paths:
+        if time.perf_counter() >= deadline:
+            break
+        get(path)
+        pages += 1
+    return pages, time.perf_counter() - start
+
+
+def generation_seconds(scale: str) -> float:
+    """Time to build the workspace in this process (freed afterwards)."""
+    from .store import Options, Store
+
+    start = time.perf_counter()
+    store = Store(Options(scale=scale))
+    elapsed = time.perf_counter() - start
+    del store
+    gc.collect()
+    return elapsed
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m simulator.bench_serve")
     ap.add_argument("--scale", default="large")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--max-pages", type=int, default=200_000)
     args = ap.parse_args(argv)
+    gen_s = generation_seconds(args.scale)
 
     cmd = [sys.executable, "-m", "simulator", "serve", "--port", "0", "--scale", args.scale]
     cmd += ["--read-key", "bench-read", "--full-key", "bench-full"]
@@ -123,6 +150,27 @@ def main(argv: list[str] | None = None) -> int:
             cpu0 = _cpu_seconds(proc.pid)
             raw_pages, raw_s = walk(raw.get, args.seconds, args.max_pages)
             raw_cpu = _cpu_seconds(proc.pid) - cpu0
+            ids, cursor = [], None
+            for _ in range(40):
+                path = "/v1/projects" if cursor is None else f"/v1/projects?cursor={cursor}"
+                body = raw.get(path)
+                ids += [p["id"] for p in orjson.loads(body)["projects"]]
+                cursor = _cursor(body)
+                if cursor is None:
+                    break
+            job_pages, job_s = walk_children(
+                raw.get, [f"/v1/projects/{i}/jobs" for i in ids], args.seconds
+            )
+            hook = orjson.loads(raw.get("/v1/webhooks"))["webhooks"][0]["id"]
+            log_pages, cursor = 0, None
+            log_start = time.perf_counter()
+            while log_pages < 400 and time.perf_counter() - log_start < args.seconds:
+                suffix = "" if cursor is None else f"?cursor={cursor}"
+                cursor = _cursor(raw.get(f"/v1/webhooks/{hook}{suffix}"))
+                log_pages += 1
+                if cursor is None:
+                    break
+            log_s = time.perf_counter() - log_start
         finally:
             raw.close()
     finally:
@@ -130,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         if proc.stdout is not None:
             proc.stdout.close()
 
-    print(f"scale={args.scale} startup (generate + bind) {ready:.1f} s")
+    print(f"scale={args.scale}: generation {gen_s:.1f} s; server ready after {ready:.1f} s")
     print(
         f"raw keep-alive client: {raw_pages / raw_s:,.0f} pages/s of 50 projects "
         f"(server CPU {1000 * raw_cpu / max(raw_pages, 1):.3f} ms/page)"
@@ -138,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"httpx keep-alive client: {httpx_pages / httpx_s:,.0f} pages/s "
         f"(server CPU {1000 * httpx_cpu / max(httpx_pages, 1):.3f} ms/page)"
+    )
+    print(
+        f"job lists (first read of each): {job_pages / job_s:,.0f} pages/s; "
+        f"webhook log pages (first read): {log_pages / log_s:,.0f} pages/s"
     )
     return 0
 

@@ -271,6 +271,8 @@ class Generator:
         self.job_types: list[tuple[int, dict[str, Any]]] = []
         self.projects: list[dict[str, Any]] = []
         self.project_ids: list[str] = []
+        self.project_sites: dict[int, int] = {}
+        self._custom_types: list[str] = []
 
     # -- team --------------------------------------------------------------------------------
     def build_team(self) -> list[dict[str, Any]]:
@@ -330,8 +332,10 @@ class Generator:
             if i >= len(CUSTOM_JOB_TYPES):
                 name = f"{name} {i // len(CUSTOM_JOB_TYPES) + 1}"
             created = self.start_ms + rng.randrange(700 * DAY_MS)
-            jt = {"id": hex_id(rng, "jt_"), "name": name, "icon": icon, "is_predefined": False}
+            type_id = hex_id(rng, "jt_")
+            jt = {"id": type_id, "name": name, "icon": icon, "is_predefined": False}
             self.job_types.append((created, jt))
+            self._custom_types.append(type_id)
         return self.job_types
 
     # -- projects ----------------------------------------------------------------------------
@@ -341,7 +345,8 @@ class Generator:
         rng = row_rng(self.seed, "project", i)
         step = (self.end_ms - self.start_ms - DAY_MS) // max(n, 1)
         created = self.start_ms + i * step + rng.randrange(max(step, 1))
-        kind, pattern, _, _, _ = SITES[rng.randrange(len(SITES))]
+        site_index = rng.randrange(len(SITES))
+        kind, pattern, _, _, _ = SITES[site_index]
         place = PLACES[rng.randrange(len(PLACES))]
         site = pattern.format(place=place, n=rng.randrange(100, 999))
         name = f"{site} — {INSPECTIONS[rng.randrange(len(INSPECTIONS))]} {ms_to_date(created).year}"
@@ -376,6 +381,7 @@ class Generator:
         updated = created + rng.randrange(max(self.end_ms - created, 1))
         if rng.random() < 0.3:
             updated = created
+        self.project_sites[i] = site_index
         return {
             "id": hex_id(rng, "prj_"),
             "name": name[:100],
@@ -422,11 +428,9 @@ class Generator:
     def job(self, key: LazyJob, job_id: str) -> dict[str, Any]:
         """Full record of a generated job (pure in seed, index and key)."""
         rng = row_rng(self.seed, "job", key.index)
-        prng = row_rng(self.seed, "project", key.project_index)
-        prng.random()
-        site = SITES[prng.randrange(len(SITES))]
+        site = SITES[self.project_sites[key.project_index]]
         types = site[4]
-        custom = [jt["id"] for _, jt in self.job_types if not jt["is_predefined"]]
+        custom = self._custom_types
         if custom and rng.random() < 0.15:
             jtype = custom[rng.randrange(len(custom))]
         else:
