@@ -1,0 +1,82 @@
+"""End to end: simulator over HTTP, the real sync, `dbt build`, marts checked against the API.
+
+The issue's bar: open jobs per project and deliveries/failures per webhook equal what the API
+says, and every job's calendar count equals the occurrence count the simulator reports when a
+pilot is assigned.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections import Counter
+
+import duckdb
+import pytest
+
+from pipelines.models import answer_questions, build_models
+from pipelines.sync import Target, run_sync
+from simulator.testing import running_simulator
+from tests.pipelines.warehouse_check import api_snapshot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+CLOSED = {"completed", "cancelled", "aborted"}
+
+
+def test_marts_agree_with_the_api(tmp_path: pathlib.Path) -> None:
+    with running_simulator(seed=7, scale="small", admin=True) as handle:
+        target = Target(database=tmp_path / "warehouse.duckdb", pipelines_dir=tmp_path / "dlt")
+        outcome = run_sync(
+            target, source_overrides={"base_url": handle.base_url, "api_key": handle.read_key}
+        )
+        assert outcome.ok, outcome.load_error
+        assert target.database is not None
+        result = build_models(target.database, target.dataset, target_path=tmp_path / "dbt")
+        assert result.ok, result.failures or result.error
+        assert result.tests_failed == 0
+
+        api = api_snapshot(handle.base_url, handle.read_key)
+        marts = f"{target.dataset}_marts"
+        with duckdb.connect(str(target.database), read_only=True) as con:
+            open_jobs = dict(
+                con.execute(f"select project_id, jobs_open from {marts}.dim_projects").fetchall()
+            )
+            delivery_rows = con.execute(
+                f"select webhook_id, sum(deliveries), sum(failures)"
+                f" from {marts}.webhook_delivery_health_daily group by webhook_id"
+            ).fetchall()
+            calendar = dict(
+                con.execute(f"select job_id, planned_occurrences from {marts}.fct_jobs").fetchall()
+            )
+            pilot = con.execute(
+                f"select team_member_id from {marts}.dim_team_members where is_pilot limit 1"
+            ).fetchone()
+
+        expected_open = Counter(
+            job["project_id"] for job in api["jobs"].values() if job["status"] not in CLOSED
+        )
+        assert open_jobs == {pid: expected_open.get(pid, 0) for pid in api["projects"]}
+
+        deliveries = Counter(entry["webhook_id"] for entry in api["webhook_deliveries"].values())
+        failures = Counter(
+            entry["webhook_id"]
+            for entry in api["webhook_deliveries"].values()
+            if entry["status"] != "success"
+        )
+        assert {hook: (n, f) for hook, n, f in delivery_rows} == {
+            hook: (n, failures.get(hook, 0)) for hook, n in deliveries.items()
+        }
+
+        assert pilot is not None
+        assert set(calendar) == set(api["jobs"])
+        with handle.client(full=True) as client:
+            for job in api["jobs"].values():
+                response = client.post(
+                    f"/v1/projects/{job['project_id']}/jobs/{job['id']}/assign",
+                    json={"pilots": [pilot[0]]},
+                )
+                response.raise_for_status()
+                assert calendar[job["id"]] == response.json()["occurrences_per_pilot"], job
+
+    answers = answer_questions(target.database, target.dataset)
+    assert len(answers) == 3
