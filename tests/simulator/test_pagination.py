@@ -22,7 +22,16 @@ TODAY = datetime.now(UTC).date().isoformat()
 
 @pytest.fixture(scope="module")
 def small() -> Iterator[SimulatorHandle]:
-    args = ("--anchor-date", "2026-06-01", "--projects", "230", "--jobs-per-project", "2")
+    args = (
+        "--anchor-date",
+        "2026-06-01",
+        "--projects",
+        "230",
+        "--jobs-per-project",
+        "2",
+        "--members",
+        "120",
+    )
     with running_simulator(seed=7, scale="small", extra_args=args) as h:
         yield h
 
@@ -41,10 +50,14 @@ def test_page_size_and_order(small: SimulatorHandle) -> None:
         assert archived and all(p["archived"] for p in archived)
         assert len(rows) + len(archived) == 230
         team = walk(c, "/v1/team", "team")
-        assert len(team) == 25
-        assert [m["created"] for m in team] == sorted(m["created"] for m in team)
-        pages = [c.get("/v1/team").json()]
-        assert pages[0]["count"] == 25 and pages[0]["cursor"] is None
+        assert len(team) == 120 == len({m["id"] for m in team})
+        assert [(m["created"], m["id"]) for m in team] == sorted(
+            (m["created"], m["id"]) for m in team
+        )
+        page = c.get("/v1/team").json()
+        assert page["count"] == 50 == len(page["team"]) and page["cursor"]
+        pilots = c.get("/v1/team", params={"role": "pilot"}).json()
+        assert pilots["count"] == 50 and pilots["cursor"]
 
 
 def test_status_and_archived_filters(small: SimulatorHandle) -> None:
