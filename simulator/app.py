@@ -94,6 +94,9 @@ class ResetResponse(Response):
 
 async def read_json(request: Request) -> dict[str, Any]:
     """The request body as a JSON object; an empty body counts as `{}`."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise ApiError(413, "Request body too large")
     raw = await request.body()
     if len(raw) > MAX_BODY_BYTES:
         raise ApiError(413, "Request body too large")

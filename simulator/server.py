@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -24,9 +23,7 @@ from .app import Runtime, build_app
 from .events import DeliveryWorker
 from .faults import FaultInjector
 from .store import Options, Store
-
-if TYPE_CHECKING:
-    from .testing import InProcessHandle
+from .testing import InProcessHandle
 
 
 @dataclass
@@ -143,8 +140,6 @@ def serve_in_thread(
     port: int = 0,
 ) -> Iterator[InProcessHandle]:
     """Run the simulator in a background thread of this process (used by `drone-sync demo`)."""
-    from .testing import InProcessHandle
-
     cfg = ServeConfig(
         host=host,
         port=port,

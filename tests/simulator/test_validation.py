@@ -418,3 +418,9 @@ def test_malformed_bodies_are_400(
             method, path, content=content, headers={"Content-Type": "application/json"}
         )
         expect(r, 400, message)
+
+
+def test_body_size_limit(full: httpx.Client) -> None:
+    big = b'{"name": "' + b"x" * 1_048_600 + b'"}'
+    r = full.post("/v1/job-types", content=big, headers={"Content-Type": "application/json"})
+    expect(r, 413, "Request body too large")
