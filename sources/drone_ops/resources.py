@@ -219,6 +219,9 @@ class _TableSync:
                 result.error = str(snapshot.error)
                 return
             current = self.options.known.current.get(table)
+            conflicts = sorted(self.walk.conflicts.get(table, ()))
+            if conflicts:
+                snapshot.replace(conflicts, self._fetch_rows(table, conflicts, current)[0])
             changes = diff(snapshot.ids(), snapshot.hashes(), current)
             if changes.retire_ids and len(changes.retire_ids) <= MAX_DELETION_CHECKS:
                 changes = self._confirm_deletions(table, changes, current)
@@ -254,9 +257,30 @@ class _TableSync:
         """Asks for each deletion candidate by id: a list can miss a row that moved mid-walk
         (a project archived between the two project lists); only a 404 confirms a deletion."""
         snapshot = self.walk.tables[table]
-        paths = self._single_record_paths(table, changes.retire_ids, current)
+        rows, kept = self._fetch_rows(table, changes.retire_ids, current)
+        if rows:
+            snapshot.replace([str(row["id"]) for row in rows], rows)
+        changes = diff(snapshot.ids(), snapshot.hashes(), current)
+        if kept:
+            keep = set(kept)
+            changes = ChangeSet(
+                changes.load_ids,
+                changes.new,
+                changes.changed,
+                [i for i in changes.retire_ids if i not in keep],
+                changes.current,
+            )
+        return changes
+
+    def _fetch_rows(
+        self, table: str, ids: list[str], current: pa.Table | None
+    ) -> tuple[list[Record], list[str]]:
+        """Fetches entities one by one: rows for those that exist, plus the ids that exist
+        but whose single-record shape cannot stand in for a list row (team members)."""
+        snapshot = self.walk.tables[table]
+        paths = self._single_record_paths(table, ids, current)
         if not paths:
-            return changes
+            return [], []
         with ThreadPoolExecutor(max_workers=self.walk.max_workers) as pool:
             found = list(
                 pool.map(lambda path: self.walk.fetch_one(path, snapshot.stats), paths.values())
@@ -276,20 +300,7 @@ class _TableSync:
                 # the single-record shape differs from list rows (team members lack status):
                 # it exists, so keep its current version rather than retire it
                 kept.append(entity_id)
-        if rows:
-            snapshot.add(rows)
-            snapshot.finish()
-        changes = diff(snapshot.ids(), snapshot.hashes(), current)
-        if kept:
-            keep = set(kept)
-            changes = ChangeSet(
-                changes.load_ids,
-                changes.new,
-                changes.changed,
-                [i for i in changes.retire_ids if i not in keep],
-                changes.current,
-            )
-        return changes
+        return rows, kept
 
     def _single_record_paths(
         self, table: str, ids: list[str], current: pa.Table | None

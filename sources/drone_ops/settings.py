@@ -34,7 +34,7 @@ DEFAULT_BACKOFF_MAX_SECONDS: Final = 30.0
 DEFAULT_MAX_RETIRE_SHARE: Final = 0.5
 # Deliveries newer than (newest loaded - overlap) are fetched again and deduplicated by id, so
 # log entries written out of order close to a run's start are not missed.
-DEFAULT_DELIVERY_OVERLAP_SECONDS: Final = 300
+DEFAULT_DELIVERY_OVERLAP_SECONDS: Final = 60
 # Hard ceilings that keep every request loop bounded.
 MAX_PAGES_PER_WALK: Final = 100_000
 ARROW_BATCH_ROWS: Final = 5_000

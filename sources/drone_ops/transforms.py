@@ -134,7 +134,9 @@ def to_arrow(table: str, rows: Sequence[Record], run_id: str, issues: list[Issue
             [row[settings.ROW_HASH_COLUMN] for row in rows], pa.string()
         )
         arrays[settings.TOMBSTONE_COLUMN] = pa.array([False] * len(rows), pa.bool_())
-    known = {column.name for column in declared} | {settings.ROW_HASH_COLUMN, "created_by"}
+    known = {column.name for column in declared} | {settings.ROW_HASH_COLUMN}
+    if table in ("projects", "webhooks"):
+        known.add("created_by")  # already flattened into created_by_id
     extra = sorted(set().union(*(row.keys() for row in rows)) - known) if rows else []
     for name in extra:
         arrays[name] = _inferred_array([row.get(name) for row in rows])

@@ -71,6 +71,8 @@ class SpilledBatch:
     path: Path
     ids: pa.Array
     hashes: pa.Array | None
+    authoritative: bool = False
+    """Rows fetched one by one to settle a conflict; they replace list rows of the same ids."""
 
 
 class TableSnapshot:
@@ -86,6 +88,7 @@ class TableSnapshot:
         self._issues = issues
         self._pending: list[Record] = []
         self._batches: list[SpilledBatch] = []
+        self._replaced = pa.array([], pa.string())
         self._file_number = 0
         self._lock = threading.Lock()
 
@@ -135,18 +138,42 @@ class TableSnapshot:
             self._batches.extend(batches)
             self.rows_seen += rows_seen
 
+    def replace(self, ids: list[str], rows: list[Record]) -> None:
+        """Settles ids the lists showed inconsistently: their list rows give way to `rows`
+        (records fetched one by one); an id without a row is then simply absent."""
+        self._replaced = pa.concat_arrays([self._replaced, pa.array(ids, pa.string())])
+        if rows:
+            batch = self.spill(rows)
+            self.adopt([SpilledBatch(batch.path, batch.ids, batch.hashes, authoritative=True)])
+
+    def _keep(self, batch: SpilledBatch, ids: pa.Array) -> pa.Array | None:
+        if batch.authoritative or len(self._replaced) == 0:
+            return None
+        return pc.invert(pc.is_in(ids, value_set=self._replaced))
+
     def ids(self) -> pa.Array:
-        arrays = [batch.ids for batch in self._batches]
+        arrays = []
+        for batch in self._batches:
+            keep = self._keep(batch, batch.ids)
+            arrays.append(batch.ids if keep is None else batch.ids.filter(keep))
         return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
 
     def hashes(self) -> pa.Array:
-        arrays = [batch.hashes for batch in self._batches if batch.hashes is not None]
+        arrays = []
+        for batch in self._batches:
+            if batch.hashes is None:
+                continue
+            keep = self._keep(batch, batch.ids)
+            arrays.append(batch.hashes if keep is None else batch.hashes.filter(keep))
         return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
 
     def batches(self, only_ids: pa.Array | None = None) -> Iterator[pa.Table]:
         """Reads the spilled batches back, keeping only `only_ids` when given."""
         for batch in self._batches:
             table = feather.read_table(batch.path, memory_map=False)
+            keep = self._keep(batch, table.column("id"))
+            if keep is not None:
+                table = table.filter(keep)
             if only_ids is not None:
                 table = table.filter(pc.is_in(table.column("id"), value_set=only_ids))
             if table.num_rows:
@@ -192,6 +219,10 @@ class WorkspaceWalk:
             for name in (*settings.ENTITY_TABLES, "webhook_deliveries")
         }
         self.creators: dict[str, CreatorSeen] = {}
+        self.conflicts: dict[str, set[str]] = {}
+        """Per table, ids the walk saw twice (a project archived between the two lists)."""
+        self._project_ids: set[str] = set()
+        self._project_ids_lock = threading.Lock()
         self.completed_webhooks: set[str] = set()
         self.delivery_failures: dict[str, DroneOpsError] = {}
         self.seconds = 0.0
@@ -273,6 +304,8 @@ class WorkspaceWalk:
             ):
                 rows = []
                 for record in _items(page, "projects", settings.PROJECTS_PATH):
+                    if not self._first_sighting(str(record["id"])):
+                        continue
                     row, creator = project_row(record)
                     rows.append(row)
                     self._remember_creator(creator, record.get("created"))
@@ -286,6 +319,16 @@ class WorkspaceWalk:
         except Exception as exc:  # a bug or an unexpected body: fail the table, not silently
             projects.fail(DroneOpsError(f"project walk failed: {type(exc).__name__}: {exc}"))
             jobs.fail(DroneOpsError("job walk incomplete because the project list failed"))
+
+    def _first_sighting(self, project_id: str) -> bool:
+        """False when the other project list already had this id: it moved between the
+        lists during the walk, so the resource asks for it by id instead."""
+        with self._project_ids_lock:
+            if project_id in self._project_ids:
+                self.conflicts.setdefault("projects", set()).add(project_id)
+                return False
+            self._project_ids.add(project_id)
+            return True
 
     def _walk_jobs(self, project_id: str) -> None:
         jobs = self.tables["jobs"]

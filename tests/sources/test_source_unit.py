@@ -336,13 +336,6 @@ def test_configured_webhook_that_404s_fails_webhooks_naming_it(
     assert _current(sql, "projects") == ["p1", "p2", "p3", "p4"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="walk._walk_projects adds rows from the default and the archived=true list without"
-    " deduplicating ids, so a project archived between the two list walks is loaded twice"
-    " and ends with two current scd2 rows",
-)
 def test_project_seen_in_both_lists_has_one_current_row(
     api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
 ) -> None:

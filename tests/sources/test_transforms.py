@@ -440,13 +440,6 @@ def test_issue_table() -> None:
     assert issue_table([]).num_rows == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="transforms.to_arrow treats `created_by` as a known column for every table, so an"
-    " unknown `created_by` field on jobs/team_members/job_types is silently dropped instead"
-    " of being loaded as an extra column",
-)
 def test_unknown_created_by_on_jobs_is_loaded() -> None:
     """A `created_by` the spec does not give jobs is an unknown field: loaded, not dropped."""
     table, _ = _jobs_table(job("j1", "p1", 1, created_by={"id": "u1"}))
