@@ -42,7 +42,8 @@ def api_snapshot(base_url: str, api_key: str) -> dict[str, dict[str, dict[str, A
             c, "/v1/projects", "projects", archived="true"
         )
         jobs = [job for p in projects for job in walk(c, f"/v1/projects/{p['id']}/jobs", "jobs")]
-        webhooks, logs = [], []
+        webhooks: list[dict[str, Any]] = []
+        logs: list[dict[str, Any]] = []
         for hook in walk(c, "/v1/webhooks", "webhooks"):
             cursor = None
             for _ in range(10_000):
