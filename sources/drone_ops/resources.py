@@ -128,37 +128,28 @@ def drone_ops(
     options.report = report
     sync = _TableSync(walk, options, max_retire_share, jobs_path)
 
-    resources: list[DltResource] = []
-    for table in settings.ENTITY_TABLES:
-        if table in wanted:
-            resources.append(
-                dlt.resource(
-                    sync.entity_rows(table),
-                    name=table,
-                    write_disposition=SCD2_DISPOSITION,
-                    columns=dlt_columns(table),
-                )
-            )
-    if "webhook_deliveries" in wanted:
-        resources.append(
-            dlt.resource(
-                sync.delivery_rows(),
-                name="webhook_deliveries",
-                write_disposition=MERGE_ON_ID,
-                primary_key="id",
-                columns=dlt_columns("webhook_deliveries"),
-            )
+    resources: list[DltResource] = [
+        dlt.resource(
+            sync.entity_rows(table),
+            name=table,
+            write_disposition=SCD2_DISPOSITION,
+            columns=dlt_columns(table),
         )
-    if "users" in wanted:
-        resources.append(
-            dlt.resource(
-                sync.user_rows(),
-                name="users",
-                write_disposition=MERGE_ON_ID,
-                primary_key="id",
-                columns=dlt_columns("users"),
-            )
+        for table in settings.ENTITY_TABLES
+        if table in wanted
+    ]
+    merged = {"webhook_deliveries": sync.delivery_rows, "users": sync.user_rows}
+    resources += [
+        dlt.resource(
+            rows(),
+            name=table,
+            write_disposition=MERGE_ON_ID,
+            primary_key="id",
+            columns=dlt_columns(table),
         )
+        for table, rows in merged.items()
+        if table in wanted
+    ]
     return resources
 
 
