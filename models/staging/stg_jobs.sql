@@ -1,19 +1,25 @@
 {{ config(materialized=source_staging_materialization()) }}
 
+{#-
+    The current version of each job. The renaming lives in stg_job_versions; this view only
+    keeps the current rows and its own columns. Materialized like the models that read raw
+    tables, as it always was.
+-#}
+
 with
 
-source as (
-    select * from {{ source('drone_ops', 'jobs') }}
-    where _dlt_valid_to is null
+versions as (
+    select * from {{ ref('stg_job_versions') }}
+    where is_current
 ),
 
-renamed as (
+current_jobs as (
     select
-        id as job_id,
+        job_id,
         project_id,
         name,
         description,
-        type as job_type_id,
+        job_type_id,
         status,
         other_status_reason,
         priority,
@@ -25,16 +31,16 @@ renamed as (
         inspection_notes,
         capture_types,
         external_id,
-        created as created_at,
-        updated as updated_at,
+        created_at,
+        updated_at,
         recurring_frequency,
         recurring_interval,
         selected_days_of_week,
         week_of_month,
         weeks_of_month,
         flights_per_occurrence,
-        _dlt_valid_from as version_loaded_at
-    from source
+        valid_from as version_loaded_at
+    from versions
 )
 
-select * from renamed
+select * from current_jobs

@@ -1,29 +1,35 @@
 {{ config(materialized=source_staging_materialization()) }}
 
+{#-
+    The current version of each project. The renaming lives in stg_project_versions; this view only
+    keeps the current rows and its own columns. Materialized like the models that read raw
+    tables, as it always was.
+-#}
+
 with
 
-source as (
-    select * from {{ source('drone_ops', 'projects') }}
-    where _dlt_valid_to is null
+versions as (
+    select * from {{ ref('stg_project_versions') }}
+    where is_current
 ),
 
-renamed as (
+current_projects as (
     select
-        id as project_id,
+        project_id,
         name,
         description,
         status,
         other_status_reason,
         start_date,
         end_date,
-        created as created_at,
-        updated as updated_at,
-        archived as is_archived,
+        created_at,
+        updated_at,
+        is_archived,
         external_id,
         laanc_number,
         created_by_id,
-        _dlt_valid_from as version_loaded_at
-    from source
+        valid_from as version_loaded_at
+    from versions
 )
 
-select * from renamed
+select * from current_projects
