@@ -348,7 +348,7 @@ class Store:
         if not changed:
             return False
         p.update(changed)
-        p["updated"] = max(self._now(), p["updated"] + 1)
+        p["updated"] = max(now_ms(), p["updated"] + 1)
         self.project_enc.pop(p["id"], None)
         return True
 
@@ -464,7 +464,7 @@ class Store:
             if changed:
                 row = self._materialize_job(job_id)
                 row.update(changed)
-                row["updated"] = max(self._now(), row["updated"] + 1)
+                row["updated"] = max(now_ms(), row["updated"] + 1)
                 self.job_enc.pop(job_id, None)
 
     def delete_job(self, project_id: str, job_id: str) -> None:
@@ -642,7 +642,7 @@ class Store:
             changed = {k: v for k, v in fields.items() if wh.get(k) != v}
             if changed:
                 wh.update(changed)
-                wh["updated"] = max(self._now(), wh["updated"] + 1)
+                wh["updated"] = max(now_ms(), wh["updated"] + 1)
 
     def delete_webhook(self, webhook_id: str) -> None:
         with self.lock:
@@ -747,7 +747,7 @@ class Store:
                 row["status"] = rng.choice(statuses)
                 row["other_status_reason"] = None
                 row["priority"] = rng.choice(("low", "medium", "high"))
-                row["updated"] = max(self._now(), row["updated"] + 1)
+                row["updated"] = max(now_ms(), row["updated"] + 1)
                 self.job_enc.pop(jid, None)
                 job_updates += 1
             deleted_projects = rng.sample(pids, n_pd)
