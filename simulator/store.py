@@ -54,6 +54,15 @@ def not_found(message: str) -> ApiError:
     return ApiError(404, message)
 
 
+def encode_row(row: Any) -> bytes:
+    """orjson output copied to an exact-size object.
+
+    orjson returns bytes that keep its growth buffer (about 8 KiB for a 1 KiB row); cached rows
+    would otherwise cost eight times their size.
+    """
+    return memoryview(orjson.dumps(row)).tobytes()
+
+
 def encode_cursor(tag: str, key: Key) -> str:
     raw = orjson.dumps([tag, key[0], key[1]])
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
@@ -266,7 +275,7 @@ class Store:
         if enc is None:
             if len(cache) >= _ENC_CACHE_MAX:
                 cache.clear()
-            enc = cache[key] = orjson.dumps(build())
+            enc = cache[key] = encode_row(build())
         return enc
 
     # -- projects ----------------------------------------------------------------------------
@@ -301,7 +310,7 @@ class Store:
             for pid in ids:
                 enc = cache.get(pid)
                 if enc is None:
-                    enc = cache[pid] = orjson.dumps(projects[pid])
+                    enc = cache[pid] = encode_row(projects[pid])
                 encs.append(enc)
         cur = None if last is None else encode_cursor("projects", last)
         return self._list_body("projects", encs, cur, "count")
