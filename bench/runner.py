@@ -69,6 +69,21 @@ class Sample:
     process_seconds: float
     endpoint_requests: dict[str, int]
     detail: dict[str, Any]
+    code: str = ""
+
+
+def code_version() -> str:
+    """The checkout's HEAD, with "+dirty" when the measured code differs from it."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+        )
+        return done.stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "sources", "pipelines", "simulator", "bench")
+    return f"{head}+dirty" if dirty else head
 
 
 class WorkerError(RuntimeError):
@@ -77,6 +92,8 @@ class WorkerError(RuntimeError):
 
 def run_worker(spec: dict[str, Any], workdir: Path) -> tuple[dict[str, Any], float, float]:
     """Runs `python -m bench.worker` in `workdir`; returns its result, peak RSS (MB), wall s.
+
+    The result also gets `cpu_seconds`: the child's user + system CPU time (whole process).
 
     The worker runs with `workdir` as its current directory so the repository's `.dlt/` config
     (tuned for our source) does not leak into the rest_api baseline.
@@ -107,7 +124,9 @@ def run_worker(spec: dict[str, Any], workdir: Path) -> tuple[dict[str, Any], flo
     if process.returncode != 0 or not result_path.exists():
         raise WorkerError(f"{spec['variant']} failed ({process.returncode}):\n{output[-4000:]}")
     rss_mb = usage.ru_maxrss / 1024  # KiB on Linux
-    return json.loads(result_path.read_text()), rss_mb, wall
+    result = json.loads(result_path.read_text())
+    result["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 2)
+    return result, rss_mb, wall
 
 
 class Bench:
@@ -137,6 +156,7 @@ class Bench:
             "pipelines_dir": str(workdir / "pipelines"),
             **(extra or {}),
         }
+        code = code_version()
         before = self.sim.stats()["requests"]
         detail, rss, wall = run_worker(spec, workdir)
         detail["database"] = spec["database"]
@@ -151,6 +171,7 @@ class Bench:
             process_seconds=round(wall, 3),
             endpoint_requests=delta,
             detail=detail,
+            code=code,
         )
         self.samples.append(sample)
         self.log(
@@ -226,6 +247,7 @@ def summarize(samples: Sequence[Sample]) -> dict[str, dict[str, Any]]:
             "requests_all": [s.requests for s in group],
             "peak_rss_mb": median([s.peak_rss_mb for s in group]),
             "peak_rss_mb_max": max(s.peak_rss_mb for s in group),
+            "cpu_seconds": median([s.detail.get("cpu_seconds", float("nan")) for s in group]),
         }
     return out
 
@@ -243,6 +265,8 @@ def run_bench(options: Options) -> dict[str, Any]:
         extra += [f"--{key}", str(value)]
     root = Path(tempfile.mkdtemp(prefix="drone-bench-"))
     started = time.monotonic()
+    load_at_start = os.getloadavg()
+    code_at_start = code_version()
     try:
         with running_simulator(
             seed=options.seed,
@@ -255,6 +279,8 @@ def run_bench(options: Options) -> dict[str, Any]:
             if not options.quiet:
                 print(f"simulator {sim.base_url} scale={scale} {workspace}", file=sys.stderr)
             measured = Bench(options, sim, root).run()
+            measured["load_average_at_start"] = load_at_start
+            measured["code_at_start"] = code_at_start
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return build_document(options, workspace, measured, time.monotonic() - started)
