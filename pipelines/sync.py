@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import dlt
+import pyarrow as pa
 from dlt.common.configuration.exceptions import ConfigFieldMissingException
+from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 from dlt.pipeline.exceptions import PipelineStepFailed
 
 from sources.drone_ops import (
@@ -36,6 +38,7 @@ DEFAULT_DATASET = "drone_ops"
 # Not `drone_ops.duckdb`: DuckDB names the catalog after the file, and DuckDB 2.0 rejects
 # `drone_ops.projects` as ambiguous when catalog and schema (our dataset) share a name.
 DEFAULT_DATABASE = "drone_ops_warehouse.duckdb"
+DEFAULT_DUCKDB_MEMORY_LIMIT = "256MB"
 
 
 @dataclass
@@ -80,6 +83,13 @@ REQUIRED_DLT_SETTINGS = {
 }
 
 
+def duckdb_memory_limit() -> str:
+    """DuckDB's working memory for loads and merges: it spills to disk beyond this, so the
+    sync's footprint stays flat as the workspace grows (DuckDB's own default is 80% of RAM)."""
+    configured: Any = dlt.config.get("destination.duckdb.memory_limit")
+    return str(configured or DEFAULT_DUCKDB_MEMORY_LIMIT)
+
+
 def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
     """A pipeline whose working directory lives beside its DuckDB file, so two warehouses
     never share local state."""
@@ -96,7 +106,10 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
                 " --dataset",
             )
         database.parent.mkdir(parents=True, exist_ok=True)
-        destination: Any = dlt.destinations.duckdb(credentials=str(database))
+        credentials = DuckDbCredentials(
+            str(database), global_config={"memory_limit": duckdb_memory_limit()}
+        )
+        destination: Any = dlt.destinations.duckdb(credentials=credentials)
         pipelines_dir: Path | None = target.pipelines_dir or database.parent / ".dlt_pipelines"
     else:
         destination = target.destination
@@ -136,6 +149,9 @@ def run_sync(
 ) -> SyncOutcome:
     """Runs one sync and records it in `_sync_runs`; never raises for a failed table."""
     started = time.monotonic()
+    # Arrow's default pool (jemalloc/mimalloc) keeps freed batches mapped; the system pool
+    # hands them back, which keeps a long walk's footprint flat
+    pa.set_memory_pool(pa.system_memory_pool())
     run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     report = SyncReport(run_id=run_id, started_at=datetime.now(UTC))
     outcome = SyncOutcome(report=report)

@@ -119,6 +119,10 @@ def drone_ops(
         jobs_path=jobs_path,
         webhook_ids=tuple(webhook_ids) if webhook_ids else None,
         delivery_marks=options.known.delivery_marks,
+        known_versions={
+            table: frozenset(current.column(settings.ROW_HASH_COLUMN).to_pylist())
+            for table, current in options.known.current.items()
+        },
     )
     walk = WorkspaceWalk(
         client, plan, run_id=options.run_id, max_workers=max_workers, progress=options.progress

@@ -44,31 +44,35 @@ def _with_creator(record: Mapping[str, Any]) -> tuple[Record, Record | None]:
     return row, None
 
 
-def project_row(record: Mapping[str, Any]) -> tuple[Record, Record | None]:
-    """A projects row plus its creator (for `users`)."""
+def project_row(
+    record: Mapping[str, Any], version: str | None = None
+) -> tuple[Record, Record | None]:
+    """A projects row plus its creator (for `users`); `version` is its row_hash if known."""
     row, creator = _with_creator(record)
-    row[settings.ROW_HASH_COLUMN] = row_hash(record)
+    row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
     return row, creator
 
 
-def webhook_row(record: Mapping[str, Any]) -> tuple[Record, Record | None]:
+def webhook_row(
+    record: Mapping[str, Any], version: str | None = None
+) -> tuple[Record, Record | None]:
     """A webhooks row plus its creator (for `users`)."""
-    return project_row(record)
+    return project_row(record, version)
 
 
-def job_row(record: Mapping[str, Any], project_id: str) -> Record:
+def job_row(record: Mapping[str, Any], project_id: str, version: str | None = None) -> Record:
     """A jobs row; the owning project comes from the walk when the record lacks it."""
     row = dict(record)
     if row.get("project_id") is None:
         row["project_id"] = project_id
-    row[settings.ROW_HASH_COLUMN] = row_hash(record)
+    row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
     return row
 
 
-def entity_row(record: Mapping[str, Any]) -> Record:
+def entity_row(record: Mapping[str, Any], version: str | None = None) -> Record:
     """A row of a table whose records need no reshaping (team members, job types)."""
     row = dict(record)
-    row[settings.ROW_HASH_COLUMN] = row_hash(record)
+    row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
     return row
 
 
@@ -126,7 +130,8 @@ def to_arrow(table: str, rows: Sequence[Record], run_id: str, issues: list[Issue
     declared = TABLE_COLUMNS[table]
     arrays: dict[str, pa.Array] = {}
     for column in declared:
-        values = [row.get(column.name) for row in rows]
+        name = column.name
+        values = [row.get(name) for row in rows]
         arrays[column.name] = _column_array(table, column, values, rows, run_id, issues)
     is_entity = table in settings.ENTITY_TABLES
     if is_entity:
@@ -191,28 +196,32 @@ def _column_array(
     return _fast_array(column, coerced)
 
 
+# Python types each column kind takes on the fast path; anything else goes the slow way.
+_FAST_TYPES: dict[str, frozenset[type]] = {
+    "str": frozenset({str, type(None)}),
+    "int": frozenset({int, type(None)}),
+    "ts": frozenset({int, type(None)}),
+    "float": frozenset({float, int, type(None)}),
+    "bool": frozenset({bool, type(None)}),
+    "date": frozenset({str, type(None)}),
+}
+
+
 def _fast_array(column: Column, values: list[Any]) -> pa.Array:
     kind = column.kind
-    if kind in ("ts", "int") and any(isinstance(v, (float, bool)) for v in values):
-        # Arrow would truncate 2.7 to 2 and take True as 1; the slow path decides instead
-        raise TypeError("not all integers")
+    allowed = _FAST_TYPES.get(kind)
+    # one C-speed pass over the types; bool is its own type here, so True never passes as 1
+    # and 2.7 never reaches an integer column (Arrow would truncate it)
+    if allowed is not None and not allowed.issuperset(set(map(type, values))):
+        raise TypeError(f"not all values are of the {kind} kind")
     if kind == "ts":
         millis = pa.array(values, pa.int64())
         return millis.cast(pa.timestamp("ms", tz="UTC")).cast(ARROW_TYPES["ts"])
     if kind == "date":
         return pa.array(values, pa.string()).cast(pa.date32())
     if kind == "json":
-        return pa.array(
-            [None if v is None else orjson.dumps(v).decode() for v in values], pa.string()
-        )
-    if kind == "int":
-        return pa.array(values, pa.int64())
-    if kind == "float" and any(isinstance(v, bool) for v in values):
-        raise TypeError("booleans are not numbers")
-    if kind == "str" and any(v is not None and not isinstance(v, str) for v in values):
-        raise TypeError("not all strings")
-    if kind == "bool" and any(v is not None and not isinstance(v, bool) for v in values):
-        raise TypeError("not all booleans")
+        dumps = orjson.dumps
+        return pa.array([None if v is None else dumps(v).decode() for v in values], pa.string())
     return pa.array(values, ARROW_TYPES[kind])
 
 

@@ -36,6 +36,7 @@ from .transforms import (
     entity_row,
     job_row,
     project_row,
+    row_hash,
     to_arrow,
     webhook_row,
 )
@@ -78,8 +79,19 @@ class SpilledBatch:
 class TableSnapshot:
     """One table's rows as this run's walk saw them, spilled in typed Arrow batches."""
 
-    def __init__(self, name: str, spill_dir: Path, run_id: str, issues: list[Issue]) -> None:
+    def __init__(
+        self,
+        name: str,
+        spill_dir: Path,
+        run_id: str,
+        issues: list[Issue],
+        known_versions: frozenset[str] = frozenset(),
+    ) -> None:
         self.name = name
+        self.known_versions = known_versions
+        """Row hashes the warehouse holds as current: such records are kept as id + hash only."""
+        self._unchanged_ids: list[str] = []
+        self._unchanged_hashes: list[str] = []
         self.stats = WalkStats()
         self.error: DroneOpsError | None = None
         self.rows_seen = 0
@@ -111,6 +123,28 @@ class TableSnapshot:
                 batch, self._pending = self._pending, []
         if batch:
             self.adopt([self.spill(batch)])
+
+    def offer(self, records: list[Record], to_row: Callable[[Record, str], Record]) -> int:
+        """Adds records, building full rows only for those the warehouse does not already hold
+        unchanged (so a quiet run types and spills almost nothing). Returns how many."""
+        rows: list[Record] = []
+        ids: list[str] = []
+        hashes: list[str] = []
+        known = self.known_versions
+        for record in records:
+            version = row_hash(record)
+            if version in known:
+                ids.append(str(record["id"]))
+                hashes.append(version)
+            else:
+                rows.append(to_row(record, version))
+        if ids:
+            with self._lock:
+                self._unchanged_ids.extend(ids)
+                self._unchanged_hashes.extend(hashes)
+                self.rows_seen += len(ids)
+        self.add(rows)
+        return len(records)
 
     def finish(self) -> None:
         with self._lock:
@@ -151,16 +185,24 @@ class TableSnapshot:
             return None
         return pc.invert(pc.is_in(ids, value_set=self._replaced))
 
+    def _unchanged(self) -> SpilledBatch:
+        """The unchanged records as a batch of ids and hashes (never read back from disk)."""
+        return SpilledBatch(
+            Path(),
+            pa.array(self._unchanged_ids, pa.string()),
+            pa.array(self._unchanged_hashes, pa.string()),
+        )
+
     def ids(self) -> pa.Array:
         arrays = []
-        for batch in self._batches:
+        for batch in [*self._batches, self._unchanged()]:
             keep = self._keep(batch, batch.ids)
             arrays.append(batch.ids if keep is None else batch.ids.filter(keep))
-        return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
+        return pa.concat_arrays(arrays)
 
     def hashes(self) -> pa.Array:
         arrays = []
-        for batch in self._batches:
+        for batch in [*self._batches, self._unchanged()]:
             if batch.hashes is None:
                 continue
             keep = self._keep(batch, batch.ids)
@@ -192,6 +234,8 @@ class WalkPlan:
     jobs_path: str = settings.JOBS_PATH_TEMPLATE
     webhook_ids: tuple[str, ...] | None = None
     delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
+    known_versions: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per entity table, the row hashes the warehouse holds as current."""
 
 
 class WorkspaceWalk:
@@ -215,7 +259,9 @@ class WorkspaceWalk:
         self._tmp = tempfile.TemporaryDirectory(prefix="drone-ops-walk-")
         spill = Path(self._tmp.name)
         self.tables = {
-            name: TableSnapshot(name, spill, run_id, self.issues)
+            name: TableSnapshot(
+                name, spill, run_id, self.issues, plan.known_versions.get(name, frozenset())
+            )
             for name in (*settings.ENTITY_TABLES, "webhook_deliveries")
         }
         self.creators: dict[str, CreatorSeen] = {}
@@ -302,17 +348,18 @@ class WorkspaceWalk:
             for page in self.client.paginate(
                 settings.PROJECTS_PATH, params=params, stats=projects.stats
             ):
-                rows = []
+                records = []
                 for record in _items(page, "projects", settings.PROJECTS_PATH):
                     if not self._first_sighting(str(record["id"])):
                         continue
-                    row, creator = project_row(record)
-                    rows.append(row)
-                    self._remember_creator(creator, record.get("created"))
+                    records.append(record)
+                    creator = record.get("created_by")
+                    if isinstance(creator, dict) and creator.get("id") is not None:
+                        self._remember_creator(creator, record.get("created"))
                     if self.plan.jobs and not jobs.failed:
                         self._submit(self._walk_jobs, str(record["id"]))
-                projects.add(rows)
-                self._report("projects", len(rows))
+                projects.offer(records, lambda record, version: project_row(record, version)[0])
+                self._report("projects", len(records))
         except DroneOpsError as exc:
             projects.fail(exc)
             jobs.fail(DroneOpsError(f"job walk incomplete because the project list failed: {exc}"))
@@ -342,15 +389,15 @@ class WorkspaceWalk:
                 stats=jobs.stats,
                 not_found_fix=f"check {settings.CONFIG_SECTION}.jobs_path ({self.plan.jobs_path})",
             ):
-                rows = []
+                records = []
                 for record in _items(page, "jobs", path):
                     job_id = str(record["id"])
                     if job_id in seen:
                         continue
                     seen.add(job_id)
-                    rows.append(job_row(record, project_id))
-                jobs.add(rows)
-                self._report("jobs", len(rows))
+                    records.append(record)
+                jobs.offer(records, lambda record, version: job_row(record, project_id, version))
+                self._report("jobs", len(records))
         except NotFoundError as exc:
             if exc.api_message == "Project not found":
                 # deleted while we walked: it has no jobs now; its jobs are retired once a
@@ -368,14 +415,14 @@ class WorkspaceWalk:
         seen: set[str] = set()
         try:
             for page in self.client.paginate(path, stats=snapshot.stats):
-                rows = []
+                records = []
                 for record in _items(page, items_key, path):
                     if str(record["id"]) in seen:
                         continue
                     seen.add(str(record["id"]))
-                    rows.append(entity_row(record))
-                snapshot.add(rows)
-                self._report(table, len(rows))
+                    records.append(record)
+                snapshot.offer(records, entity_row)
+                self._report(table, len(records))
         except DroneOpsError as exc:
             snapshot.fail(exc)
         except Exception as exc:
@@ -429,9 +476,12 @@ class WorkspaceWalk:
                     record = page.get("webhook")
                     if not isinstance(record, dict) or "id" not in record:
                         raise DroneOpsError(f"GET {path} returned no webhook object")
-                    row, creator = webhook_row(record)
-                    webhooks.add([row])
-                    self._remember_creator(creator, record.get("created"))
+                    webhooks.offer(
+                        [record], lambda record, version: webhook_row(record, version)[0]
+                    )
+                    creator = record.get("created_by")
+                    if isinstance(creator, dict) and creator.get("id") is not None:
+                        self._remember_creator(creator, record.get("created"))
                     self._report("webhooks", 1)
                 reached_known = False
                 for entry in _items(page, "logs", path):
