@@ -38,7 +38,7 @@ DEFAULT_DATASET = "drone_ops"
 # Not `drone_ops.duckdb`: DuckDB names the catalog after the file, and DuckDB 2.0 rejects
 # `drone_ops.projects` as ambiguous when catalog and schema (our dataset) share a name.
 DEFAULT_DATABASE = "drone_ops_warehouse.duckdb"
-DEFAULT_DUCKDB_MEMORY_LIMIT = "256MB"
+DEFAULT_DUCKDB_MEMORY_LIMIT = "1GB"
 
 
 @dataclass
