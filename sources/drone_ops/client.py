@@ -70,6 +70,11 @@ class AdaptiveLimiter:
     A 429 halves the limit and pauses every worker until its Retry-After has passed; each run of
     `limit` successes raises the limit by one again, up to the configured ceiling. An optional
     requests-per-second ceiling spaces request starts evenly.
+
+    Cursor walks that cannot be split (a project list, a webhook's log pages) are the run's
+    critical path: their requests do not queue behind the fan-out of job walks for a slot (they
+    still count as in flight and obey every pause and rate ceiling), so at most one extra request
+    per such walk is in flight.
     """
 
     def __init__(self, max_concurrency: int, max_requests_per_second: float | None = None) -> None:
@@ -82,12 +87,12 @@ class AdaptiveLimiter:
         self._next_start = 0.0
         self._cond = threading.Condition()
 
-    def acquire(self) -> None:
+    def acquire(self, *, critical: bool = False) -> None:
         with self._cond:
             while True:
                 now = time.monotonic()
                 wait = max(self._paused_until, self._next_start) - now
-                if self._in_flight < self.limit and wait <= 0:
+                if (critical or self._in_flight < self.limit) and wait <= 0:
                     break
                 self._cond.wait(timeout=wait if wait > 0 else 0.05)
             self._in_flight += 1
@@ -236,6 +241,7 @@ class DroneOpsClient:
         *,
         stats: WalkStats | None = None,
         not_found_fix: str | None = None,
+        critical: bool = False,
     ) -> dict[str, Any]:
         """GETs `path` and returns its JSON object, retrying what is worth retrying."""
         endpoint = f"GET {path}"
@@ -252,7 +258,7 @@ class DroneOpsClient:
         try:
             for attempt in retrying:
                 with attempt:
-                    return self._get_once(endpoint, path, params, counters, not_found_fix)
+                    return self._get_once(endpoint, path, params, counters, not_found_fix, critical)
         except TransientError as exc:
             raise RetriesExhaustedError(
                 endpoint, retrying.statistics.get("attempt_number", 0), str(exc)
@@ -267,15 +273,19 @@ class DroneOpsClient:
         stats: WalkStats | None = None,
         not_found_fix: str | None = None,
         max_pages: int = settings.MAX_PAGES_PER_WALK,
+        critical: bool = False,
     ) -> Iterator[dict[str, Any]]:
-        """Yields each page body of a cursor-paginated list until the cursor is null."""
+        """Yields each page body of a cursor-paginated list until the cursor is null;
+        `critical` marks a long walk that nothing else can shorten (see AdaptiveLimiter)."""
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(max_pages):
             query = dict(params or {})
             if cursor is not None:
                 query["cursor"] = cursor
-            page = self.get_json(path, query, stats=stats, not_found_fix=not_found_fix)
+            page = self.get_json(
+                path, query, stats=stats, not_found_fix=not_found_fix, critical=critical
+            )
             if stats is not None:
                 stats.add(pages=1)
             yield page
@@ -298,8 +308,9 @@ class DroneOpsClient:
         params: Mapping[str, str] | None,
         stats: WalkStats,
         not_found_fix: str | None,
+        critical: bool,
     ) -> dict[str, Any]:
-        self.limiter.acquire()
+        self.limiter.acquire(critical=critical)
         throttled = False
         retry_after: float | None = None
         try:

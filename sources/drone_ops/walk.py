@@ -289,10 +289,16 @@ class WorkspaceWalk:
             started = time.monotonic()
             # project walks hold a thread each while feeding job walks, so the pool is larger
             # than the in-flight request limit, which the client's limiter enforces
-            with ThreadPoolExecutor(
-                max_workers=self.max_workers + 4, thread_name_prefix="drone-ops"
-            ) as pool:
+            # spills get their own pool: a walk thread waits for its spills, and waiting on work
+            # queued behind itself in the same pool could deadlock
+            with (
+                ThreadPoolExecutor(
+                    max_workers=self.max_workers + 4, thread_name_prefix="drone-ops"
+                ) as pool,
+                ThreadPoolExecutor(max_workers=2, thread_name_prefix="drone-ops-spill") as spills,
+            ):
                 self._pool = pool
+                self._spill_pool = spills
                 if self.plan.projects or self.plan.jobs:
                     self._submit(self._walk_projects, {})
                     self._submit(self._walk_projects, {"archived": "true"})
@@ -328,6 +334,8 @@ class WorkspaceWalk:
             self.progress(table, rows)
 
     def _remember_creator(self, creator: Record | None, created: Any) -> None:
+        """Tracks each creator's span of `created`; the newest record's copy of the creator wins,
+        so the result does not depend on which thread got there first."""
         if creator is None:
             return
         created_ms = created if isinstance(created, int) and not isinstance(created, bool) else None
@@ -335,18 +343,22 @@ class WorkspaceWalk:
             seen = self.creators.get(str(creator["id"]))
             if seen is None:
                 self.creators[str(creator["id"])] = CreatorSeen(creator, created_ms, created_ms)
-            elif created_ms is not None:
-                seen.first_ms = (
-                    created_ms if seen.first_ms is None else min(seen.first_ms, created_ms)
-                )
-                seen.last_ms = created_ms if seen.last_ms is None else max(seen.last_ms, created_ms)
+                return
+            if created_ms is None:
+                return
+            if seen.last_ms is None or created_ms > seen.last_ms:
+                seen.creator, seen.last_ms = creator, created_ms
+            elif created_ms == seen.last_ms and row_hash(creator) > row_hash(seen.creator):
+                seen.creator = creator
+            if seen.first_ms is None or created_ms < seen.first_ms:
+                seen.first_ms = created_ms
 
     def _walk_projects(self, params: dict[str, str]) -> None:
         projects = self.tables["projects"]
         jobs = self.tables["jobs"]
         try:
             for page in self.client.paginate(
-                settings.PROJECTS_PATH, params=params, stats=projects.stats
+                settings.PROJECTS_PATH, params=params, stats=projects.stats, critical=True
             ):
                 records = []
                 for record in _items(page, "projects", settings.PROJECTS_PATH):
@@ -414,7 +426,7 @@ class WorkspaceWalk:
         snapshot = self.tables[table]
         seen: set[str] = set()
         try:
-            for page in self.client.paginate(path, stats=snapshot.stats):
+            for page in self.client.paginate(path, stats=snapshot.stats, critical=True):
                 records = []
                 for record in _items(page, items_key, path):
                     if str(record["id"]) in seen:
@@ -466,11 +478,11 @@ class WorkspaceWalk:
             else f"webhook {webhook_id!r} was deleted during the walk; the next run retires it"
         )
         pending: list[Record] = []
-        spilled: list[SpilledBatch] = []
+        spills: list[Future[SpilledBatch]] = []
         rows_seen = 0
         try:
             for number, page in enumerate(
-                self.client.paginate(path, stats=deliveries.stats, not_found_fix=fix)
+                self.client.paginate(path, stats=deliveries.stats, not_found_fix=fix, critical=True)
             ):
                 if number == 0:
                     record = page.get("webhook")
@@ -492,13 +504,21 @@ class WorkspaceWalk:
                             break
                         if str(entry.get("id")) in mark.known_ids:
                             continue
-                    pending.append(delivery_row(entry, webhook_id))
+                    pending.append(entry)
                 if len(pending) >= settings.ARROW_BATCH_ROWS:
+                    # typing happens beside the walk: this thread goes straight on to the next
+                    # page of a chain that nothing else can shorten
                     rows_seen += len(pending)
-                    spilled.append(deliveries.spill(pending))
+                    spills.append(
+                        self._spill_pool.submit(self._spill_deliveries, pending, webhook_id)
+                    )
                     pending = []
                 if reached_known:
                     break
+            if pending:
+                rows_seen += len(pending)
+                spills.append(self._spill_pool.submit(self._spill_deliveries, pending, webhook_id))
+            spilled = [future.result() for future in spills]
         except DroneOpsError as exc:
             if configured or not isinstance(exc, NotFoundError):
                 webhooks.fail(exc)
@@ -509,14 +529,15 @@ class WorkspaceWalk:
             webhooks.fail(error)
             self.delivery_failures[webhook_id] = error
             return
-        if pending:
-            rows_seen += len(pending)
-            spilled.append(deliveries.spill(pending))
         # a webhook's entries join the snapshot only once its walk reached known ground, so a
         # failed walk never moves that webhook's high-water mark past a gap
         deliveries.adopt(spilled, rows_seen)
         self.completed_webhooks.add(webhook_id)
         self._report("webhook_deliveries", rows_seen)
+
+    def _spill_deliveries(self, entries: list[Record], webhook_id: str) -> SpilledBatch:
+        rows = [delivery_row(entry, webhook_id) for entry in entries]
+        return self.tables["webhook_deliveries"].spill(rows)
 
     def fetch_one(self, path: str, stats: WalkStats) -> dict[str, Any] | None:
         """A single record, or None when the API says it does not exist (404)."""
