@@ -59,7 +59,7 @@ class ProgressCounter:
         with self._lock:
             parts = [f"{table} {count:,}" for table, count in self.counts.items()]
         elapsed = time.monotonic() - self.started
-        return Text(f"walking the API ({elapsed:4.1f}s): " + (" · ".join(parts) or "starting"))
+        return Text(f"syncing ({elapsed:4.1f}s), rows walked: " + (" · ".join(parts) or "starting"))
 
 
 @contextmanager
