@@ -255,7 +255,7 @@ class _TableSync:
         rows, kept = self._fetch_rows(table, changes.retire_ids, current)
         if rows:
             snapshot.replace([str(row["id"]) for row in rows], rows)
-        changes = diff(snapshot.ids(), snapshot.hashes(), current)
+            changes = diff(snapshot.ids(), snapshot.hashes(), current)
         if kept:
             keep = set(kept)
             changes = ChangeSet(

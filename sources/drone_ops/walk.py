@@ -124,9 +124,9 @@ class TableSnapshot:
         if batch:
             self.adopt([self.spill(batch)])
 
-    def offer(self, records: list[Record], to_row: Callable[[Record, str], Record]) -> int:
+    def offer(self, records: list[Record], to_row: Callable[[Record, str], Record]) -> None:
         """Adds records, building full rows only for those the warehouse does not already hold
-        unchanged (so a quiet run types and spills almost nothing). Returns how many."""
+        unchanged (so a quiet run types and spills almost nothing)."""
         rows: list[Record] = []
         ids: list[str] = []
         hashes: list[str] = []
@@ -144,7 +144,6 @@ class TableSnapshot:
                 self._unchanged_hashes.extend(hashes)
                 self.rows_seen += len(ids)
         self.add(rows)
-        return len(records)
 
     def finish(self) -> None:
         with self._lock:
@@ -333,10 +332,11 @@ class WorkspaceWalk:
         if self.progress is not None and rows:
             self.progress(table, rows)
 
-    def _remember_creator(self, creator: Record | None, created: Any) -> None:
+    def _remember_creator(self, creator: Any, created: Any) -> None:
         """Tracks each creator's span of `created`; the newest record's copy of the creator wins,
-        so the result does not depend on which thread got there first."""
-        if creator is None:
+        so the result does not depend on which thread got there first. A missing creator, or
+        one without an id, is not a user."""
+        if not isinstance(creator, dict) or creator.get("id") is None:
             return
         created_ms = created if isinstance(created, int) and not isinstance(created, bool) else None
         with self._creators_lock:
@@ -365,9 +365,7 @@ class WorkspaceWalk:
                     if not self._first_sighting(str(record["id"])):
                         continue
                     records.append(record)
-                    creator = record.get("created_by")
-                    if isinstance(creator, dict) and creator.get("id") is not None:
-                        self._remember_creator(creator, record.get("created"))
+                    self._remember_creator(record.get("created_by"), record.get("created"))
                     if self.plan.jobs and not jobs.failed:
                         self._submit(self._walk_jobs, str(record["id"]))
                 projects.offer(records, lambda record, version: project_row(record, version)[0])
@@ -491,9 +489,7 @@ class WorkspaceWalk:
                     webhooks.offer(
                         [record], lambda record, version: webhook_row(record, version)[0]
                     )
-                    creator = record.get("created_by")
-                    if isinstance(creator, dict) and creator.get("id") is not None:
-                        self._remember_creator(creator, record.get("created"))
+                    self._remember_creator(record.get("created_by"), record.get("created"))
                     self._report("webhooks", 1)
                 reached_known = False
                 for entry in _items(page, "logs", path):
