@@ -29,7 +29,7 @@ from sources.drone_ops import settings as source_settings
 from sources.drone_ops.transforms import issue_table
 from sources.drone_ops.walk import ProgressCallback
 
-from .warehouse import read_known_state
+from .warehouse import read_known_state, remove_replayed_rows
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ DEFAULT_DATASET = "drone_ops"
 # Not `drone_ops.duckdb`: DuckDB names the catalog after the file, and DuckDB 2.0 rejects
 # `drone_ops.projects` as ambiguous when catalog and schema (our dataset) share a name.
 DEFAULT_DATABASE = "drone_ops_warehouse.duckdb"
-DEFAULT_DUCKDB_MEMORY_LIMIT = "1GB"
+DEFAULT_DUCKDB_MEMORY_LIMIT = "256MB"
 
 
 @dataclass
@@ -152,6 +152,9 @@ def run_sync(
     # Arrow's default pool (jemalloc/mimalloc) keeps freed batches mapped; the system pool
     # hands them back, which keeps a long walk's footprint flat
     pa.set_memory_pool(pa.system_memory_pool())
+    import sys as _sys
+
+    _sys.setswitchinterval(float(os.environ.get("DRONE_SWITCH", "0.005")))
     run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     report = SyncReport(run_id=run_id, started_at=datetime.now(UTC))
     outcome = SyncOutcome(report=report)
@@ -161,6 +164,9 @@ def run_sync(
     note = finish_pending(pipeline)
     if note:
         outcome.notes.append(note)
+    replayed = remove_replayed_rows(pipeline)
+    if replayed:
+        outcome.notes.append(f"removed {replayed} rows a replayed load had written twice")
     overlap = int(
         _config("delivery_overlap_seconds", source_settings.DEFAULT_DELIVERY_OVERLAP_SECONDS)
     )
@@ -177,14 +183,11 @@ def run_sync(
     source = build_source(options, source_overrides or {})
     load_started = time.monotonic()
     try:
-        pipeline.run(source, loader_file_format="parquet")
-    except PipelineStepFailed as exc:
-        cause = _root_cause(exc)
-        outcome.load_error = f"{exc.step} failed: {cause}"
-        for result in report.tables.values():
-            if result.status == "success" and (result.new or result.changed or result.retired):
-                result.status = "failed"
-                result.error = outcome.load_error
+        # the list tables load while the delivery-log chains are still walking
+        for group in source_settings.LOAD_GROUPS:
+            selected = [name for name in group if name in source.resources]
+            if selected:
+                _load(pipeline, source.with_resources(*selected), report, selected, outcome)
     finally:
         if options.walk is not None:
             walk_issues = list(options.walk.issues)
@@ -196,6 +199,26 @@ def run_sync(
     outcome.total_seconds = time.monotonic() - started
     _record_run(pipeline, report, walk_issues, outcome)
     return outcome
+
+
+def _load(
+    pipeline: dlt.Pipeline,
+    source: Any,
+    report: SyncReport,
+    tables: Sequence[str],
+    outcome: SyncOutcome,
+) -> None:
+    """Extracts, normalizes and loads one group of tables; a failure fails only that group."""
+    try:
+        pipeline.run(source, loader_file_format="parquet")
+    except PipelineStepFailed as exc:
+        error = f"{exc.step} failed: {_root_cause(exc)}"
+        outcome.load_error = error if outcome.load_error is None else outcome.load_error
+        for name in tables:
+            result = report.tables.get(name)
+            if result is not None and result.status == "success" and result.wrote:
+                result.status = "failed"
+                result.error = error
 
 
 def build_source(options: RunOptions, overrides: dict[str, Any]) -> Any:

@@ -23,6 +23,11 @@ class TableResult:
     seconds: float = 0.0
     error: str | None = None
 
+    @property
+    def wrote(self) -> bool:
+        """Whether the run had anything to load for this table."""
+        return bool(self.new or self.changed or self.retired)
+
 
 @dataclass
 class SyncReport:

@@ -20,7 +20,12 @@ import dlt
 import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
-from dlt.common.schema.typing import TDeleteInsertStrategyDict, TScd2StrategyDict
+from dlt.common.schema.typing import (
+    DEFAULT_VALIDITY_COLUMN_NAMES,
+    TColumnSchema,
+    TDeleteInsertStrategyDict,
+    TScd2StrategyDict,
+)
 from dlt.extract.resource import DltResource
 
 from . import settings
@@ -28,7 +33,7 @@ from .changes import ChangeSet, diff, retire_share_exceeded
 from .client import DroneOpsClient, WalkStats
 from .exceptions import ConfigError, MassDeleteRefused
 from .report import SyncReport, TableResult
-from .schema import dlt_columns
+from .schema import ARROW_TYPES, dlt_columns
 from .transforms import Record, entity_row, job_row, project_row, to_arrow, tombstones, user_row
 from .walk import DeliveryMark, ProgressCallback, WalkPlan, WorkspaceWalk
 
@@ -44,6 +49,14 @@ SCD2_DISPOSITION: TScd2StrategyDict = {
     "destination_scope": '"id" IN (SELECT "id" FROM {staging_table})',
 }
 MERGE_ON_ID: TDeleteInsertStrategyDict = {"disposition": "merge", "strategy": "delete-insert"}
+VALID_FROM, VALID_TO = DEFAULT_VALIDITY_COLUMN_NAMES
+VALIDITY_TYPE = ARROW_TYPES["ts"]
+# declared as the scd2 merge declares them, so a table first loaded by append is the table the
+# merge would have created, and later runs merge into it
+VALIDITY_COLUMNS: dict[str, TColumnSchema] = {
+    name: {"data_type": "timestamp", "timezone": True, "precision": 6, "nullable": True}
+    for name in DEFAULT_VALIDITY_COLUMN_NAMES
+}
 # Above this many deletion candidates in one table, single-record checks are skipped (the
 # mass-delete guard still applies).
 MAX_DELETION_CHECKS = 2_000
@@ -58,6 +71,8 @@ class KnownState:
     delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
     users: pa.Table | None = None
     """`id`, `_row_hash` of the users table."""
+    existing: set[str] = field(default_factory=set)
+    """Tables the warehouse already has; the others are loaded by a plain append."""
 
 
 @dataclass
@@ -132,12 +147,14 @@ def drone_ops(
     options.report = report
     sync = _TableSync(walk, options, max_retire_share, jobs_path)
 
+    # A table the warehouse does not have yet is loaded by a plain append: there is nothing
+    # to merge with, and the merge's staging copy and joins cost more than the load itself.
     resources: list[DltResource] = [
         dlt.resource(
             sync.entity_rows(table),
             name=table,
-            write_disposition=SCD2_DISPOSITION,
-            columns=dlt_columns(table),
+            write_disposition=SCD2_DISPOSITION if table in options.known.existing else "append",
+            columns={**dlt_columns(table), **VALIDITY_COLUMNS},
         )
         for table in settings.ENTITY_TABLES
         if table in wanted
@@ -147,7 +164,7 @@ def drone_ops(
         dlt.resource(
             rows(),
             name=table,
-            write_disposition=MERGE_ON_ID,
+            write_disposition=MERGE_ON_ID if table in options.known.existing else "append",
             primary_key="id",
             columns=dlt_columns(table),
         )
@@ -194,9 +211,16 @@ class _TableSync:
         assert options.report is not None
         self.report: SyncReport = options.report
 
-    def _start(self, table: str) -> TableResult:
-        self.walk.run()
-        return self.report.table(table)
+    def _start(self, table: str) -> tuple[TableResult, float]:
+        """Waits for the walks this table depends on; returns its result and their seconds."""
+        seconds = self.walk.wait(table)
+        return self.report.table(table), seconds
+
+    def _first_versions(self, batch: pa.Table) -> pa.Table:
+        """What the scd2 merge would have written for a first version: valid from the run."""
+        valid_from = pa.array([self.options.started_at] * batch.num_rows, VALIDITY_TYPE)
+        batch = batch.append_column(VALID_FROM, valid_from)
+        return batch.append_column(VALID_TO, pa.nulls(batch.num_rows, VALIDITY_TYPE))
 
     @staticmethod
     def _count(result: TableResult, stats: WalkStats) -> None:
@@ -205,7 +229,7 @@ class _TableSync:
         result.retries += stats.retries
 
     def entity_rows(self, table: str) -> Iterator[pa.Table]:
-        result = self._start(table)
+        result, walked = self._start(table)
         snapshot = self.walk.tables[table]
         started = time.monotonic()
         try:
@@ -233,7 +257,10 @@ class _TableSync:
                 return
             if changes.new or changes.changed:
                 only = None if changes.current == 0 else changes.load_ids
-                yield from snapshot.batches(only)
+                if table in self.options.known.existing:
+                    yield from snapshot.batches(only)
+                else:
+                    yield from map(self._first_versions, snapshot.batches(only))
             if changes.retire_ids:
                 yield tombstones(table, changes.retire_ids)
             result.new, result.changed, result.retired = (
@@ -244,7 +271,7 @@ class _TableSync:
             result.status = "success"
         finally:
             self._count(result, snapshot.stats)
-            result.seconds = self.walk.seconds + time.monotonic() - started
+            result.seconds = walked + time.monotonic() - started
 
     def _confirm_deletions(
         self, table: str, changes: ChangeSet, current: pa.Table | None
@@ -320,10 +347,13 @@ class _TableSync:
         return {}
 
     def delivery_rows(self) -> Iterator[pa.Table]:
-        result = self._start("webhook_deliveries")
+        result, walked = self._start("webhook_deliveries")
         snapshot = self.walk.tables["webhook_deliveries"]
         try:
-            yield from snapshot.batches()
+            # appended when the table is new: a repeated id (which the merge on id would
+            # collapse) is dropped here instead
+            appended = "webhook_deliveries" not in self.options.known.existing
+            yield from snapshot.batches(drop_repeated_ids=appended)
             result.rows_seen = result.new = snapshot.rows_seen
             failures = self.walk.delivery_failures
             if snapshot.error is not None or failures:
@@ -335,10 +365,10 @@ class _TableSync:
                 result.status = "success"
         finally:
             self._count(result, snapshot.stats)
-            result.seconds = self.walk.seconds
+            result.seconds = walked
 
     def user_rows(self) -> Iterator[pa.Table]:
-        result = self._start("users")
+        result, walked = self._start("users")
         blocking = [
             self.walk.tables[name].error
             for name in ("projects", "webhooks")
@@ -369,4 +399,4 @@ class _TableSync:
         if rows:
             yield to_arrow("users", rows, self.options.run_id, self.walk.issues)
         result.status = "success"
-        result.seconds = self.walk.seconds
+        result.seconds = walked

@@ -18,6 +18,12 @@ WEBHOOK_PATH_TEMPLATE: Final = "/v1/webhooks/{webhook_id}"
 # Entity tables keep history (scd2); the others are merged on id.
 ENTITY_TABLES: Final = ("projects", "jobs", "job_types", "team_members", "webhooks")
 ALL_TABLES: Final = (*ENTITY_TABLES, "webhook_deliveries", "users")
+# Loaded one group after the other: the lists finish long before the delivery-log chains, so
+# the first group loads while the chains are still walking.
+LOAD_GROUPS: Final = (
+    ("projects", "jobs", "job_types", "team_members"),
+    ("webhooks", "webhook_deliveries", "users"),
+)
 RUNS_TABLE: Final = "_sync_runs"
 ISSUES_TABLE: Final = "_sync_issues"
 

@@ -8,10 +8,12 @@ record, nulls the broken value and reports it.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from typing import Any
 
+import duckdb
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -97,6 +99,97 @@ def delivery_row(record: Mapping[str, Any], webhook_id: str) -> Record:
         row["delivery_id"] = row["event"] = row["event_timestamp"] = None
         row["workspace_id"] = row["data"] = None
     return row
+
+
+# Columns of a delivery row read from its request payload (the rest come from the log entry).
+PAYLOAD_COLUMNS: dict[str, str] = {
+    "delivery_id": "delivery_id",
+    "event": "event",
+    "event_timestamp": "timestamp",
+    "workspace_id": "workspace_id",
+    "data": "data",
+}
+_PAYLOAD_SQL = f"""
+WITH parsed AS (
+    SELECT CASE WHEN json_valid(request_payload) THEN request_payload END AS payload
+    FROM payloads
+), objects AS (
+    SELECT CASE WHEN json_type(payload) = 'OBJECT' THEN payload END AS payload FROM parsed
+)
+SELECT
+    json_extract_string(payload, '$.delivery_id') AS delivery_id,
+    json_extract_string(payload, '$.event') AS event,
+    TRY_CAST(json_extract(payload, '$.timestamp') AS BIGINT) AS event_timestamp,
+    json_extract_string(payload, '$.workspace_id') AS workspace_id,
+    CASE WHEN json_type(payload, '$.data') <> 'NULL'
+        THEN json_extract(payload, '$.data')::VARCHAR END AS data,
+    coalesce(
+        coalesce(json_type(payload, '$.delivery_id'), 'NULL') IN ('VARCHAR', 'NULL')
+        AND coalesce(json_type(payload, '$.event'), 'NULL') IN ('VARCHAR', 'NULL')
+        AND coalesce(json_type(payload, '$.workspace_id'), 'NULL') IN ('VARCHAR', 'NULL')
+        AND (
+            coalesce(json_type(payload, '$.timestamp'), 'NULL') = 'NULL'
+            OR (
+                json_type(payload, '$.timestamp') IN ('BIGINT', 'UBIGINT')
+                AND abs(TRY_CAST(json_extract(payload, '$.timestamp') AS BIGINT))
+                    <= {MAX_TIMESTAMP_MS}
+            )
+        ),
+        FALSE
+    ) AS well_typed
+FROM objects
+"""
+_duckdb = threading.local()
+
+
+def delivery_table(
+    entries: Sequence[Record], webhook_id: str, run_id: str, issues: list[Issue]
+) -> pa.Table:
+    """The typed webhook_deliveries batch of one webhook's log entries.
+
+    The request payloads are parsed by DuckDB's JSON functions, outside the GIL, rather than
+    one `orjson.loads` per entry: at 500,000 deliveries this was a quarter of the walk's
+    Python time, competing with every request. A batch with anything unusual (an unknown field,
+    a value of the wrong type, in the entry or its payload) takes the row-by-row path, which
+    reports each breach; both paths give the same table for well-typed input.
+    """
+    fast = _delivery_table_in_duckdb(entries, webhook_id)
+    if fast is not None:
+        return fast
+    rows = [delivery_row(entry, webhook_id) for entry in entries]
+    return to_arrow("webhook_deliveries", rows, run_id, issues)
+
+
+def _delivery_table_in_duckdb(entries: Sequence[Record], webhook_id: str) -> pa.Table | None:
+    declared = TABLE_COLUMNS["webhook_deliveries"]
+    from_entry = [c for c in declared if c.name != "webhook_id" and c.name not in PAYLOAD_COLUMNS]
+    allowed = {c.name for c in from_entry}
+    if not entries or any(not allowed.issuperset(entry) for entry in entries):
+        return None
+    arrays = _well_typed_arrays(from_entry, entries)
+    if arrays is None:
+        return None
+    connection = getattr(_duckdb, "connection", None)
+    if connection is None:
+        # one small in-memory engine per spill thread: a batch is a few MB of text
+        connection = _duckdb.connection = duckdb.connect(
+            config={"threads": 1, "memory_limit": "64MB"}
+        )
+    connection.register("payloads", pa.table({"request_payload": arrays["request_payload"]}))
+    try:
+        parsed = connection.sql(_PAYLOAD_SQL).to_arrow_table()
+    finally:
+        connection.unregister("payloads")
+    if not pc.all(parsed.column("well_typed")).as_py():
+        return None
+    arrays["webhook_id"] = pa.array([webhook_id] * len(entries), pa.string())
+    timestamps = parsed.column("event_timestamp").combine_chunks()
+    arrays["event_timestamp"] = timestamps.cast(pa.timestamp("ms", tz="UTC")).cast(
+        ARROW_TYPES["ts"]
+    )
+    for name in ("delivery_id", "event", "workspace_id", "data"):
+        arrays[name] = parsed.column(name).combine_chunks().cast(pa.string())
+    return _with_required_fields(pa.table({c.name: arrays[c.name] for c in declared}))
 
 
 def user_row(creator: Mapping[str, Any], first_ms: int | None, last_ms: int | None) -> Record:

@@ -16,6 +16,7 @@ import logging
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from .exceptions import DroneOpsError, NotFoundError
 from .transforms import (
     Issue,
     Record,
-    delivery_row,
+    delivery_table,
     entity_row,
     job_row,
     project_row,
@@ -44,6 +45,19 @@ from .transforms import (
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[str, int], None]
+
+LISTS, WEBHOOKS = "lists", "webhooks"
+TABLE_STAGES: dict[str, tuple[str, ...]] = {
+    "projects": (LISTS,),
+    "jobs": (LISTS,),
+    "job_types": (LISTS,),
+    "team_members": (LISTS,),
+    "webhooks": (WEBHOOKS,),
+    "webhook_deliveries": (WEBHOOKS,),
+    # creators come from projects and webhooks
+    "users": (LISTS, WEBHOOKS),
+}
+"""The walk finishes in two stages: the lists, then the (long, sequential) delivery logs."""
 
 
 @dataclass
@@ -153,8 +167,12 @@ class TableSnapshot:
 
     def spill(self, rows: list[Record]) -> SpilledBatch:
         """Types and writes a batch without making it part of the snapshot yet."""
+        return self.spill_table(lambda issues: to_arrow(self.name, rows, self._run_id, issues))
+
+    def spill_table(self, build: Callable[[list[Issue]], pa.Table]) -> SpilledBatch:
+        """Writes the batch `build` types (reporting breaches into its list) to local disk."""
         issues: list[Issue] = []
-        built = to_arrow(self.name, rows, self._run_id, issues)
+        built = build(issues)
         with self._lock:
             path = self._spill_dir / f"{self.name}-{self._file_number:06d}.arrow"
             self._file_number += 1
@@ -208,8 +226,13 @@ class TableSnapshot:
             arrays.append(batch.hashes if keep is None else batch.hashes.filter(keep))
         return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
 
-    def batches(self, only_ids: pa.Array | None = None) -> Iterator[pa.Table]:
-        """Reads the spilled batches back, keeping only `only_ids` when given."""
+    def batches(
+        self, only_ids: pa.Array | None = None, *, drop_repeated_ids: bool = False
+    ) -> Iterator[pa.Table]:
+        """Reads the spilled batches back, keeping only `only_ids` when given, and only the
+        first row of an id the walk saw more than once when asked."""
+        repeated = self._repeated_ids() if drop_repeated_ids else None
+        emitted: set[str] = set()
         for batch in self._batches:
             table = feather.read_table(batch.path, memory_map=False)
             keep = self._keep(batch, table.column("id"))
@@ -217,8 +240,28 @@ class TableSnapshot:
                 table = table.filter(keep)
             if only_ids is not None:
                 table = table.filter(pc.is_in(table.column("id"), value_set=only_ids))
+            if repeated is not None and len(repeated):
+                table = _first_sightings(table, repeated, emitted)
             if table.num_rows:
                 yield table
+
+    def _repeated_ids(self) -> pa.Array:
+        counts = pc.value_counts(self.ids())
+        return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+
+
+def _first_sightings(table: pa.Table, repeated: pa.Array, emitted: set[str]) -> pa.Table:
+    """Drops rows whose id (one of `repeated`) was already emitted, in this or a past batch."""
+    ids = table.column("id").to_pylist()
+    candidates = pc.is_in(table.column("id"), value_set=repeated).to_pylist()
+    keep = []
+    for row_id, candidate in zip(ids, candidates, strict=True):
+        if candidate:
+            keep.append(row_id not in emitted)
+            emitted.add(row_id)
+        else:
+            keep.append(True)
+    return table.filter(pa.array(keep, pa.bool_()))
 
 
 @dataclass
@@ -270,26 +313,64 @@ class WorkspaceWalk:
         self._project_ids_lock = threading.Lock()
         self.completed_webhooks: set[str] = set()
         self.delivery_failures: dict[str, DroneOpsError] = {}
-        self.seconds = 0.0
-        self._done = False
         self._run_lock = threading.Lock()
         self._creators_lock = threading.Lock()
-        self._futures: list[Future[None]] = []
+        self._futures: dict[str, deque[Future[None]]] = {LISTS: deque(), WEBHOOKS: deque()}
         self._futures_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._started = 0.0
+        self._stage_done = {LISTS: threading.Event(), WEBHOOKS: threading.Event()}
+        self._stage_seconds: dict[str, float] = {}
+        self._failure: BaseException | None = None
+        self._cancel = threading.Event()
 
     def close(self) -> None:
+        """Stops a walk still under way (each loop ends after its current request), then
+        removes the spill files."""
+        self._cancel.set()
+        if self._thread is not None:
+            self._thread.join()
         self._tmp.cleanup()
 
-    def run(self) -> None:
-        """Walks once; later calls return at once (every resource of a run shares the walk)."""
+    def start(self) -> None:
+        """Starts the walk in the background once; every resource of a run shares it."""
         with self._run_lock:
-            if self._done:
-                return
-            started = time.monotonic()
+            if self._thread is None:
+                self._started = time.monotonic()
+                self._thread = threading.Thread(
+                    target=self._run, name="drone-ops-walk", daemon=True
+                )
+                self._thread.start()
+
+    def wait(self, table: str) -> float:
+        """Blocks until the walks `table` depends on have finished; returns their seconds.
+
+        The list tables finish long before the delivery-log chains, so the pipeline can
+        load them while the chains are still walking."""
+        self.start()
+        stages = TABLE_STAGES[table]
+        for stage in stages:
+            self._stage_done[stage].wait()
+        if self._failure is not None:
+            raise DroneOpsError(
+                f"the workspace walk failed: {type(self._failure).__name__}: {self._failure}"
+            ) from self._failure
+        return max(self._stage_seconds.get(stage, 0.0) for stage in stages)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def _check_cancelled(self) -> None:
+        if self._cancel.is_set():
+            raise DroneOpsError("the walk was stopped before it finished")
+
+    def _run(self) -> None:
+        try:
             # project walks hold a thread each while feeding job walks, so the pool is larger
-            # than the in-flight request limit, which the client's limiter enforces
-            # spills get their own pool: a walk thread waits for its spills, and waiting on work
-            # queued behind itself in the same pool could deadlock
+            # than the in-flight request limit, which the client's limiter enforces;
+            # spills get their own pool: a walk thread waits for its spills, and waiting on
+            # work queued behind itself in the same pool could deadlock
             with (
                 ThreadPoolExecutor(
                     max_workers=self.max_workers + 4, thread_name_prefix="drone-ops"
@@ -299,34 +380,45 @@ class WorkspaceWalk:
                 self._pool = pool
                 self._spill_pool = spills
                 if self.plan.projects or self.plan.jobs:
-                    self._submit(self._walk_projects, {})
-                    self._submit(self._walk_projects, {"archived": "true"})
+                    self._submit(LISTS, self._walk_projects, {})
+                    self._submit(LISTS, self._walk_projects, {"archived": "true"})
                 if self.plan.team:
-                    self._submit(self._walk_list, "team_members", settings.TEAM_PATH, "team")
+                    self._submit(LISTS, self._walk_list, "team_members", settings.TEAM_PATH, "team")
                 if self.plan.job_types:
-                    self._submit(self._walk_list, "job_types", settings.JOB_TYPES_PATH, "job_types")
+                    self._submit(
+                        LISTS, self._walk_list, "job_types", settings.JOB_TYPES_PATH, "job_types"
+                    )
                 if self.plan.webhooks:
-                    self._submit(self._walk_webhooks)
-                self._wait_all()
-            for snapshot in self.tables.values():
-                snapshot.finish()
-            self.seconds = time.monotonic() - started
-            self._done = True
+                    self._submit(WEBHOOKS, self._walk_webhooks)
+                for stage in (LISTS, WEBHOOKS):
+                    self._finish_stage(stage)
+        except BaseException as exc:  # surfaced by wait(); the run fails with it
+            self._failure = exc
+        finally:
+            for done in self._stage_done.values():
+                done.set()
 
-    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
+    def _submit(self, stage: str, fn: Callable[..., None], *args: Any) -> None:
         future = self._pool.submit(fn, *args)
         with self._futures_lock:
-            self._futures.append(future)
+            self._futures[stage].append(future)
 
-    def _wait_all(self) -> None:
-        index = 0
+    def _finish_stage(self, stage: str) -> None:
+        """Waits for every walk of a stage (including those its walks queued meanwhile)."""
+        queue = self._futures[stage]
         while True:
             with self._futures_lock:
-                if index >= len(self._futures):
-                    return
-                future = self._futures[index]
+                if not queue:
+                    break
+                future = queue[0]
             future.result()
-            index += 1
+            with self._futures_lock:
+                queue.popleft()
+        for table, stages in TABLE_STAGES.items():
+            if stages == (stage,) and table in self.tables:
+                self.tables[table].finish()
+        self._stage_seconds[stage] = time.monotonic() - self._started
+        self._stage_done[stage].set()
 
     def _report(self, table: str, rows: int) -> None:
         if self.progress is not None and rows:
@@ -360,6 +452,7 @@ class WorkspaceWalk:
             for page in self.client.paginate(
                 settings.PROJECTS_PATH, params=params, stats=projects.stats, critical=True
             ):
+                self._check_cancelled()
                 records = []
                 for record in _items(page, "projects", settings.PROJECTS_PATH):
                     if not self._first_sighting(str(record["id"])):
@@ -367,7 +460,7 @@ class WorkspaceWalk:
                     records.append(record)
                     self._remember_creator(record.get("created_by"), record.get("created"))
                     if self.plan.jobs and not jobs.failed:
-                        self._submit(self._walk_jobs, str(record["id"]))
+                        self._submit(LISTS, self._walk_jobs, str(record["id"]))
                 projects.offer(records, lambda record, version: project_row(record, version)[0])
                 self._report("projects", len(records))
         except DroneOpsError as exc:
@@ -389,7 +482,7 @@ class WorkspaceWalk:
 
     def _walk_jobs(self, project_id: str) -> None:
         jobs = self.tables["jobs"]
-        if jobs.failed:
+        if jobs.failed or self.cancelled:
             return
         path = self.plan.jobs_path.format(project_id=project_id)
         seen: set[str] = set()
@@ -399,6 +492,7 @@ class WorkspaceWalk:
                 stats=jobs.stats,
                 not_found_fix=f"check {settings.CONFIG_SECTION}.jobs_path ({self.plan.jobs_path})",
             ):
+                self._check_cancelled()
                 records = []
                 for record in _items(page, "jobs", path):
                     job_id = str(record["id"])
@@ -425,6 +519,7 @@ class WorkspaceWalk:
         seen: set[str] = set()
         try:
             for page in self.client.paginate(path, stats=snapshot.stats, critical=True):
+                self._check_cancelled()
                 records = []
                 for record in _items(page, items_key, path):
                     if str(record["id"]) in seen:
@@ -462,7 +557,7 @@ class WorkspaceWalk:
                 self.tables["webhook_deliveries"].fail(exc)
                 return
         for webhook_id in ids:
-            self._submit(self._walk_webhook, webhook_id, configured)
+            self._submit(WEBHOOKS, self._walk_webhook, webhook_id, configured)
 
     def _walk_webhook(self, webhook_id: str, configured: bool) -> None:
         webhooks = self.tables["webhooks"]
@@ -482,6 +577,7 @@ class WorkspaceWalk:
             for number, page in enumerate(
                 self.client.paginate(path, stats=deliveries.stats, not_found_fix=fix, critical=True)
             ):
+                self._check_cancelled()
                 if number == 0:
                     record = page.get("webhook")
                     if not isinstance(record, dict) or "id" not in record:
@@ -532,8 +628,9 @@ class WorkspaceWalk:
         self._report("webhook_deliveries", rows_seen)
 
     def _spill_deliveries(self, entries: list[Record], webhook_id: str) -> SpilledBatch:
-        rows = [delivery_row(entry, webhook_id) for entry in entries]
-        return self.tables["webhook_deliveries"].spill(rows)
+        return self.tables["webhook_deliveries"].spill_table(
+            lambda issues: delivery_table(entries, webhook_id, self.run_id, issues)
+        )
 
     def fetch_one(self, path: str, stats: WalkStats) -> dict[str, Any] | None:
         """A single record, or None when the API says it does not exist (404)."""

@@ -355,3 +355,100 @@ def test_project_seen_in_both_lists_has_one_current_row(
     assert sql(
         f"SELECT count(*) FROM {DATASET}.projects WHERE id = 'p1' AND _dlt_valid_to IS NULL"
     ) == [(1,)]
+
+
+def test_first_load_appends_rows_shaped_like_first_versions(
+    api: FakeApi, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]], database: Path
+) -> None:
+    """A table the warehouse does not have is appended, not merged: its rows are valid from the
+    run's start and current; the next run merges into it and keeps the history continuous.
+    A delivery id the walk met twice (here under two webhooks) is loaded once."""
+    api.webhooks["wh2"] = {**api.webhooks["wh1"], "id": "wh2", "name": "Second feed"}
+    api.add_log("wh2", "log1", 1_700_000_001_000)
+    first = sync()
+    assert first.ok, first.report.tables
+    for table in ("projects", "jobs", "job_types", "team_members", "webhooks"):
+        assert sql(f"SELECT DISTINCT _dlt_valid_from, _dlt_valid_to FROM {DATASET}.{table}") == [
+            (first.report.started_at, None)
+        ], table
+    assert sql(f"SELECT count(*), count(DISTINCT id) FROM {DATASET}.webhook_deliveries") == [(5, 5)]
+
+    api.projects["p2"]["name"] = "Renamed"
+    api.projects["p2"]["updated"] += 5
+    second = sync()
+    assert second.ok, second.report.tables
+    history = sql(
+        f"SELECT name, _dlt_valid_from, _dlt_valid_to FROM {DATASET}.projects WHERE id = 'p2'"
+        " ORDER BY _dlt_valid_from"
+    )
+    assert len(history) == 2
+    (old_name, old_from, old_to), (new_name, new_from, new_to) = history
+    assert new_name == "Renamed" and old_name != "Renamed"
+    assert old_from == first.report.started_at
+    assert old_to == new_from and new_to is None, "the old version ends where the new one starts"
+    with duckdb.connect(str(database), read_only=True) as connection:
+        validity_types = dict(
+            connection.sql(
+                f"SELECT table_name, data_type FROM information_schema.columns"
+                f" WHERE table_schema = '{DATASET}' AND column_name = '_dlt_valid_from'"
+            ).fetchall()
+        )
+    assert set(validity_types.values()) == {"TIMESTAMP WITH TIME ZONE"}, validity_types
+
+
+def test_closing_a_walk_under_way_stops_it_promptly(api: FakeApi) -> None:
+    """A run that ends early (an error, Ctrl-C) stops the background walk after the request in
+    flight, and nothing of the unfinished tables is kept."""
+    import threading
+    import time
+
+    from sources.drone_ops.walk import WalkPlan, WorkspaceWalk
+
+    release = threading.Event()
+
+    def slow(request: httpx.Request) -> httpx.Response:
+        if "/jobs" in request.url.path:
+            release.wait(5)
+        return api.handle(request)
+
+    client = DroneOpsClient(BASE_URL, API_KEY, transport=httpx.MockTransport(slow))
+    walk = WorkspaceWalk(client, WalkPlan(projects=True, jobs=True), run_id="r", max_workers=4)
+    walk.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    closer = threading.Thread(target=walk.close)
+    closer.start()
+    release.set()
+    closer.join(10)
+    assert not closer.is_alive(), "close() returned"
+    assert time.monotonic() - started < 5
+    assert walk.tables["jobs"].failed, "an unfinished table is never loaded"
+
+
+def test_rows_a_replayed_append_wrote_twice_are_removed_by_the_next_run(
+    api: FakeApi, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]], database: Path
+) -> None:
+    """A crash between DuckDB's commit of an appended file and dlt recording it replays that
+    file; the repeats (same id, version and load time) are removed, real history is kept."""
+    assert sync().ok
+    api.projects["p1"]["name"] = "Second version"
+    api.projects["p1"]["updated"] += 5
+    assert sync().ok
+    before = _counts(sql)
+    with duckdb.connect(str(database)) as connection:
+        for table in ("jobs", "projects", "webhook_deliveries"):
+            connection.execute(
+                f"INSERT INTO {DATASET}.{table} SELECT * REPLACE (uuid()::VARCHAR AS _dlt_id)"
+                f" FROM {DATASET}.{table}"
+            )
+    outcome = sync()
+    assert outcome.ok, outcome.report.tables
+    assert any("replayed" in note for note in outcome.notes), outcome.notes
+    counts = _counts(sql)
+    assert counts["jobs"] == before["jobs"]
+    assert counts["webhook_deliveries"] == before["webhook_deliveries"]
+    # the retired version of p1 was copied too, but only current repeats are replays
+    assert counts["projects"] == before["projects"] + 1
+    assert sql(f"SELECT count(*) FROM {DATASET}.projects WHERE _dlt_valid_to IS NULL") == [
+        (len(api.projects),)
+    ]

@@ -13,7 +13,9 @@ from sources.drone_ops import settings
 from sources.drone_ops.schema import TABLE_COLUMNS
 from sources.drone_ops.transforms import (
     Issue,
+    _delivery_table_in_duckdb,
     delivery_row,
+    delivery_table,
     entity_row,
     issue_table,
     job_row,
@@ -444,3 +446,77 @@ def test_unknown_created_by_on_jobs_is_loaded() -> None:
     """A `created_by` the spec does not give jobs is an unknown field: loaded, not dropped."""
     table, _ = _jobs_table(job("j1", "p1", 1, created_by={"id": "u1"}))
     assert "created_by" in table.column_names
+
+
+def _delivery_entry(log_id: str, payload: Any, **fields: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": log_id,
+        "event_type": "job.updated",
+        "url": "https://hooks.example.com/x",
+        "status": "failed",
+        "response_status": 500,
+        "response_body": "boom",
+        "request_payload": payload if not isinstance(payload, dict) else json.dumps(payload),
+        "duration_ms": 40,
+        "error_message": None,
+        "created": 1_700_000_000_000,
+    }
+    entry.update(fields)
+    return entry
+
+
+PAYLOADS: list[Any] = [
+    {
+        "delivery_id": "d1",
+        "event": "job.updated",
+        "timestamp": 1_700_000_000_123,
+        "workspace_id": "ws",
+        "data": {"id": "j1", "name": "Tür — 検査", "score": 0.1, "n": [1, 2]},
+    },
+    {"delivery_id": "d2", "event": "job.deleted", "timestamp": 0, "data": None},
+    {"delivery_id": "d3", "data": "plain text data", "timestamp": -5},
+    {},
+    "not json at all",
+    "[1, 2, 3]",
+    None,
+]
+
+
+@pytest.mark.parametrize("shift", range(len(PAYLOADS)))
+def test_delivery_batches_typed_in_duckdb_equal_the_row_by_row_path(shift: int) -> None:
+    """The fast path (payloads parsed by DuckDB) and the row-by-row path agree on every column,
+    for valid, empty, invalid, non-object and missing payloads."""
+    payloads = PAYLOADS[shift:] + PAYLOADS[:shift]
+    entries = [_delivery_entry(f"l{n}", payload) for n, payload in enumerate(payloads)]
+    fast = _delivery_table_in_duckdb(entries, "wh1")
+    assert fast is not None, "well-typed input takes the fast path"
+    slow = to_arrow("webhook_deliveries", [delivery_row(e, "wh1") for e in entries], "r", [])
+    assert fast.schema == slow.schema
+    for name in fast.column_names:
+        got, want = fast.column(name).to_pylist(), slow.column(name).to_pylist()
+        if name == "data":
+            got = [None if v is None else json.loads(v) for v in got]
+            want = [None if v is None else json.loads(v) for v in want]
+        assert got == want, name
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"request_payload": json.dumps({"delivery_id": 42})},
+        {"request_payload": json.dumps({"timestamp": 1.5e12})},
+        {"request_payload": json.dumps({"timestamp": True})},
+        {"request_payload": json.dumps({"timestamp": 2**63})},
+        {"request_payload": json.dumps({"event": ["a"]})},
+        {"duration_ms": 2.5},
+        {"created": "yesterday"},
+        {"unexpected_field": 1},
+    ],
+)
+def test_unusual_delivery_batches_take_the_reporting_path(odd: dict[str, Any]) -> None:
+    """Anything the fast path cannot type exactly goes row by row, where breaches are reported."""
+    entries = [_delivery_entry("ok", PAYLOADS[0]), {**_delivery_entry("odd", None), **odd}]
+    assert _delivery_table_in_duckdb(entries, "wh1") is None
+    table = delivery_table(entries, "wh1", "r", [])
+    expected = to_arrow("webhook_deliveries", [delivery_row(e, "wh1") for e in entries], "r", [])
+    assert table.equals(expected)
