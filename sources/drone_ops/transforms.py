@@ -8,6 +8,7 @@ record, nulls the broken value and reports it.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
@@ -20,6 +21,8 @@ import pyarrow.compute as pc
 
 from . import settings
 from .schema import ARROW_TYPES, ENUM_CHECKS, RANGE_CHECKS, TABLE_COLUMNS, Column
+
+log = logging.getLogger(__name__)
 
 Record = dict[str, Any]
 MAX_INT64 = 2**63 - 1
@@ -113,33 +116,55 @@ _PAYLOAD_SQL = f"""
 WITH parsed AS (
     SELECT CASE WHEN json_valid(request_payload) THEN request_payload END AS payload
     FROM payloads
-), objects AS (
-    SELECT CASE WHEN json_type(payload) = 'OBJECT' THEN payload END AS payload FROM parsed
+), fields AS (
+    -- one parse per payload: every field is taken in a single multi-path extract
+    SELECT CASE WHEN json_type(payload) = 'OBJECT' THEN json_extract(
+        payload, ['$.delivery_id', '$.event', '$.timestamp', '$.workspace_id', '$.data']
+    ) END AS f
+    FROM parsed
+), typed AS (
+    SELECT
+        f[1] AS delivery_id, coalesce(json_type(f[1]), 'NULL') AS delivery_id_type,
+        f[2] AS event, coalesce(json_type(f[2]), 'NULL') AS event_type,
+        f[3] AS ts, coalesce(json_type(f[3]), 'NULL') AS ts_type,
+        f[4] AS workspace_id, coalesce(json_type(f[4]), 'NULL') AS workspace_id_type,
+        f[5] AS data, coalesce(json_type(f[5]), 'NULL') AS data_type
+    FROM fields
 )
 SELECT
-    json_extract_string(payload, '$.delivery_id') AS delivery_id,
-    json_extract_string(payload, '$.event') AS event,
-    TRY_CAST(json_extract(payload, '$.timestamp') AS BIGINT) AS event_timestamp,
-    json_extract_string(payload, '$.workspace_id') AS workspace_id,
-    CASE WHEN json_type(payload, '$.data') <> 'NULL'
-        THEN json_extract(payload, '$.data')::VARCHAR END AS data,
+    delivery_id ->> '$' AS delivery_id,
+    event ->> '$' AS event,
+    TRY_CAST(ts AS BIGINT) AS event_timestamp,
+    workspace_id ->> '$' AS workspace_id,
+    CASE WHEN data_type <> 'NULL' THEN data::VARCHAR END AS data,
     coalesce(
-        coalesce(json_type(payload, '$.delivery_id'), 'NULL') IN ('VARCHAR', 'NULL')
-        AND coalesce(json_type(payload, '$.event'), 'NULL') IN ('VARCHAR', 'NULL')
-        AND coalesce(json_type(payload, '$.workspace_id'), 'NULL') IN ('VARCHAR', 'NULL')
+        delivery_id_type IN ('VARCHAR', 'NULL')
+        AND event_type IN ('VARCHAR', 'NULL')
+        AND workspace_id_type IN ('VARCHAR', 'NULL')
         AND (
-            coalesce(json_type(payload, '$.timestamp'), 'NULL') = 'NULL'
+            ts_type = 'NULL'
             OR (
-                json_type(payload, '$.timestamp') IN ('BIGINT', 'UBIGINT')
-                AND abs(TRY_CAST(json_extract(payload, '$.timestamp') AS BIGINT))
-                    <= {MAX_TIMESTAMP_MS}
+                ts_type IN ('BIGINT', 'UBIGINT')
+                AND abs(TRY_CAST(ts AS BIGINT)) <= {MAX_TIMESTAMP_MS}
             )
         ),
         FALSE
     ) AS well_typed
-FROM objects
+FROM typed
 """
 _duckdb = threading.local()
+_engine: list[duckdb.DuckDBPyConnection] = []
+_engine_lock = threading.Lock()
+
+
+def _payload_engine() -> duckdb.DuckDBPyConnection:
+    """One small in-memory DuckDB for the whole process (each thread uses its own cursor):
+    single-threaded, since the spill pool is the parallelism, and capped, so the walk's
+    footprint stays bounded."""
+    with _engine_lock:
+        if not _engine:
+            _engine.append(duckdb.connect(config={"threads": 1, "memory_limit": "128MB"}))
+        return _engine[0]
 
 
 def delivery_table(
@@ -171,13 +196,14 @@ def _delivery_table_in_duckdb(entries: Sequence[Record], webhook_id: str) -> pa.
         return None
     connection = getattr(_duckdb, "connection", None)
     if connection is None:
-        # one small in-memory engine per spill thread: a batch is a few MB of text
-        connection = _duckdb.connection = duckdb.connect(
-            config={"threads": 1, "memory_limit": "64MB"}
-        )
+        connection = _duckdb.connection = _payload_engine().cursor()
     connection.register("payloads", pa.table({"request_payload": arrays["request_payload"]}))
     try:
         parsed = connection.sql(_PAYLOAD_SQL).to_arrow_table()
+    except duckdb.Error as exc:
+        # never fail a walk over a faster path: the row-by-row path gives the same table
+        log.warning("delivery payloads parsed row by row: %s", exc)
+        return None
     finally:
         connection.unregister("payloads")
     if not pc.all(parsed.column("well_typed")).as_py():

@@ -520,3 +520,21 @@ def test_unusual_delivery_batches_take_the_reporting_path(odd: dict[str, Any]) -
     table = delivery_table(entries, "wh1", "r", [])
     expected = to_arrow("webhook_deliveries", [delivery_row(e, "wh1") for e in entries], "r", [])
     assert table.equals(expected)
+
+
+def test_a_failing_fast_path_falls_back_to_the_row_by_row_path() -> None:
+    """The DuckDB engine running out of memory (or any other error of it) never fails a walk."""
+    import duckdb
+
+    from sources.drone_ops import transforms
+
+    big = {**PAYLOADS[0], "data": {"blob": "x" * 200_000}}
+    entries = [_delivery_entry(f"l{n}", big) for n in range(20)]
+    transforms._duckdb.connection = duckdb.connect(config={"memory_limit": "1MB", "threads": 1})
+    try:
+        assert transforms._delivery_table_in_duckdb(entries, "wh1") is None
+        table = delivery_table(entries, "wh1", "r", [])
+    finally:
+        del transforms._duckdb.connection
+    slow = to_arrow("webhook_deliveries", [delivery_row(e, "wh1") for e in entries], "r", [])
+    assert table.equals(slow)
