@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
 import os
 import time
@@ -41,7 +39,6 @@ DEFAULT_DATASET = "drone_ops"
 # `drone_ops.projects` as ambiguous when catalog and schema (our dataset) share a name.
 DEFAULT_DATABASE = "drone_ops_warehouse.duckdb"
 DEFAULT_DUCKDB_MEMORY_LIMIT = "128MB"
-M_ARENA_MAX = -8  # glibc's mallopt parameter number
 
 
 @dataclass
@@ -155,7 +152,6 @@ def run_sync(
     # Arrow's default pool (jemalloc/mimalloc) keeps freed batches mapped; the system pool
     # hands them back, which keeps a long walk's footprint flat
     pa.set_memory_pool(pa.system_memory_pool())
-    _limit_malloc_arenas()
     import sys as _sys
 
     _sys.setswitchinterval(float(os.environ.get("DRONE_SWITCH", "0.005")))
@@ -223,16 +219,6 @@ def _load(
             if result is not None and result.status == "success" and result.wrote:
                 result.status = "failed"
                 result.error = error
-
-
-def _limit_malloc_arenas() -> None:
-    """Caps glibc's per-thread malloc arenas at two: twenty walk threads otherwise each keep an
-    arena of freed pages (measured: about 50 MB less peak RSS, no slower). Not glibc: no-op."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(M_ARENA_MAX, 2)
-    except (OSError, AttributeError):
-        pass
 
 
 def build_source(options: RunOptions, overrides: dict[str, Any]) -> Any:

@@ -44,8 +44,6 @@ DEFAULT_DELIVERY_OVERLAP_SECONDS: Final = 60
 # Hard ceilings that keep every request loop bounded.
 MAX_PAGES_PER_WALK: Final = 100_000
 ARROW_BATCH_ROWS: Final = 5_000
-# Log entries carry their request payload (a few kB each) and five chains fill at once.
-DELIVERY_BATCH_ROWS: Final = 1_000
 
 USER_AGENT: Final = "drone-ops-sync/0.1"
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})

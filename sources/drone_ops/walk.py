@@ -597,7 +597,7 @@ class WorkspaceWalk:
                         if str(entry.get("id")) in mark.known_ids:
                             continue
                     pending.append(entry)
-                if len(pending) >= settings.DELIVERY_BATCH_ROWS:
+                if len(pending) >= settings.ARROW_BATCH_ROWS:
                     # typing happens beside the walk: this thread goes straight on to the next
                     # page of a chain that nothing else can shorten
                     rows_seen += len(pending)
