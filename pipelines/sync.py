@@ -152,9 +152,6 @@ def run_sync(
     # Arrow's default pool (jemalloc/mimalloc) keeps freed batches mapped; the system pool
     # hands them back, which keeps a long walk's footprint flat
     pa.set_memory_pool(pa.system_memory_pool())
-    import sys as _sys
-
-    _sys.setswitchinterval(float(os.environ.get("DRONE_SWITCH", "0.005")))
     run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     report = SyncReport(run_id=run_id, started_at=datetime.now(UTC))
     outcome = SyncOutcome(report=report)
