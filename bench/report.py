@@ -22,6 +22,7 @@ COMPARED_WITH = {
     "ours_nochange": "ours_nochange",
     "floor_nochange": "ours_nochange",
     "ours_churn": "ours_churn",
+    "ours_rolling": "ours_nochange",
 }
 FULL_WALKS = ("ours_initial", "floor", "baseline", "tuned")
 ORDER = (
@@ -31,6 +32,7 @@ ORDER = (
     "baseline",
     "ours_nochange",
     "floor_nochange",
+    "ours_rolling",
     "ours_churn",
 )
 RSS_LIMIT_MB = 400.0

@@ -37,6 +37,8 @@ SCALE_COUNTS: dict[str, dict[str, int]] = {
     },
 }
 CHURN = {"update_fraction": 0.01, "delete_fraction": 0.001}
+# `ours_rolling`: a quiet re-sync with the opt-in rolling job refresh of this many slices
+ROLLING_SLICES = 8
 
 
 @dataclass
@@ -194,6 +196,11 @@ class Bench:
                 first = self.measure("ours", "ours_initial")
                 last_ours_db = Path(first.detail["database"])
                 self.measure("ours", "ours_nochange", self._same_db(last_ours_db))
+                self.measure(
+                    "ours",
+                    "ours_rolling",
+                    {**self._same_db(last_ours_db), "job_refresh_slices": ROLLING_SLICES},
+                )
             if "floor" in only:
                 self.measure("floor_nochange", "floor_nochange")
             if rep < baseline_runs:

@@ -27,6 +27,7 @@ def run_ours(spec: dict[str, Any]) -> dict[str, Any]:
         "base_url": spec["base_url"],
         "api_key": spec["api_key"],
         "max_workers": spec["max_workers"],
+        "job_refresh_slices": spec.get("job_refresh_slices", 1),
     }
     started = time.monotonic()
     outcome = run_sync(target, source_overrides=overrides)

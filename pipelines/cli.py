@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--full-refresh",
         action="store_true",
-        help="re-read every delivery log page instead of stopping at what is loaded",
+        help="re-read every delivery log page instead of stopping at what is loaded, and walk"
+        " every project's jobs even when job_refresh_slices is set",
     )
     run.add_argument(
         "--allow-mass-delete",

@@ -121,6 +121,8 @@ def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync sum
     for result in report.tables.values():
         if result.error:
             console.print(f"[bold red]{result.table}[/bold red]: {result.error}")
+        if result.scope:
+            console.print(f"[bold]{result.table}[/bold]: {result.scope}")
     if outcome.load_error:
         console.print(f"[bold red]load failed[/bold red]: {outcome.load_error}")
     verdict = (

@@ -260,6 +260,7 @@ def _record_run(
             "rows_retired": result.retired,
             "seconds": round(result.seconds, 3),
             "error": result.error,
+            "scope": result.scope,
         }
         for result in report.tables.values()
     ]
@@ -268,7 +269,10 @@ def _record_run(
             rows,
             name=source_settings.RUNS_TABLE,
             write_disposition="append",
-            columns={"error": {"data_type": "text", "nullable": True}},
+            columns={
+                "error": {"data_type": "text", "nullable": True},
+                "scope": {"data_type": "text", "nullable": True},
+            },
         )
     ]
     if issues:

@@ -25,7 +25,9 @@ log = logging.getLogger(__name__)
 def read_known_state(
     pipeline: dlt.Pipeline, *, delivery_overlap_seconds: int, full_refresh: bool
 ) -> KnownState:
-    """Current versions, users and delivery high-water marks; empty on a first run."""
+    """Current versions, users, delivery high-water marks and the count of job syncs (which
+    picks a rolling refresh's slice); empty on a first run. A full refresh ignores the marks
+    and the count, so every delivery page and every project's jobs are walked."""
     known = KnownState()
     with pipeline.sql_client() as client:
         if not client.has_dataset():
@@ -49,6 +51,12 @@ def read_known_state(
             if current is not None:
                 known.current[name] = current
                 known.existing.add(name)
+        if not full_refresh:
+            syncs = query(
+                f"SELECT count(*) AS n FROM {table(source_settings.RUNS_TABLE)}"
+                " WHERE resource = 'jobs' AND status = 'success'"
+            )
+            known.job_syncs = int(syncs.column("n")[0].as_py()) if syncs is not None else 0
         known.users = query(f"SELECT id, _row_hash FROM {table('users')}")
         if known.users is not None:
             known.existing.add("users")

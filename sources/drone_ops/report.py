@@ -22,6 +22,8 @@ class TableResult:
     retries: int = 0
     seconds: float = 0.0
     error: str | None = None
+    scope: str | None = None
+    """Set when the run compared only part of the table (a rolling job refresh)."""
 
     @property
     def wrote(self) -> bool:

@@ -29,7 +29,7 @@ from dlt.common.schema.typing import (
 from dlt.extract.resource import DltResource
 
 from . import settings
-from .changes import ChangeSet, diff, retire_share_exceeded
+from .changes import ChangeSet, diff, outside_projects, retire_share_exceeded
 from .client import DroneOpsClient, WalkStats
 from .exceptions import ConfigError, MassDeleteRefused
 from .report import SyncReport, TableResult
@@ -73,6 +73,9 @@ class KnownState:
     """`id`, `_row_hash` of the users table."""
     existing: set[str] = field(default_factory=set)
     """Tables the warehouse already has; the others are loaded by a plain append."""
+    job_syncs: int | None = None
+    """Successful `jobs` syncs so far (picks a rolling refresh's slice); None when this run
+    must walk every project's jobs (no history yet, or `--full-refresh`)."""
 
 
 @dataclass
@@ -104,11 +107,13 @@ def drone_ops(
     timeout_seconds: float = settings.DEFAULT_TIMEOUT_SECONDS,
     max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS,
     retry_budget_seconds: float = settings.DEFAULT_RETRY_BUDGET_SECONDS,
+    job_refresh_slices: int = settings.DEFAULT_JOB_REFRESH_SLICES,
     run: Any = None,
 ) -> list[DltResource]:
     """Projects, jobs, job types, team, webhooks, deliveries and users of one workspace."""
     options: RunOptions = run if isinstance(run, RunOptions) else RunOptions(run_id=_new_run_id())
     _validate(jobs_path, max_workers, max_retire_share, webhook_ids)
+    job_slice = _job_slice(job_refresh_slices, options.known)
     client = DroneOpsClient(
         base_url,
         api_key,
@@ -138,6 +143,7 @@ def drone_ops(
             table: frozenset(current.column(settings.ROW_HASH_COLUMN).to_pylist())
             for table, current in options.known.current.items()
         },
+        job_slice=job_slice,
     )
     walk = WorkspaceWalk(
         client, plan, run_id=options.run_id, max_workers=max_workers, progress=options.progress
@@ -194,8 +200,30 @@ def _validate(
         raise ConfigError(f"{section}.webhook_ids", "must be a list of webhook id strings")
 
 
+def _job_slice(slices: Any, known: KnownState) -> tuple[int, int] | None:
+    """This run's rolling-refresh slice, or None for a walk of every project's jobs."""
+    setting = f"{settings.CONFIG_SECTION}.job_refresh_slices"
+    if isinstance(slices, bool) or not isinstance(slices, int):
+        raise ConfigError(setting, f"{slices!r} is not a whole number (1 = walk every job)")
+    if not 1 <= slices <= settings.MAX_JOB_REFRESH_SLICES:
+        raise ConfigError(
+            setting, f"{slices} is not between 1 and {settings.MAX_JOB_REFRESH_SLICES}"
+        )
+    if slices == 1 or known.job_syncs is None or "jobs" not in known.existing:
+        return None
+    return known.job_syncs % slices, slices
+
+
 def _new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def _rolling_scope(job_slice: tuple[int, int], skipped: set[str], walk: WorkspaceWalk) -> str:
+    walked = len(walk.job_walked_projects)
+    return (
+        f"rolling refresh, slice {job_slice[0] + 1} of {job_slice[1]}:"
+        f" jobs of {walked:,} of {walked + len(skipped):,} projects walked"
+    )
 
 
 class _TableSync:
@@ -238,6 +266,10 @@ class _TableSync:
                 result.error = str(snapshot.error)
                 return
             current = self.options.known.current.get(table)
+            if table == "jobs" and self.walk.plan.job_slice is not None and current is not None:
+                skipped = self.walk.skipped_job_projects()
+                current = outside_projects(current, skipped)
+                result.scope = _rolling_scope(self.walk.plan.job_slice, skipped, self.walk)
             conflicts = sorted(self.walk.conflicts.get(table, ()))
             if conflicts:
                 snapshot.replace(conflicts, self._fetch_rows(table, conflicts, current)[0])

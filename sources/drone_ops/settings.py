@@ -41,6 +41,11 @@ DEFAULT_MAX_RETIRE_SHARE: Final = 0.5
 # Deliveries newer than (newest loaded - overlap) are fetched again and deduplicated by id, so
 # log entries written out of order close to a run's start are not missed.
 DEFAULT_DELIVERY_OVERLAP_SECONDS: Final = 60
+# 1 walks every project's jobs every run (exact). N > 1: a rolling refresh walks the jobs of new
+# and changed projects plus one N-th of the others, so each project's jobs are walked at least
+# every N runs.
+DEFAULT_JOB_REFRESH_SLICES: Final = 1
+MAX_JOB_REFRESH_SLICES: Final = 1_000
 # Hard ceilings that keep every request loop bounded.
 MAX_PAGES_PER_WALK: Final = 100_000
 ARROW_BATCH_ROWS: Final = 5_000

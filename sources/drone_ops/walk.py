@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.feather as feather
 
 from . import settings
+from .changes import job_slice_of
 from .client import DroneOpsClient, WalkStats
 from .exceptions import DroneOpsError, NotFoundError
 from .transforms import (
@@ -278,6 +279,8 @@ class WalkPlan:
     delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
     known_versions: dict[str, frozenset[str]] = field(default_factory=dict)
     """Per entity table, the row hashes the warehouse holds as current."""
+    job_slice: tuple[int, int] | None = None
+    """(slice, slices) for a rolling job refresh; None walks every project's jobs."""
 
 
 class WorkspaceWalk:
@@ -311,6 +314,8 @@ class WorkspaceWalk:
         """Per table, ids the walk saw twice (a project archived between the two lists)."""
         self._project_ids: set[str] = set()
         self._project_ids_lock = threading.Lock()
+        self.job_walked_projects: set[str] = set()
+        """Projects whose jobs this run walked (all of them unless the refresh is rolling)."""
         self.completed_webhooks: set[str] = set()
         self.delivery_failures: dict[str, DroneOpsError] = {}
         self._run_lock = threading.Lock()
@@ -459,7 +464,7 @@ class WorkspaceWalk:
                         continue
                     records.append(record)
                     self._remember_creator(record.get("created_by"), record.get("created"))
-                    if self.plan.jobs and not jobs.failed:
+                    if self.plan.jobs and not jobs.failed and self._walks_jobs_of(record):
                         self._submit(LISTS, self._walk_jobs, str(record["id"]))
                 projects.offer(records, lambda record, version: project_row(record, version)[0])
                 self._report("projects", len(records))
@@ -479,6 +484,27 @@ class WorkspaceWalk:
                 return False
             self._project_ids.add(project_id)
             return True
+
+    def _walks_jobs_of(self, project: Record) -> bool:
+        """Every project's jobs on an exact run; on a rolling one, those of new and changed
+        projects and of this run's slice (an unchanged project can still have changed jobs:
+        job writes do not move the project's `updated`)."""
+        project_id = str(project["id"])
+        rolling = self.plan.job_slice
+        walk = (
+            rolling is None
+            or job_slice_of(project_id, rolling[1]) == rolling[0]
+            or row_hash(project) not in self.tables["projects"].known_versions
+        )
+        if walk:
+            with self._project_ids_lock:
+                self.job_walked_projects.add(project_id)
+        return walk
+
+    def skipped_job_projects(self) -> set[str]:
+        """Projects the API listed whose jobs this run did not walk (rolling refresh)."""
+        with self._project_ids_lock:
+            return self._project_ids - self.job_walked_projects
 
     def _walk_jobs(self, project_id: str) -> None:
         jobs = self.tables["jobs"]

@@ -49,6 +49,7 @@ def test_bench_small_smoke(tmp_path: Path) -> None:
         "ours_initial",
         "ours_nochange",
         "ours_churn",
+        "ours_rolling",
         "floor",
         "floor_nochange",
         "baseline",
@@ -65,5 +66,9 @@ def test_bench_small_smoke(tmp_path: Path) -> None:
     # a re-sync with no change asks each webhook's log once
     hooks = document["workspace"]["webhooks"]
     assert variants["ours_nochange"]["delivery_requests"] == [hooks]
+    # the rolling job refresh walks a slice of the projects' jobs and, with nothing changed,
+    # writes nothing
+    assert variants["ours_rolling"]["requests"] < variants["ours_nochange"]["requests"]
+    assert variants["ours_rolling"]["rows_written"] == [0]
     assert "ours/floor" in document["ratios"]
     assert "ours_initial" in completed.stdout

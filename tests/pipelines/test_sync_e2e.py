@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pipelines.sync import Target
+from sources.drone_ops.changes import job_slice_of
 
 from .warehouse_check import EPOCH, api_snapshot, current_rows, mismatches, query
 
@@ -216,3 +217,65 @@ def test_failed_table_loads_nothing_and_next_run_repairs(
     repaired = run()
     assert repaired.ok
     assert_equals_api(tiny_sim, target)
+
+
+def test_rolling_job_refresh_lags_by_at_most_its_slices(
+    sim: Any, sync: Any, target: Target
+) -> None:
+    """`job_refresh_slices = 3`: project changes and deletions arrive at once, a job change in an
+    unchanged project within three runs, and nothing the API still shows is ever retired."""
+    slices = 3
+    run = sync(sim, job_refresh_slices=slices)
+    first = run()
+    assert first.ok and first.report.tables["jobs"].scope is None, "a first run walks every job"
+    api = api_snapshot(sim.base_url, sim.read_key)
+    jobs_by_project: dict[str, list[str]] = {}
+    for job in api["jobs"].values():
+        jobs_by_project.setdefault(job["project_id"], []).append(job["id"])
+    live = sorted(p for p in api["projects"] if not api["projects"][p]["archived"])
+    with_jobs = [p for p in live if len(jobs_by_project.get(p, [])) >= 2]
+    # run 2 walks slice 1, run 3 slice 2, run 4 slice 0 (run k walks k mod 3 after k syncs)
+    quiet = next(p for p in with_jobs if job_slice_of(p, slices) == 0)
+    changed, deleted = [p for p in with_jobs if p != quiet and job_slice_of(p, slices) != 1][:2]
+    lagging_job = jobs_by_project[quiet][0]
+    with sim.client(full=True) as client:
+        assert client.delete(f"/v1/projects/{quiet}/jobs/{lagging_job}").status_code == 204
+        assert client.delete(f"/v1/projects/{deleted}").status_code == 204
+        client.patch(f"/v1/projects/{changed}", json={"name": "Renamed site"}).raise_for_status()
+        gone_with_change = jobs_by_project[changed][0]
+        assert client.delete(f"/v1/projects/{changed}/jobs/{gone_with_change}").status_code == 204
+    sim.wait_for_deliveries(timeout=30)
+    database = target.database
+    assert database is not None
+
+    def current_job_ids() -> set[str]:
+        return set(current_rows(database, "jobs"))
+
+    sim.reset_stats()
+    second = run()
+    jobs = second.report.tables["jobs"]
+    assert second.ok and jobs.scope is not None and "slice 2 of 3" in jobs.scope, jobs.scope
+    walked = sim.stats()["requests"].get("GET /v1/projects/{projectId}/jobs", 0)
+    assert 0 < walked < len(live) * 2 // 3, "a rolling run walks about a third of the projects"
+    current = current_job_ids()
+    assert not set(jobs_by_project[deleted]) & current, "a deleted project's jobs go at once"
+    assert gone_with_change not in current, "a changed project's jobs are walked at once"
+    assert lagging_job in current, "a job deleted in an unchanged project waits for its slice"
+    assert jobs.retired == len(jobs_by_project[deleted]) + 1
+
+    api_now = api_snapshot(sim.base_url, sim.read_key)
+    for _ in range(slices - 1):
+        outcome = run()
+        assert outcome.ok
+        assert set(api_now["jobs"]) <= current_job_ids(), "nothing the API shows is retired"
+    assert lagging_job not in current_job_ids(), "within three runs every slice was walked"
+    assert_equals_api(sim, target)
+    scopes = query(
+        database,
+        "SELECT scope FROM drone_ops._sync_runs WHERE resource = 'jobs' ORDER BY finished_at",
+    )
+    assert [row["scope"] is None for row in scopes] == [True, False, False, False]
+
+    sim.reset_stats()
+    assert run(full_refresh=True).report.tables["jobs"].scope is None
+    assert sim.stats()["requests"]["GET /v1/projects/{projectId}/jobs"] >= len(api_now["projects"])

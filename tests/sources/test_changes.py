@@ -5,7 +5,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from sources.drone_ops.changes import ChangeSet, diff, retire_share_exceeded
+from sources.drone_ops.changes import (
+    ChangeSet,
+    diff,
+    job_slice_of,
+    outside_projects,
+    retire_share_exceeded,
+)
 
 
 def _seen(pairs: dict[str, str]) -> tuple[pa.Array, pa.Array]:
@@ -100,3 +106,28 @@ def test_retire_share_from_diff() -> None:
     assert retire_share_exceeded(diff(ids, hashes, current), 0.5)
     ids, hashes = _seen({"a": "1", "b": "2"})
     assert not retire_share_exceeded(diff(ids, hashes, current), 0.5)
+
+
+def test_job_slices_are_stable_and_cover_every_project_once() -> None:
+    ids = [f"proj_{n:05d}" for n in range(4_000)]
+    slices = [job_slice_of(i, 8) for i in ids]
+    assert slices == [job_slice_of(i, 8) for i in ids], "the same id always lands in one slice"
+    counts = [slices.count(s) for s in range(8)]
+    assert all(400 <= count <= 600 for count in counts), counts
+    assert job_slice_of("proj_00001", 1) == 0
+
+
+def test_outside_projects_keeps_only_walked_and_vanished_projects_jobs() -> None:
+    current = pa.table(
+        {
+            "id": ["j1", "j2", "j3", "j4"],
+            "_row_hash": ["a", "b", "c", "d"],
+            "project_id": ["walked", "skipped", "deleted", None],
+        }
+    )
+    kept = outside_projects(current, {"skipped"})
+    assert kept.column("id").to_pylist() == ["j1", "j3", "j4"]
+    assert outside_projects(current, set()) is current
+    # a skipped project's unchanged jobs are out of scope: the diff neither loads nor retires them
+    changes = diff(pa.array(["j1"]), pa.array(["a"]), kept)
+    assert changes.retire_ids == ["j3", "j4"] and changes.current == 3
