@@ -460,12 +460,15 @@ class WorkspaceWalk:
                 self._check_cancelled()
                 records = []
                 for record in _items(page, "projects", settings.PROJECTS_PATH):
-                    if not self._first_sighting(str(record["id"])):
+                    first = self._first_sighting(str(record["id"]))
+                    # a rolling run may skip a project's first sighting and still owe a walk
+                    # to its second, changed one
+                    if self.plan.jobs and not jobs.failed and self._walks_jobs_of(record):
+                        self._submit(LISTS, self._walk_jobs, str(record["id"]))
+                    if not first:
                         continue
                     records.append(record)
                     self._remember_creator(record.get("created_by"), record.get("created"))
-                    if self.plan.jobs and not jobs.failed and self._walks_jobs_of(record):
-                        self._submit(LISTS, self._walk_jobs, str(record["id"]))
                 projects.offer(records, lambda record, version: project_row(record, version)[0])
                 self._report("projects", len(records))
         except DroneOpsError as exc:
@@ -486,20 +489,21 @@ class WorkspaceWalk:
             return True
 
     def _walks_jobs_of(self, project: Record) -> bool:
-        """Every project's jobs on an exact run; on a rolling one, those of new and changed
-        projects and of this run's slice (an unchanged project can still have changed jobs:
-        job writes do not move the project's `updated`)."""
+        """Whether to walk this project's jobs now: once per project on an exact run; on a
+        rolling one, for new and changed projects and this run's slice (an unchanged project
+        can still have changed jobs: job writes do not move the project's `updated`)."""
         project_id = str(project["id"])
         rolling = self.plan.job_slice
-        walk = (
+        wanted = (
             rolling is None
             or job_slice_of(project_id, rolling[1]) == rolling[0]
             or row_hash(project) not in self.tables["projects"].known_versions
         )
-        if walk:
-            with self._project_ids_lock:
-                self.job_walked_projects.add(project_id)
-        return walk
+        with self._project_ids_lock:
+            if not wanted or project_id in self.job_walked_projects:
+                return False
+            self.job_walked_projects.add(project_id)
+            return True
 
     def skipped_job_projects(self) -> set[str]:
         """Projects the API listed whose jobs this run did not walk (rolling refresh)."""

@@ -357,6 +357,37 @@ def test_project_seen_in_both_lists_has_one_current_row(
     ) == [(1,)]
 
 
+def test_rolling_refresh_walks_a_project_changed_between_the_lists_once(
+    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """Rolling run 2 with 1,000 slices walks slice 1, which holds none of these projects: only
+    p1, archived mid-walk (unchanged in one list, changed in the other), has its jobs walked,
+    once, whichever list the walk reads first; its changed job arrives, the rest is untouched."""
+    handle = api.handle
+    moved_job = next(j for j in api.jobs.values() if j["project_id"] == "p1")
+    moved_job["status"] = "completed"
+
+    def moved_mid_walk(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/projects" and request.url.params.get("archived") == "true":
+            p1 = dict(api.projects["p1"], archived=True, updated=api.projects["p1"]["updated"] + 1)
+            body = {"projects": [api.projects["p4"], p1], "count": 2, "cursor": None}
+            return httpx.Response(200, json=body)
+        return handle(request)
+
+    api.handle = moved_mid_walk  # type: ignore[method-assign]
+    outcome = sync(source_overrides={"job_refresh_slices": 1000})
+    assert outcome.ok, outcome.report.tables
+    jobs = outcome.report.tables["jobs"]
+    assert jobs.scope is not None and "jobs of 1 of 4 projects" in jobs.scope, jobs.scope
+    assert [api.count(f"/v1/projects/{p}/jobs") for p in ("p1", "p2", "p3", "p4")] == [1, 0, 0, 0]
+    assert (jobs.new, jobs.changed, jobs.retired) == (0, 1, 0)
+    assert sql(
+        f"SELECT status FROM {DATASET}.jobs WHERE id = '{moved_job['id']}'"
+        " AND _dlt_valid_to IS NULL"
+    ) == [("completed",)]
+    assert len(_current(sql, "jobs")) == len(api.jobs), "skipped projects' jobs stay current"
+
+
 def test_first_load_appends_rows_shaped_like_first_versions(
     api: FakeApi, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]], database: Path
 ) -> None:
