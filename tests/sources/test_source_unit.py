@@ -336,11 +336,9 @@ def test_configured_webhook_that_404s_fails_webhooks_naming_it(
     assert _current(sql, "projects") == ["p1", "p2", "p3", "p4"]
 
 
-def test_project_seen_in_both_lists_has_one_current_row(
-    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
-) -> None:
-    """A project archived mid-walk shows up in both project lists; it still has exactly one
-    current version afterwards."""
+def _archive_p1_mid_walk(api: FakeApi) -> None:
+    """The archived list shows p1 archived (a newer version) while the active list still shows
+    it as it was: what a walk sees when p1 is archived between the two lists."""
     handle = api.handle
 
     def moved_mid_walk(request: httpx.Request) -> httpx.Response:
@@ -351,6 +349,15 @@ def test_project_seen_in_both_lists_has_one_current_row(
         return handle(request)
 
     api.handle = moved_mid_walk  # type: ignore[method-assign]
+
+
+def test_project_seen_in_both_lists_has_one_current_row(
+    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """A project archived mid-walk shows up in both project lists; it still has exactly one
+    current version afterwards."""
+
+    _archive_p1_mid_walk(api)
     assert sync().ok
     assert sql(
         f"SELECT count(*) FROM {DATASET}.projects WHERE id = 'p1' AND _dlt_valid_to IS NULL"
@@ -363,18 +370,10 @@ def test_rolling_refresh_walks_a_project_changed_between_the_lists_once(
     """Rolling run 2 with 1,000 slices walks slice 1, which holds none of these projects: only
     p1, archived mid-walk (unchanged in one list, changed in the other), has its jobs walked,
     once, whichever list the walk reads first; its changed job arrives, the rest is untouched."""
-    handle = api.handle
     moved_job = next(j for j in api.jobs.values() if j["project_id"] == "p1")
     moved_job["status"] = "completed"
 
-    def moved_mid_walk(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/v1/projects" and request.url.params.get("archived") == "true":
-            p1 = dict(api.projects["p1"], archived=True, updated=api.projects["p1"]["updated"] + 1)
-            body = {"projects": [api.projects["p4"], p1], "count": 2, "cursor": None}
-            return httpx.Response(200, json=body)
-        return handle(request)
-
-    api.handle = moved_mid_walk  # type: ignore[method-assign]
+    _archive_p1_mid_walk(api)
     outcome = sync(source_overrides={"job_refresh_slices": 1000})
     assert outcome.ok, outcome.report.tables
     jobs = outcome.report.tables["jobs"]
