@@ -112,7 +112,7 @@ def drone_ops(
 ) -> list[DltResource]:
     """Projects, jobs, job types, team, webhooks, deliveries and users of one workspace."""
     options: RunOptions = run if isinstance(run, RunOptions) else RunOptions(run_id=_new_run_id())
-    _validate(jobs_path, max_workers, max_retire_share, webhook_ids)
+    _validate(jobs_path, max_workers, max_retire_share, webhook_ids, job_refresh_slices)
     job_slice = _job_slice(job_refresh_slices, options.known)
     client = DroneOpsClient(
         base_url,
@@ -181,7 +181,11 @@ def drone_ops(
 
 
 def _validate(
-    jobs_path: str, max_workers: int, max_retire_share: float, webhook_ids: list[str] | None
+    jobs_path: str,
+    max_workers: int,
+    max_retire_share: float,
+    webhook_ids: list[str] | None,
+    job_refresh_slices: int,
 ) -> None:
     section = settings.CONFIG_SECTION
     if "{project_id}" not in jobs_path or not jobs_path.startswith("/"):
@@ -198,17 +202,20 @@ def _validate(
         not isinstance(webhook_ids, list) or not all(isinstance(i, str) and i for i in webhook_ids)
     ):
         raise ConfigError(f"{section}.webhook_ids", "must be a list of webhook id strings")
-
-
-def _job_slice(slices: Any, known: KnownState) -> tuple[int, int] | None:
-    """This run's rolling-refresh slice, or None for a walk of every project's jobs."""
-    setting = f"{settings.CONFIG_SECTION}.job_refresh_slices"
-    if isinstance(slices, bool) or not isinstance(slices, int):
-        raise ConfigError(setting, f"{slices!r} is not a whole number (1 = walk every job)")
-    if not 1 <= slices <= settings.MAX_JOB_REFRESH_SLICES:
+    if isinstance(job_refresh_slices, bool) or not isinstance(job_refresh_slices, int):
         raise ConfigError(
-            setting, f"{slices} is not between 1 and {settings.MAX_JOB_REFRESH_SLICES}"
+            f"{section}.job_refresh_slices",
+            f"{job_refresh_slices!r} is not a whole number (1 = walk every job)",
         )
+    if not 1 <= job_refresh_slices <= settings.MAX_JOB_REFRESH_SLICES:
+        raise ConfigError(
+            f"{section}.job_refresh_slices",
+            f"{job_refresh_slices} is not between 1 and {settings.MAX_JOB_REFRESH_SLICES}",
+        )
+
+
+def _job_slice(slices: int, known: KnownState) -> tuple[int, int] | None:
+    """This run's rolling-refresh slice, or None for a walk of every project's jobs."""
     if slices == 1 or known.job_syncs is None or "jobs" not in known.existing:
         return None
     return known.job_syncs % slices, slices
@@ -218,11 +225,10 @@ def _new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
-def _rolling_scope(job_slice: tuple[int, int], skipped: set[str], walk: WorkspaceWalk) -> str:
-    walked = len(walk.job_walked_projects)
+def _rolling_scope(job_slice: tuple[int, int], walked: int, skipped: int) -> str:
     return (
         f"rolling refresh, slice {job_slice[0] + 1} of {job_slice[1]}:"
-        f" jobs of {walked:,} of {walked + len(skipped):,} projects walked"
+        f" jobs of {walked:,} of {walked + skipped:,} projects walked"
     )
 
 
@@ -266,10 +272,12 @@ class _TableSync:
                 result.error = str(snapshot.error)
                 return
             current = self.options.known.current.get(table)
-            if table == "jobs" and self.walk.plan.job_slice is not None and current is not None:
+            job_slice = self.walk.plan.job_slice
+            if table == "jobs" and job_slice is not None and current is not None:
                 skipped = self.walk.skipped_job_projects()
                 current = outside_projects(current, skipped)
-                result.scope = _rolling_scope(self.walk.plan.job_slice, skipped, self.walk)
+                walked = len(self.walk.job_walked_projects)
+                result.scope = _rolling_scope(job_slice, walked, len(skipped))
             conflicts = sorted(self.walk.conflicts.get(table, ()))
             if conflicts:
                 snapshot.replace(conflicts, self._fetch_rows(table, conflicts, current)[0])

@@ -315,7 +315,8 @@ class WorkspaceWalk:
         self._project_ids: set[str] = set()
         self._project_ids_lock = threading.Lock()
         self.job_walked_projects: set[str] = set()
-        """Projects whose jobs this run walked (all of them unless the refresh is rolling)."""
+        """On a rolling refresh, the projects whose jobs this run walked (an exact run walks
+        every project's, once, at its first sighting, and does not keep this set)."""
         self.completed_webhooks: set[str] = set()
         self.delivery_failures: dict[str, DroneOpsError] = {}
         self._run_lock = threading.Lock()
@@ -463,7 +464,7 @@ class WorkspaceWalk:
                     first = self._first_sighting(str(record["id"]))
                     # a rolling run may skip a project's first sighting and still owe a walk
                     # to its second, changed one
-                    if self.plan.jobs and not jobs.failed and self._walks_jobs_of(record):
+                    if self.plan.jobs and not jobs.failed and self._walks_jobs_of(record, first):
                         self._submit(LISTS, self._walk_jobs, str(record["id"]))
                     if not first:
                         continue
@@ -488,15 +489,16 @@ class WorkspaceWalk:
             self._project_ids.add(project_id)
             return True
 
-    def _walks_jobs_of(self, project: Record) -> bool:
-        """Whether to walk this project's jobs now: once per project on an exact run; on a
-        rolling one, for new and changed projects and this run's slice (an unchanged project
-        can still have changed jobs: job writes do not move the project's `updated`)."""
-        project_id = str(project["id"])
+    def _walks_jobs_of(self, project: Record, first_sighting: bool) -> bool:
+        """Whether to walk this project's jobs now: at its first sighting on an exact run; on a
+        rolling one, once, for new and changed projects and this run's slice (an unchanged
+        project can still have changed jobs: job writes do not move the project's `updated`)."""
         rolling = self.plan.job_slice
+        if rolling is None:
+            return first_sighting
+        project_id = str(project["id"])
         wanted = (
-            rolling is None
-            or job_slice_of(project_id, rolling[1]) == rolling[0]
+            job_slice_of(project_id, rolling[1]) == rolling[0]
             or row_hash(project) not in self.tables["projects"].known_versions
         )
         with self._project_ids_lock:

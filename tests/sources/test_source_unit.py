@@ -18,7 +18,7 @@ import pytest
 
 import pipelines.sync as sync_module
 from pipelines.sync import SyncOutcome, Target, run_sync
-from sources.drone_ops import resources, settings
+from sources.drone_ops import ConfigError, drone_ops, resources, settings
 from sources.drone_ops.client import DroneOpsClient
 from tests.sources.fake_api import API_KEY, BASE_URL, FakeApi, job
 
@@ -482,3 +482,19 @@ def test_rows_a_replayed_append_wrote_twice_are_removed_by_the_next_run(
     assert sql(f"SELECT count(*) FROM {DATASET}.projects WHERE _dlt_valid_to IS NULL") == [
         (len(api.projects),)
     ]
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "why"),
+    [
+        ("job_refresh_slices", 0, "between 1 and 1000"),
+        ("job_refresh_slices", 1001, "between 1 and 1000"),
+        ("job_refresh_slices", True, "not a whole number"),
+        ("max_workers", 0, "between 1 and 256"),
+        ("max_retire_share", 0, "not in (0, 1]"),
+    ],
+)
+def test_invalid_sync_settings_name_the_setting(setting: str, value: object, why: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        drone_ops(base_url="http://127.0.0.1:9", api_key="k", **{setting: value})
+    assert f"sources.drone_ops.{setting}" in str(info.value) and why in str(info.value)
