@@ -1,27 +1,69 @@
-"""`drone-sync`: run, check, models, demo and the simulator, from one command."""
+"""`drone-sync`: run, check, models, demo and the simulator, from one command.
+
+Exit codes (README "Running it on a schedule", docs/operations.md) let a scheduler tell what
+to do next without reading the output: 0 success, 1 a table failed or was refused (or dbt
+failed), 2 configuration error, 75 warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM.
+"""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, NoReturn
 
-import dlt
-from dlt.common.configuration.exceptions import ConfigFieldMissingException
 from rich.console import Console
 
 from sources.drone_ops import ConfigError, DroneOpsError
 from sources.drone_ops import settings as source_settings
 from sources.drone_ops.access import check_access
+from sources.drone_ops.secrets import redact
 
-from .console import live_progress, print_summary, setup_logging
-from .sync import DEFAULT_DATASET, SyncOutcome, Target, run_sync
+from .console import JsonOutput, Output, TextOutput, make_console, setup_logging
+from .lock import WarehouseBusy, ensure_duckdb_free, warehouse_lock
+from .sync import (
+    DEFAULT_DATASET,
+    SyncOutcome,
+    Target,
+    apply_runtime_defaults,
+    check_target,
+    checked_tables,
+    run_sync,
+    source_config,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+"""Some table failed or was refused, the API could not be reached, or dbt failed."""
 EXIT_CONFIG = 2
+"""A setting or flag is wrong: the message names it. Retrying will not help."""
+EXIT_BUSY = 75
+"""EX_TEMPFAIL: another run holds the warehouse, or another program holds the DuckDB file."""
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line (the scheduler's log gets the cause, not the usage text)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_CONFIG, f"{self.prog}: configuration error: {message} (see --help)\n")
+
+
+def _output_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=None,
+        help="text (default) or json: one JSON object per event and a final summary object",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log requests and retries")
 
 
 def _target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,15 +83,18 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="drone-sync",
-        description="Sync a Drone Operations workspace into DuckDB and model it with dbt.",
+        description="Sync a Drone Operations workspace into DuckDB and model it with dbt."
+        " Exit codes: 0 ok, 1 a table or the model build failed, 2 configuration error,"
+        " 75 warehouse busy, 130/143 interrupted.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log requests and retries")
-    commands = parser.add_subparsers(dest="command", required=True)
+    _output_arguments(parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
 
     run = commands.add_parser("run", help="sync the workspace into the warehouse")
     _target_arguments(run)
+    _output_arguments(run)
     run.add_argument(
         "--resources",
         default=None,
@@ -71,10 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-models", action="store_true", help="skip building the dbt models after the load"
     )
 
-    commands.add_parser("check", help="validate config and key, list what is reachable")
+    check = commands.add_parser("check", help="validate config and key, list what is reachable")
+    _output_arguments(check)
 
     models = commands.add_parser("models", help="build and test the dbt models")
     _target_arguments(models)
+    _output_arguments(models)
     models.add_argument("--no-test", action="store_true", help="build without running dbt tests")
 
     demo = commands.add_parser("demo", help="sync a simulated workspace end to end")
@@ -90,32 +137,83 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    setup_logging(args.verbose)
-    console = Console()
-    try:
-        if args.command == "run":
-            return _run(args, console)
-        if args.command == "check":
-            return _check(console)
-        if args.command == "models":
-            return _models(args, console)
-        if args.command == "demo":
-            from .demo import run_demo
+class SignalStop:
+    """Turns SIGINT/SIGTERM into a cooperative stop while a sync runs (the walk ends, the
+    tables not yet loaded are recorded as interrupted); outside a sync, or at a second
+    signal, it interrupts at once."""
 
-            return run_demo(args.dir, seed=args.seed, console=console)
-        if args.command == "sim":
-            return int(args.sim_func(args) or 0)
-    except ConfigError as exc:
-        console.print(f"[bold red]configuration error[/bold red]: {exc}")
-        return EXIT_CONFIG
-    except DroneOpsError as exc:
-        console.print(f"[bold red]error[/bold red]: {exc}")
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        console.print("interrupted; the next run picks up where this one stopped")
-        return 130
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.received: int | None = None
+        self.cooperative = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        first = self.received is None
+        if first:
+            self.received = signum
+            self.event.set()
+        if not first or not self.cooperative:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def installed(self) -> Iterator[SignalStop]:
+        previous = {sig: signal.getsignal(sig) for sig in SIGNAL_EXIT}
+        for sig in SIGNAL_EXIT:
+            signal.signal(sig, self)
+        try:
+            yield self
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    @contextmanager
+    def cooperating(self) -> Iterator[threading.Event]:
+        self.cooperative = True
+        try:
+            yield self.event
+        finally:
+            self.cooperative = False
+
+    @property
+    def exit_code(self) -> int:
+        return SIGNAL_EXIT.get(self.received or signal.SIGINT, EXIT_SIGINT)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    apply_runtime_defaults()
+    args = build_parser().parse_args(argv)
+    log_format = getattr(args, "log_format", None) or "text"
+    console = make_console()
+    output: Output = JsonOutput(console) if log_format == "json" else TextOutput(console)
+    setup_logging(getattr(args, "verbose", False), json_lines=log_format == "json")
+    stop = SignalStop()
+    with stop.installed():
+        try:
+            if args.command == "run":
+                return _run(args, output, stop)
+            if args.command == "check":
+                return _check(output)
+            if args.command == "models":
+                return _models(args, output)
+            if args.command == "demo":
+                from .demo import run_demo
+
+                return run_demo(args.dir, seed=args.seed, console=console)
+            if args.command == "sim":
+                return int(args.sim_func(args) or 0)
+        except ConfigError as exc:
+            return output.fail("configuration error", redact(str(exc)), EXIT_CONFIG)
+        except WarehouseBusy as exc:
+            return output.fail("warehouse busy", redact(str(exc)), EXIT_BUSY)
+        except DroneOpsError as exc:
+            return output.fail("error", redact(str(exc)), EXIT_FAILED)
+        except KeyboardInterrupt:
+            return output.fail(
+                "interrupted",
+                f"stopped by {signal.Signals(stop.received or signal.SIGINT).name}; what was"
+                " loaded is complete per table, and the next run picks up the rest",
+                stop.exit_code,
+            )
     return EXIT_FAILED
 
 
@@ -123,77 +221,84 @@ def _target(args: argparse.Namespace) -> Target:
     return Target(destination=args.destination, database=args.database, dataset=args.dataset)
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
-    tables = [t.strip() for t in args.resources.split(",") if t.strip()] if args.resources else None
+def _run(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
+    tables = None
+    if args.resources is not None:
+        tables = [t.strip() for t in args.resources.split(",")]
+        if not all(tables):
+            raise ConfigError("--resources", f"{args.resources!r} has an empty table name")
     target = _target(args)
-    outcome = sync_with_progress(
-        target,
-        console,
-        tables=tables,
-        full_refresh=args.full_refresh,
-        allow_mass_delete=args.allow_mass_delete,
-    )
-    print_summary(console, outcome)
-    if not outcome.ok:
-        return EXIT_FAILED
-    if not args.no_models and target.destination == "duckdb":
-        return _build_models(target, console, run_tests=True)
-    return EXIT_OK
+    # every setting and flag is checked before the lock file or anything else is created
+    source_config()
+    check_target(target)
+    checked_tables(tables)
+    notes: list[str] = []
+    with warehouse_lock(target.lock_path(), notes):
+        with output.progress() as counter, stop.cooperating() as stopping:
+            outcome = run_sync(
+                target,
+                tables=tables,
+                full_refresh=args.full_refresh,
+                allow_mass_delete=args.allow_mass_delete,
+                progress=counter,
+                stop=stopping,
+            )
+        outcome.notes[:0] = notes
+        output.sync_summary(outcome)
+        if stop.received is not None:
+            return output.finish(stop.exit_code, "interrupted", outcome)
+        if not outcome.ok:
+            return output.finish(EXIT_FAILED, "failed", outcome)
+        if args.no_models or target.destination != "duckdb":
+            return output.finish(EXIT_OK, "success", outcome)
+        return _build_models(target, output, run_tests=True, outcome=outcome)
 
 
 def sync_with_progress(target: Target, console: Console, **kwargs: Any) -> SyncOutcome:
-    with live_progress(console) as counter:
+    """A sync with the live progress line, as the demo shows it."""
+    with TextOutput(console).progress() as counter:
         return run_sync(target, progress=counter, **kwargs)
 
 
-def _check(console: Console) -> int:
-    section = source_settings.CONFIG_SECTION
-    try:
-        base_url = dlt.config[f"{section}.base_url"]
-        api_key = dlt.secrets[f"{section}.api_key"]
-    except (ConfigFieldMissingException, KeyError) as exc:
-        name = "api_key" if "api_key" in str(exc) else "base_url"
-        raise ConfigError(
-            f"{section}.{name}",
-            f"is not set: add it to .dlt/{'secrets' if name == 'api_key' else 'config'}.toml"
-            f" or set SOURCES__DRONE_OPS__{name.upper()}",
-        ) from None
-    jobs_path: Any = dlt.config.get(f"{section}.jobs_path") or source_settings.JOBS_PATH_TEMPLATE
-    webhook_ids: Any = dlt.config.get(f"{section}.webhook_ids")
+def _check(output: Output) -> int:
+    config = source_config()
     report = check_access(
-        str(base_url), str(api_key), jobs_path=str(jobs_path), webhook_ids=webhook_ids
+        config.base_url,
+        config.api_key,
+        jobs_path=config.jobs_path,
+        webhook_ids=list(config.webhook_ids) if config.webhook_ids else None,
     )
-    console.print(f"API {report.base_url}: key accepted, scope [bold]{report.scope}[/bold]")
-    for name, what in report.reachable.items():
-        console.print(f"  [green]ok[/green]   {name}: {what}")
-    for name, error in report.failures.items():
-        console.print(f"  [red]fail[/red] {name}: {error}")
-    return EXIT_OK if report.ok else EXIT_FAILED
+    output.access_report(report)
+    return output.finish(
+        EXIT_OK if report.ok else EXIT_FAILED, "success" if report.ok else "failed"
+    )
 
 
-def _models(args: argparse.Namespace, console: Console) -> int:
+def _models(args: argparse.Namespace, output: Output) -> int:
     target = _target(args)
     if target.destination != "duckdb":
         raise ConfigError("--destination", "the bundled dbt profile targets DuckDB only")
-    return _build_models(target, console, run_tests=not args.no_test)
+    check_target(target)
+    with warehouse_lock(target.lock_path()):
+        return _build_models(target, output, run_tests=not args.no_test)
 
 
-def _build_models(target: Target, console: Console, *, run_tests: bool) -> int:
+def _build_models(
+    target: Target, output: Output, *, run_tests: bool, outcome: SyncOutcome | None = None
+) -> int:
     from .models import build_models
 
-    database = target.resolved_database()
-    with console.status("building dbt models"):
-        result = build_models(database.resolve(), target.dataset, run_tests=run_tests)
-    console.print(
-        f"dbt: {result.models_built} models built, {result.tests_passed} tests passed,"
-        f" {result.tests_failed} failed in {result.seconds:.1f}s"
-        f" (marts in schema {target.dataset}_marts)"
-    )
-    for failure in result.failures:
-        console.print(f"[bold red]{failure.node}[/bold red]: {failure.message}")
-    if result.error:
-        console.print(f"[bold red]dbt error[/bold red]: {result.error}")
-    return EXIT_OK if result.ok else EXIT_FAILED
+    database = target.resolved_database().resolve()
+    ensure_duckdb_free(database)
+    with output.status("building dbt models"):
+        result = build_models(database, target.dataset, run_tests=run_tests)
+    if result.error and "Could not set lock on file" in result.error:
+        from .lock import busy_message
+
+        raise WarehouseBusy(busy_message(database, Exception(result.error)) or result.error)
+    output.models_summary(result, target.dataset)
+    code = EXIT_OK if result.ok else EXIT_FAILED
+    return output.finish(code, "success" if result.ok else "failed", outcome, result)
 
 
 if __name__ == "__main__":

@@ -1,28 +1,54 @@
-"""What a person sees: live progress while walking and the closing summary of a run."""
+"""What a person or a log shipper sees: live progress, run summaries, and the final outcome.
+
+Two outputs with the same methods: `TextOutput` (a table for people; plain and never truncated
+when the output is a file, as under cron) and `JsonOutput` (one JSON object per line on stdout,
+ending with a `summary` object, for log shippers). Every line goes through `redact`, so a secret
+that slipped into some library's message never leaves the process.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from sources.drone_ops import settings as source_settings
+from sources.drone_ops.access import AccessReport
+from sources.drone_ops.secrets import redact
 
 from .sync import SyncOutcome
+
+if TYPE_CHECKING:
+    from .models import ModelsResult
 
 STATUS_STYLE = {
     "success": "green",
     "failed": "bold red",
     "refused": "bold yellow",
+    "interrupted": "bold yellow",
     "skipped": "dim",
 }
+# Wide enough for the summary table and for error lines, so a log file gets them whole.
+PLAIN_WIDTH = 240
+
+
+def make_console() -> Console:
+    """A terminal gets rich output at its width; a file or pipe gets plain, unwrapped text."""
+    if sys.stdout.isatty():
+        return Console()
+    return Console(width=PLAIN_WIDTH, soft_wrap=True, no_color=True, highlight=False)
 
 
 class _BenignDltWarnings(logging.Filter):
@@ -33,12 +59,46 @@ class _BenignDltWarnings(logging.Filter):
         return "when merging arrow schema with dlt schema" not in record.getMessage()
 
 
-def setup_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+class _Redacting(logging.Formatter):
+    """Formats as usual, then removes any registered secret from the whole line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
+class _JsonLines(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        event = {
+            "event": "log",
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": redact(record.getMessage()),
+        }
+        if record.exc_info:
+            event["error"] = redact(repr(record.exc_info[1]))
+        return json.dumps(event, default=str)
+
+
+def setup_logging(verbose: bool, *, json_lines: bool = False) -> None:
+    """Logs to stderr as text, or to stdout as JSON lines beside the events."""
+    handler = logging.StreamHandler(sys.stdout if json_lines else sys.stderr)
+    handler.setFormatter(
+        _JsonLines()
+        if json_lines
+        else _Redacting("%(asctime)s %(levelname)s %(name)s: %(message)s")
     )
-    logging.getLogger("dlt").addFilter(_BenignDltWarnings())
+    handler.addFilter(_BenignDltWarnings())
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        root.removeHandler(existing)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    # dlt configures its own logger from runtime.log_level; route it through ours
+    dlt_logger = logging.getLogger("dlt")
+    dlt_logger.handlers.clear()
+    dlt_logger.propagate = True
+    dlt_logger.addFilter(_BenignDltWarnings())
     if not verbose:
         logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -85,28 +145,42 @@ def live_progress(console: Console) -> Iterator[ProgressCounter | None]:
             thread.join()
 
 
+def table_fields(outcome: SyncOutcome) -> dict[str, dict[str, Any]]:
+    """Per table, what a run did: the summary table's columns, as plain values."""
+    return {
+        name: {
+            "status": result.status,
+            "rows_seen": result.rows_seen,
+            "new": result.new,
+            "changed": result.changed,
+            "retired": result.retired,
+            "pages": result.pages,
+            "requests": result.requests,
+            "retries": result.retries,
+            "seconds": round(result.seconds, 3),
+            "error": redact(result.error) if result.error else None,
+            "scope": result.scope,
+        }
+        for name in source_settings.ALL_TABLES
+        if (result := outcome.report.tables.get(name)) is not None
+    }
+
+
 def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync summary") -> None:
     report = outcome.report
     table = Table(title=f"{title} · run {report.run_id}", title_justify="left")
     table.add_column("table", no_wrap=True)
     table.add_column("status", no_wrap=True)
     for header in ("seen", "new", "changed", "retired", "pages", "requests", "retries", "s"):
-        table.add_column(header, justify="right")
-    for name in (*source_settings.ALL_TABLES,):
-        result = report.tables.get(name)
-        if result is None:
-            continue
+        table.add_column(header, justify="right", no_wrap=True)
+    fields = table_fields(outcome)
+    for name, row in fields.items():
         table.add_row(
             name,
-            Text(result.status, style=STATUS_STYLE.get(result.status, "")),
-            f"{result.rows_seen:,}",
-            f"{result.new:,}",
-            f"{result.changed:,}",
-            f"{result.retired:,}",
-            f"{result.pages:,}",
-            f"{result.requests:,}",
-            f"{result.retries:,}",
-            f"{result.seconds:.2f}",
+            Text(row["status"], style=STATUS_STYLE.get(row["status"], "")),
+            *(f"{row[key]:,}" for key in ("rows_seen", "new", "changed", "retired", "pages")),
+            *(f"{row[key]:,}" for key in ("requests", "retries")),
+            f"{row['seconds']:.2f}",
         )
     console.print(table)
     requests = sum(r.requests for r in report.tables.values())
@@ -114,18 +188,178 @@ def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync sum
         f"{requests:,} requests · load {outcome.load_seconds:.2f}s · total"
         f" {outcome.total_seconds:.2f}s"
         + (f" · {outcome.issues} contract issues in _sync_issues" if outcome.issues else "")
-        + (f" · database {outcome.database}" if outcome.database else "")
+        + (f" · database {outcome.database}" if outcome.database else ""),
+        markup=False,
     )
     for note in outcome.notes:
-        console.print(f"[dim]note: {note}[/dim]")
-    for result in report.tables.values():
+        console.print(f"[dim]note: {escape(note)}[/dim]")
+    # one line per distinct cause: an unreachable API fails every table the same way
+    causes: dict[str, list[str]] = {}
+    for name, row in fields.items():
+        if row["error"]:
+            causes.setdefault(row["error"], []).append(name)
+        if row["scope"]:
+            console.print(f"[bold]{name}[/bold]: {escape(row['scope'])}")
+    for error, names in causes.items():
+        console.print(f"[bold red]{', '.join(names)}[/bold red]: {escape(error)}")
+    if outcome.load_error and outcome.load_error not in causes:
+        console.print(f"[bold red]load failed[/bold red]: {escape(redact(outcome.load_error))}")
+    interrupted = [name for name, row in fields.items() if row["status"] == "interrupted"]
+    if interrupted:
+        loaded = [name for name in fields if outcome.report.tables[name].loaded]
+        console.print(
+            "[bold yellow]interrupted[/bold yellow]: not loaded: "
+            + ", ".join(interrupted)
+            + (f"; loaded in full: {', '.join(loaded)}" if loaded else "")
+            + "; the next run picks up the rest"
+        )
+    elif outcome.ok:
+        console.print("[green]all tables loaded[/green]")
+    else:
+        console.print("[bold red]run failed[/bold red]")
+
+
+class Output:
+    """The common face of `TextOutput` and `JsonOutput`."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.started = time.monotonic()
+
+    def progress(self) -> AbstractContextManager[ProgressCounter | None]:
+        return nullcontext(None)
+
+    def status(self, message: str) -> AbstractContextManager[Any]:
+        return nullcontext()
+
+    def sync_summary(self, outcome: SyncOutcome) -> None:
+        raise NotImplementedError
+
+    def models_summary(self, result: ModelsResult, dataset: str) -> None:
+        raise NotImplementedError
+
+    def access_report(self, report: AccessReport) -> None:
+        raise NotImplementedError
+
+    def fail(self, kind: str, message: str, exit_code: int) -> int:
+        """A run that ended before a summary: one line (or one event) and the exit code."""
+        raise NotImplementedError
+
+    def finish(
+        self,
+        exit_code: int,
+        outcome_label: str,
+        outcome: SyncOutcome | None = None,
+        models: ModelsResult | None = None,
+        error: str | None = None,
+    ) -> int:
+        return exit_code
+
+
+class TextOutput(Output):
+    def progress(self) -> AbstractContextManager[ProgressCounter | None]:
+        return live_progress(self.console)
+
+    def status(self, message: str) -> AbstractContextManager[Any]:
+        return self.console.status(message) if self.console.is_terminal else nullcontext()
+
+    def sync_summary(self, outcome: SyncOutcome) -> None:
+        print_summary(self.console, outcome)
+
+    def models_summary(self, result: ModelsResult, dataset: str) -> None:
+        self.console.print(
+            f"dbt: {result.models_built} models built, {result.tests_passed} tests passed,"
+            f" {result.tests_failed} failed in {result.seconds:.1f}s"
+            f" (marts in schema {dataset}_marts)"
+        )
+        for failure in result.failures:
+            self.console.print(f"[bold red]{failure.node}[/bold red]: {escape(failure.message)}")
         if result.error:
-            console.print(f"[bold red]{result.table}[/bold red]: {result.error}")
-        if result.scope:
-            console.print(f"[bold]{result.table}[/bold]: {result.scope}")
-    if outcome.load_error:
-        console.print(f"[bold red]load failed[/bold red]: {outcome.load_error}")
-    verdict = (
-        "[green]all tables loaded[/green]" if outcome.ok else "[bold red]run failed[/bold red]"
-    )
-    console.print(verdict)
+            self.console.print(f"[bold red]dbt error[/bold red]: {escape(redact(result.error))}")
+
+    def access_report(self, report: AccessReport) -> None:
+        self.console.print(
+            f"API {escape(report.base_url)}: key accepted, scope [bold]{report.scope}[/bold]"
+        )
+        for name, what in report.reachable.items():
+            self.console.print(f"  [green]ok[/green]   {name}: {escape(what)}")
+        for name, error in report.failures.items():
+            self.console.print(f"  [red]fail[/red] {name}: {escape(redact(error))}")
+
+    def fail(self, kind: str, message: str, exit_code: int) -> int:
+        # stderr, one line: what cron mails and what an orchestrator shows
+        sys.stderr.write(f"drone-sync: {kind}: {message}\n")
+        return exit_code
+
+
+class JsonOutput(Output):
+    def _emit(self, event: str, **fields: Any) -> None:
+        record = {"event": event, "ts": datetime.now(UTC).isoformat(timespec="milliseconds")}
+        record.update(fields)
+        sys.stdout.write(redact(json.dumps(record, default=str)) + "\n")
+        sys.stdout.flush()
+
+    def sync_summary(self, outcome: SyncOutcome) -> None:
+        for name, fields in table_fields(outcome).items():
+            self._emit("table", run_id=outcome.report.run_id, table=name, **fields)
+        for note in outcome.notes:
+            self._emit("note", message=note)
+
+    def models_summary(self, result: ModelsResult, dataset: str) -> None:
+        self._emit("models", **_models_fields(result, dataset))
+
+    def access_report(self, report: AccessReport) -> None:
+        self._emit(
+            "check",
+            base_url=report.base_url,
+            scope=report.scope,
+            reachable=report.reachable,
+            failures=report.failures,
+        )
+
+    def fail(self, kind: str, message: str, exit_code: int) -> int:
+        self._emit("error", kind=kind, message=message)
+        outcome_label = {"configuration error": "config_error", "warehouse busy": "busy"}.get(
+            kind, kind
+        )
+        return self.finish(exit_code, outcome_label, error=message)
+
+    def finish(
+        self,
+        exit_code: int,
+        outcome_label: str,
+        outcome: SyncOutcome | None = None,
+        models: ModelsResult | None = None,
+        error: str | None = None,
+    ) -> int:
+        tables = table_fields(outcome) if outcome is not None else {}
+        self._emit(
+            "summary",
+            outcome=outcome_label,
+            exit_code=exit_code,
+            run_id=outcome.report.run_id if outcome is not None else None,
+            tables=tables,
+            requests=sum(row["requests"] for row in tables.values()),
+            retries=sum(row["retries"] for row in tables.values()),
+            rows_written=sum(
+                row["new"] + row["changed"] + row["retired"] for row in tables.values()
+            ),
+            issues=outcome.issues if outcome is not None else 0,
+            seconds=round(time.monotonic() - self.started, 3),
+            models=_models_fields(models, None) if models is not None else None,
+            error=error,
+        )
+        return exit_code
+
+
+def _models_fields(result: ModelsResult, dataset: str | None) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "models_built": result.models_built,
+        "tests_passed": result.tests_passed,
+        "tests_failed": result.tests_failed,
+        "seconds": round(result.seconds, 3),
+        "failures": [f"{failure.node}: {failure.message}" for failure in result.failures],
+        "error": redact(result.error) if result.error else None,
+        **({"marts_schema": f"{dataset}_marts"} if dataset else {}),
+    }

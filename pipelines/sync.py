@@ -1,9 +1,13 @@
-"""One sync run: finish what a crashed run left, compare, load, record the run."""
+"""One sync run: take the warehouse's lock, finish what a crashed run left, compare, load,
+record the run."""
 
 from __future__ import annotations
 
 import logging
 import os
+import re
+import shutil
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -14,7 +18,6 @@ from typing import Any
 
 import dlt
 import pyarrow as pa
-from dlt.common.configuration.exceptions import ConfigFieldMissingException
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 from dlt.pipeline.exceptions import PipelineStepFailed
 
@@ -26,9 +29,13 @@ from sources.drone_ops import (
     drone_ops,
 )
 from sources.drone_ops import settings as source_settings
+from sources.drone_ops.config import SourceConfig, read_source_config
+from sources.drone_ops.schema import TABLE_COLUMNS
+from sources.drone_ops.secrets import redact
 from sources.drone_ops.transforms import issue_table
-from sources.drone_ops.walk import ProgressCallback
+from sources.drone_ops.walk import SPILL_PREFIX, ProgressCallback
 
+from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
 from .warehouse import read_known_state, remove_replayed_rows
 
 log = logging.getLogger(__name__)
@@ -56,6 +63,31 @@ class Target:
         configured: Any = dlt.config.get("destination.duckdb.credentials")
         return Path(configured if isinstance(configured, str) else DEFAULT_DATABASE)
 
+    def resolved_pipelines_dir(self) -> Path | None:
+        """dlt's working folder: beside the DuckDB file, one per file, so two warehouses in
+        one folder never share pending packages (`.dlt_pipelines/<file name>/`)."""
+        if self.pipelines_dir is not None:
+            return self.pipelines_dir
+        if self.destination == "duckdb":
+            database = self.resolved_database().resolve()
+            return database.parent / ".dlt_pipelines" / database.name
+        return None
+
+    def lock_path(self) -> Path:
+        """The run lock: beside the DuckDB file, or in the pipelines folder for a dataset on
+        a server."""
+        if self.destination == "duckdb":
+            database = self.resolved_database().resolve()
+            return database.with_name(database.name + ".lock")
+        base = self.pipelines_dir or Path(dlt.current.run_context().get_data_entity("pipelines"))
+        return base / f"{PIPELINE_NAME}-{self.destination}-{self.dataset}.lock"
+
+    def spill_root(self) -> Path | None:
+        """Where a run's walk spills: beside dlt's working folder, not in the system temp
+        dir, so a run can remove what an earlier killed run left."""
+        pipelines_dir = self.resolved_pipelines_dir()
+        return pipelines_dir / "spill" if pipelines_dir is not None else None
+
 
 @dataclass
 class SyncOutcome:
@@ -80,7 +112,101 @@ REQUIRED_DLT_SETTINGS = {
     "NORMALIZE__PARQUET_NORMALIZER__ADD_DLT_LOAD_ID": "true",
     # resources run one after the other; they share one walk
     "EXTRACT__NEXT_ITEM_MODE": "fifo",
+    # SIGINT/SIGTERM are ours (the CLI stops the walk and records the run); dlt's own handler
+    # would let a load carry on and swallow the signal
+    "RUNTIME__INTERCEPT_SIGNALS": "false",
 }
+TELEMETRY_ENV = "RUNTIME__DLTHUB_TELEMETRY"
+
+
+def apply_runtime_defaults() -> None:
+    """Settings every run needs, and no traffic but the API's: dlt's anonymous telemetry is
+    off unless the user turned it on (`runtime.dlthub_telemetry = true` in .dlt/config.toml
+    or RUNTIME__DLTHUB_TELEMETRY=true). Called before dlt first reads its runtime config."""
+    for name, value in REQUIRED_DLT_SETTINGS.items():
+        os.environ.setdefault(name, value)
+    if TELEMETRY_ENV not in os.environ and dlt.config.get("runtime.dlthub_telemetry") is None:
+        os.environ[TELEMETRY_ENV] = "false"
+
+
+def source_config(overrides: dict[str, Any] | None = None) -> SourceConfig:
+    """Every source setting from dlt's providers (env, .dlt/*.toml), checked."""
+
+    def lookup(name: str) -> Any:
+        key = f"{source_settings.CONFIG_SECTION}.{name}"
+        return dlt.secrets.get(key) if name == "api_key" else dlt.config.get(key)
+
+    return read_source_config(lookup, overrides)
+
+
+DATASET_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+# dlt package each destination needs beyond the base install, for the message when it is missing
+DESTINATION_EXTRAS = {
+    "postgres": "dlt[postgres]",
+    "bigquery": "dlt[bigquery]",
+    "snowflake": "dlt[snowflake]",
+    "motherduck": "dlt[motherduck]",
+}
+
+
+def check_target(target: Target) -> None:
+    """Checks destination, dataset and database path before anything is created, so a bad
+    flag or setting is one line naming it (not an OS error from deep inside a mkdir)."""
+    if not DATASET_PATTERN.fullmatch(target.dataset):
+        raise ConfigError(
+            "--dataset",
+            f"{target.dataset!r} is not a plain identifier (letters, digits and _, not starting"
+            " with a digit, at most 63 characters)",
+        )
+    if target.destination == "duckdb":
+        setting = "--database" if target.database is not None else "destination.duckdb.credentials"
+        _check_database_path(setting, target.resolved_database())
+        return
+    _check_destination(target.destination)
+
+
+def _check_database_path(setting: str, database: Path) -> None:
+    if database.is_dir():
+        raise ConfigError(setting, f"{database} is a folder; give the path of a DuckDB file")
+    for parent in database.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(
+                    setting, f"{database} cannot be created: {parent} is a file, not a folder"
+                )
+            if not os.access(parent, os.W_OK):
+                raise ConfigError(setting, f"{database} cannot be created: {parent} is read-only")
+            return
+
+
+def _check_destination(name: str) -> None:
+    """A dlt destination that exists, is installed and has credentials configured."""
+    from dlt.common.destination import Destination
+
+    try:
+        factory = Destination.from_reference(name)
+        if factory is None:
+            raise ValueError(name)
+    except Exception:
+        raise ConfigError(
+            "--destination",
+            f"{name!r} is not a dlt destination; tested here: duckdb (see docs/operations.md)",
+        ) from None
+    try:
+        factory.client_class  # noqa: B018 (imports the destination's driver)
+    except ImportError as exc:
+        extra = DESTINATION_EXTRAS.get(name, f"dlt[{name}]")
+        raise ConfigError(
+            "--destination",
+            f"{name} needs a driver that is not installed ({exc.name or exc}):"
+            f" pip install '{extra}'",
+        ) from None
+    if dlt.secrets.get(f"destination.{name}.credentials") is None:
+        env = f"DESTINATION__{name.upper()}__CREDENTIALS"
+        raise ConfigError(
+            f"destination.{name}.credentials",
+            f"is not set: add it to .dlt/secrets.toml or set {env}",
+        )
 
 
 def duckdb_memory_limit() -> str:
@@ -93,8 +219,8 @@ def duckdb_memory_limit() -> str:
 def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
     """A pipeline whose working directory lives beside its DuckDB file, so two warehouses
     never share local state."""
-    for name, value in REQUIRED_DLT_SETTINGS.items():
-        os.environ.setdefault(name, value)
+    apply_runtime_defaults()
+    pipelines_dir = target.resolved_pipelines_dir()
     if target.destination == "duckdb":
         database = target.resolved_database().resolve()
         if database.stem == target.dataset:
@@ -110,10 +236,8 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
             str(database), global_config={"memory_limit": duckdb_memory_limit()}
         )
         destination: Any = dlt.destinations.duckdb(credentials=credentials)
-        pipelines_dir: Path | None = target.pipelines_dir or database.parent / ".dlt_pipelines"
     else:
         destination = target.destination
-        pipelines_dir = target.pipelines_dir
     return dlt.pipeline(
         pipeline_name=PIPELINE_NAME,
         destination=destination,
@@ -125,7 +249,10 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
 
 def finish_pending(pipeline: dlt.Pipeline) -> str | None:
     """Loads what an interrupted run extracted; drops it if it cannot be loaded, because
-    the next comparison with the warehouse re-derives every change anyway."""
+    the next comparison with the warehouse re-derives every change anyway.
+
+    A package damaged by a kill mid-move can defeat dlt's own abort too; its folders are then
+    removed by hand, so one damaged package never wedges every later run."""
     if not pipeline.has_pending_data:
         return None
     try:
@@ -133,9 +260,35 @@ def finish_pending(pipeline: dlt.Pipeline) -> str | None:
         pipeline.load()
         return "loaded the data an interrupted run had left pending"
     except Exception as exc:
-        pipeline.drop_pending_packages()
-        log.warning("dropped pending data of an interrupted run: %s", _root_cause(exc))
-        return "dropped pending data of an interrupted run (it is re-derived this run)"
+        cause = _root_cause(exc)
+    try:
+        pipeline.abort_packages()
+    except Exception:
+        _remove_pending_folders(Path(pipeline.working_dir))
+    log.warning("dropped pending data of an interrupted run: %s", cause)
+    return "dropped pending data of an interrupted run (it is re-derived this run)"
+
+
+def _remove_pending_folders(working_dir: Path) -> None:
+    """Empties dlt's queues of packages not yet loaded (extracted, normalized, new)."""
+    for queue in ("normalize/extracted", "load/normalized", "load/new"):
+        folder = working_dir / queue
+        if not folder.is_dir():
+            continue
+        for package in folder.iterdir():
+            if package.is_dir():
+                shutil.rmtree(package, ignore_errors=True)
+            else:
+                package.unlink(missing_ok=True)
+
+
+def _remove_spill_leftovers(spill_root: Path | None) -> None:
+    """Removes spill folders of runs that were killed before they could clean up (this
+    run holds the lock, so no other run is using them)."""
+    if spill_root is None or not spill_root.is_dir():
+        return
+    for leftover in spill_root.glob(f"{SPILL_PREFIX}*"):
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 def run_sync(
@@ -146,56 +299,129 @@ def run_sync(
     allow_mass_delete: bool = False,
     progress: ProgressCallback | None = None,
     source_overrides: dict[str, Any] | None = None,
+    stop: threading.Event | None = None,
 ) -> SyncOutcome:
-    """Runs one sync and records it in `_sync_runs`; never raises for a failed table."""
+    """Runs one sync and records it in `_sync_runs`; never raises for a failed table.
+
+    Raises `ConfigError` for a bad setting and `WarehouseBusy` when another run or process
+    holds the warehouse, in both cases before anything is changed. `stop`, once set (by a
+    signal handler), interrupts the run: tables whose walk had not finished load nothing
+    and are recorded as `interrupted`."""
+    apply_runtime_defaults()
+    config = source_config(source_overrides)
+    tables = checked_tables(tables)
+    check_target(target)
+    outcome = SyncOutcome(report=SyncReport(run_id="", started_at=datetime.now(UTC)))
+    with warehouse_lock(target.lock_path(), outcome.notes):
+        if target.destination == "duckdb":
+            ensure_duckdb_free(target.resolved_database())
+        try:
+            return _locked_run(
+                target, config, outcome, tables, full_refresh, allow_mass_delete, progress, stop
+            )
+        except DroneOpsError:
+            raise
+        except Exception as exc:
+            message = (
+                busy_message(target.resolved_database(), exc)
+                if target.destination == "duckdb"
+                else None
+            )
+            if message is not None:
+                raise WarehouseBusy(message) from None
+            raise
+
+
+def checked_tables(tables: Sequence[str] | None) -> tuple[str, ...]:
+    if not tables:
+        return source_settings.ALL_TABLES
+    unknown = sorted(set(tables) - set(source_settings.ALL_TABLES))
+    if unknown:
+        raise ConfigError(
+            "--resources",
+            f"unknown {', '.join(unknown)}; choose from {', '.join(source_settings.ALL_TABLES)}",
+        )
+    return tuple(dict.fromkeys(tables))
+
+
+def _locked_run(
+    target: Target,
+    config: SourceConfig,
+    outcome: SyncOutcome,
+    tables: tuple[str, ...],
+    full_refresh: bool,
+    allow_mass_delete: bool,
+    progress: ProgressCallback | None,
+    stop: threading.Event | None,
+) -> SyncOutcome:
     started = time.monotonic()
     # Arrow's default pool (jemalloc/mimalloc) keeps freed batches mapped; the system pool
     # hands them back, which keeps a long walk's footprint flat
     pa.set_memory_pool(pa.system_memory_pool())
     run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
-    report = SyncReport(run_id=run_id, started_at=datetime.now(UTC))
-    outcome = SyncOutcome(report=report)
+    report = outcome.report = SyncReport(run_id=run_id, started_at=datetime.now(UTC))
     if target.destination == "duckdb":
         outcome.database = target.resolved_database()
     pipeline = make_pipeline(target)
+    _remove_spill_leftovers(target.spill_root())
     note = finish_pending(pipeline)
     if note:
         outcome.notes.append(note)
     replayed = remove_replayed_rows(pipeline)
     if replayed:
         outcome.notes.append(f"removed {replayed} rows a replayed load had written twice")
-    overlap = int(
-        _config("delivery_overlap_seconds", source_settings.DEFAULT_DELIVERY_OVERLAP_SECONDS)
+    known = read_known_state(
+        pipeline,
+        delivery_overlap_seconds=config.delivery_overlap_seconds,
+        full_refresh=full_refresh,
     )
-    known = read_known_state(pipeline, delivery_overlap_seconds=overlap, full_refresh=full_refresh)
     options = RunOptions(
         run_id=run_id,
         started_at=report.started_at,
-        tables=tuple(tables) if tables else source_settings.ALL_TABLES,
+        tables=tables,
         known=known,
         allow_mass_delete=allow_mass_delete,
         progress=progress,
         report=report,
+        spill_root=target.spill_root(),
+        stop=stop,
     )
-    source = build_source(options, source_overrides or {})
+    source = build_source(options, config)
     load_started = time.monotonic()
     try:
         # the list tables load while the delivery-log chains are still walking
         for group in source_settings.LOAD_GROUPS:
             selected = [name for name in group if name in source.resources]
-            if selected:
-                _load(pipeline, source.with_resources(*selected), report, selected, outcome)
+            if not selected:
+                continue
+            if stop is not None and stop.is_set():
+                if options.walk is not None:
+                    options.walk.interrupt()
+                _mark_interrupted(report, selected)
+                continue
+            _load(pipeline, source.with_resources(*selected), report, selected, outcome)
     finally:
         if options.walk is not None:
             walk_issues = list(options.walk.issues)
             options.walk.close()
         else:
             walk_issues = []
+    if stop is not None and stop.is_set():
+        _mark_interrupted(report, tables)
     outcome.load_seconds = time.monotonic() - load_started
     outcome.issues = report.issues = len(walk_issues)
     outcome.total_seconds = time.monotonic() - started
     _record_run(pipeline, report, walk_issues, outcome)
     return outcome
+
+
+def _mark_interrupted(report: SyncReport, tables: Sequence[str]) -> None:
+    """Tables a stopped run never got to (or whose load it skipped) load nothing."""
+    for name in tables:
+        result = report.table(name)
+        if result.status in ("skipped",) or (result.status == "success" and not result.loaded):
+            result.status = "interrupted"
+            result.error = "the run was interrupted before this table was loaded"
 
 
 def _load(
@@ -212,28 +438,19 @@ def _load(
         error = f"{exc.step} failed: {_root_cause(exc)}"
         outcome.load_error = error if outcome.load_error is None else outcome.load_error
         for name in tables:
-            result = report.tables.get(name)
-            if result is not None and result.status == "success" and result.wrote:
+            result = report.table(name)
+            if result.status in ("success", "skipped"):
                 result.status = "failed"
                 result.error = error
+        return
+    for name in tables:
+        result = report.table(name)
+        result.loaded = result.status == "success"
 
 
-def build_source(options: RunOptions, overrides: dict[str, Any]) -> Any:
-    """The configured source, with missing settings turned into one clear error."""
-    try:
-        return drone_ops(run=options, **overrides)
-    except ConfigFieldMissingException as exc:
-        missing = ", ".join(f"{source_settings.CONFIG_SECTION}.{name}" for name in exc.fields)
-        env = ", ".join(f"SOURCES__DRONE_OPS__{name.upper()}" for name in exc.fields)
-        raise ConfigError(
-            missing,
-            f"is not set: add it to .dlt/config.toml (api_key to .dlt/secrets.toml) or set {env}",
-        ) from None
-
-
-def _config(name: str, default: Any) -> Any:
-    value: Any = dlt.config.get(f"{source_settings.CONFIG_SECTION}.{name}")
-    return default if value is None else value
+def build_source(options: RunOptions, config: SourceConfig) -> Any:
+    """The source with every setting passed explicitly: dlt resolves nothing again."""
+    return drone_ops(run=options, **config.source_args())
 
 
 def _record_run(
@@ -259,7 +476,7 @@ def _record_run(
             "rows_changed": result.changed,
             "rows_retired": result.retired,
             "seconds": round(result.seconds, 3),
-            "error": result.error,
+            "error": redact(result.error) if result.error else None,
             "scope": result.scope,
         }
         for result in report.tables.values()
@@ -275,16 +492,29 @@ def _record_run(
             },
         )
     ]
-    if issues:
-        resources.append(
-            dlt.resource(
-                issue_table(issues), name=source_settings.ISSUES_TABLE, write_disposition="append"
-            )
+    # created on the first run even when empty, so dashboards and tests can always read it
+    resources.append(
+        dlt.resource(
+            [issue_table(issues)] if issues else [dlt.mark.materialize_table_schema()],
+            name=source_settings.ISSUES_TABLE,
+            write_disposition="append",
+            columns=issue_columns(),
         )
+    )
     try:
         pipeline.run(resources, loader_file_format="parquet")
     except PipelineStepFailed as exc:
-        outcome.notes.append(f"could not record the run in {source_settings.RUNS_TABLE}: {exc}")
+        outcome.notes.append(
+            f"could not record the run in {source_settings.RUNS_TABLE}: {_root_cause(exc)}"
+        )
+
+
+def issue_columns() -> dict[str, Any]:
+    """`_sync_issues` columns, declared so the table exists before its first row."""
+    return {
+        column.name: {"data_type": "text", "nullable": True}
+        for column in TABLE_COLUMNS[source_settings.ISSUES_TABLE]
+    }
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -6,7 +6,6 @@ concurrency limit and the pause after a 429 are shared too: one throttled worker
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import random
 import threading
@@ -15,7 +14,6 @@ from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import orjson
@@ -24,17 +22,21 @@ from tenacity import (
     Retrying,
     retry_if_exception_type,
     stop_after_attempt,
+    stop_any,
     stop_before_delay,
 )
 
 from . import settings
+from .config import checked_api_key, validate_base_url
 from .exceptions import (
     ApiError,
     AuthError,
-    ConfigError,
+    Interrupted,
     NotFoundError,
     PaginationError,
+    ResponseError,
     RetriesExhaustedError,
+    UnreachableError,
 )
 
 log = logging.getLogger(__name__)
@@ -57,11 +59,24 @@ class WalkStats:
 
 
 class TransientError(Exception):
-    """A failure worth retrying: 429, 5xx, a transport error or a cut-off body."""
+    """A failure worth retrying: 429, 5xx, a transport error or a cut-off body.
 
-    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+    `short` marks failures that are retried only briefly (`SHORT_RETRY_ATTEMPTS` within
+    `SHORT_RETRY_SECONDS`): a host that refuses connections or a body that is not JSON is
+    rarely fixed by waiting, but a server restart or one cut-off body is."""
+
+    def __init__(
+        self,
+        problem: str,
+        retry_after: float | None = None,
+        *,
+        short: bool = False,
+        unreachable: bool = False,
+    ) -> None:
         super().__init__(problem)
         self.retry_after = retry_after
+        self.short = short or unreachable
+        self.unreachable = unreachable
 
 
 class AdaptiveLimiter:
@@ -87,14 +102,17 @@ class AdaptiveLimiter:
         self._next_start = 0.0
         self._cond = threading.Condition()
 
-    def acquire(self, *, critical: bool = False) -> None:
+    def acquire(self, *, critical: bool = False, cancel: threading.Event | None = None) -> None:
+        """Waits for a slot; raises `Interrupted` when `cancel` is set meanwhile."""
         with self._cond:
             while True:
+                if cancel is not None and cancel.is_set():
+                    raise Interrupted("the request")
                 now = time.monotonic()
                 wait = max(self._paused_until, self._next_start) - now
                 if (critical or self._in_flight < self.limit) and wait <= 0:
                     break
-                self._cond.wait(timeout=wait if wait > 0 else 0.05)
+                self._cond.wait(timeout=min(wait, 0.25) if wait > 0 else 0.05)
             self._in_flight += 1
             if self._interval:
                 self._next_start = max(self._next_start, time.monotonic()) + self._interval
@@ -132,39 +150,6 @@ class _BearerAuth(httpx.Auth):
         return "_BearerAuth(<redacted>)"
 
 
-def validate_base_url(base_url: str) -> str:
-    """Returns the base URL without a trailing slash; plain http is for loopback only."""
-    setting = f"{settings.CONFIG_SECTION}.base_url"
-    if not base_url:
-        raise ConfigError(
-            setting, "is empty; set it to the API's address, e.g. https://api.example.com"
-        )
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        # the value itself is not repeated: a malformed URL may carry a secret
-        raise ConfigError(setting, "is not an http(s) URL with a host")
-    if parts.username or parts.password:
-        raise ConfigError(setting, "must not carry credentials; put the key in api_key")
-    if parts.query or parts.fragment:
-        raise ConfigError(setting, "must not carry a query string or fragment")
-    if parts.scheme == "http" and not _is_loopback(parts.hostname):
-        raise ConfigError(setting, "plain http:// is allowed for loopback hosts only; use https://")
-    if parts.path.rstrip("/").endswith(settings.API_PREFIX):
-        raise ConfigError(
-            setting, f"must not end with {settings.API_PREFIX}: paths under it start with /v1"
-        )
-    return base_url.rstrip("/")
-
-
-def _is_loopback(host: str) -> bool:
-    if host in settings.LOOPBACK_HOSTS:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
     """Seconds to wait from a Retry-After header given as seconds or as an HTTP date."""
     if not value:
@@ -199,13 +184,12 @@ class DroneOpsClient:
         backoff_max_seconds: float = settings.DEFAULT_BACKOFF_MAX_SECONDS,
         max_requests_per_second: float | None = None,
         transport: httpx.BaseTransport | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
-        if not api_key:
-            raise ConfigError(
-                f"{settings.CONFIG_SECTION}.api_key",
-                "is empty; put it in .dlt/secrets.toml or SOURCES__DRONE_OPS__API_KEY",
-            )
+        api_key = checked_api_key(api_key)
         self.base_url = validate_base_url(base_url)
+        self.cancel_event = cancel if cancel is not None else threading.Event()
+        """Set to stop: every request loop ends before its next request."""
         self.max_attempts = max(1, max_attempts)
         self.retry_budget_seconds = retry_budget_seconds
         self.max_retry_after_seconds = max_retry_after_seconds
@@ -221,6 +205,8 @@ class DroneOpsClient:
             headers={"User-Agent": settings.USER_AGENT, "Accept": "application/json"},
             transport=transport,
             follow_redirects=False,
+            # the configured API and nothing else: no proxy or netrc from the environment
+            trust_env=False,
         )
 
     def __enter__(self) -> DroneOpsClient:
@@ -230,6 +216,12 @@ class DroneOpsClient:
         self.close()
 
     def close(self) -> None:
+        self._http.close()
+
+    def cancel(self) -> None:
+        """Stops every walk using this client: queued requests are not sent, retry waits end,
+        and the connection pool is closed so requests in flight fail at once."""
+        self.cancel_event.set()
         self._http.close()
 
     def probe_status(self, method: str, path: str, body: Any) -> tuple[int, str]:
@@ -260,9 +252,13 @@ class DroneOpsClient:
         retrying = Retrying(
             retry=retry_if_exception_type(TransientError),
             # stops before a wait that would end past the budget, rather than overrun it
-            stop=stop_after_attempt(self.max_attempts)
-            | stop_before_delay(self.retry_budget_seconds - (time.monotonic() - started)),
+            stop=stop_any(
+                stop_after_attempt(self.max_attempts),
+                stop_before_delay(self.retry_budget_seconds - (time.monotonic() - started)),
+                _stop_short_retries(started),
+            ),
             wait=self._wait,
+            sleep=self._sleep,
             before_sleep=lambda state: self._before_sleep(endpoint, counters, state),
             reraise=True,
         )
@@ -275,10 +271,24 @@ class DroneOpsClient:
                         raise failure
                     return self._get_once(endpoint, path, params, counters, not_found_fix, critical)
         except TransientError as exc:
+            if self.cancel_event.is_set():
+                raise Interrupted(endpoint) from None
+            if exc.unreachable:
+                raise UnreachableError(self.base_url, str(exc)) from None
+            if exc.short:
+                attempts = retrying.statistics.get("attempt_number", 0)
+                raise ResponseError(
+                    endpoint, f"a body that is not valid JSON ({attempts} attempts)"
+                ) from None
             raise RetriesExhaustedError(
                 endpoint, retrying.statistics.get("attempt_number", 0), str(exc)
             ) from None
         raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def _sleep(self, seconds: float) -> None:
+        """A retry wait that ends early, with `Interrupted`, when the run is stopped."""
+        if self.cancel_event.wait(seconds):
+            raise Interrupted("a retry wait")
 
     def paginate(
         self,
@@ -289,11 +299,17 @@ class DroneOpsClient:
         not_found_fix: str | None = None,
         max_pages: int = settings.MAX_PAGES_PER_WALK,
         critical: bool = False,
+        items_key: str | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Yields each page body of a cursor-paginated list until the cursor is null;
-        `critical` marks a long walk that nothing else can shorten (see AdaptiveLimiter)."""
+        `critical` marks a long walk that nothing else can shorten (see AdaptiveLimiter).
+
+        Two guards end a walk that would not: a cursor seen before, and (given `items_key`) a
+        page whose every item id this walk has already seen, which is what a server that
+        hands out fresh cursors over the same rows looks like."""
         cursor: str | None = None
         seen: set[str] = set()
+        seen_ids: set[str] = set()
         for _ in range(max_pages):
             query = dict(params or {})
             if cursor is not None:
@@ -303,8 +319,10 @@ class DroneOpsClient:
             )
             if stats is not None:
                 stats.add(pages=1)
-            yield page
             next_cursor = page.get("cursor")
+            if items_key is not None and next_cursor is not None:
+                _check_page_advances(path, page, items_key, seen_ids)
+            yield page
             if next_cursor is None:
                 return
             if not isinstance(next_cursor, str) or next_cursor in seen:
@@ -325,15 +343,23 @@ class DroneOpsClient:
         not_found_fix: str | None,
         critical: bool,
     ) -> dict[str, Any]:
-        self.limiter.acquire(critical=critical)
+        self.limiter.acquire(critical=critical, cancel=self.cancel_event)
         throttled = False
         retry_after: float | None = None
         try:
             stats.add(requests=1)
             try:
                 response = self._http.get(path, params=params)
-            except httpx.TransportError as exc:
-                raise TransientError(f"{type(exc).__name__}: {exc}") from None
+            except (httpx.TransportError, RuntimeError) as exc:
+                # a request cut off by `cancel()` (httpx refuses a closed client with a
+                # RuntimeError) is the stop, not a failure to retry
+                if self.cancel_event.is_set():
+                    raise Interrupted(endpoint) from None
+                if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                    raise TransientError(_connect_problem(exc), unreachable=True) from None
+                if isinstance(exc, httpx.TransportError):
+                    raise TransientError(f"{type(exc).__name__}: {exc}") from None
+                raise
             status = response.status_code
             if status == 429:
                 throttled = True
@@ -350,9 +376,10 @@ class DroneOpsClient:
             try:
                 body = orjson.loads(response.content)
             except orjson.JSONDecodeError:
-                raise TransientError("truncated or invalid JSON body") from None
+                # a cut-off body heals on a retry; a page that is not JSON at all does not
+                raise TransientError("truncated or invalid JSON body", short=True) from None
             if not isinstance(body, dict):
-                raise TransientError("response body is not a JSON object")
+                raise ResponseError(endpoint, f"a JSON {type(body).__name__}, not an object")
             return body
         finally:
             self.limiter.release(throttled=throttled, retry_after=retry_after)
@@ -370,7 +397,60 @@ class DroneOpsClient:
         stats.add(retries=1)
         exc = state.outcome.exception() if state.outcome else None
         wait = state.next_action.sleep if state.next_action else 0.0
-        log.warning("%s failed (%s); retry %d in %.2fs", endpoint, exc, state.attempt_number, wait)
+        # an unreachable host fails the run within seconds with one message of its own
+        level = logging.INFO if isinstance(exc, TransientError) and exc.short else logging.WARNING
+        log.log(
+            level, "%s failed (%s); retry %d in %.2fs", endpoint, exc, state.attempt_number, wait
+        )
+
+
+def _stop_short_retries(started: float) -> Any:
+    """Stops the retries of a `short` failure after a few quick attempts."""
+
+    def stop(state: RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome else None
+        if not isinstance(exc, TransientError) or not exc.short:
+            return False
+        elapsed = time.monotonic() - started
+        return (
+            state.attempt_number >= settings.SHORT_RETRY_ATTEMPTS
+            or elapsed + (state.upcoming_sleep or 0.0) > settings.SHORT_RETRY_SECONDS
+        )
+
+    return stop
+
+
+def _connect_problem(exc: httpx.TransportError) -> str:
+    """What kept the connection from being made, in words a person can act on."""
+    text = str(exc)
+    lowered = text.lower()
+    if "certificate" in lowered or "ssl" in lowered or "tls" in lowered:
+        return f"TLS failure: {text}"
+    if "name or service not known" in lowered or "nodename nor servname" in lowered:
+        return "unknown host name"
+    if "temporary failure in name resolution" in lowered:
+        return "host name could not be resolved"
+    if "refused" in lowered:
+        return "connection refused"
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connection timed out"
+    return f"{type(exc).__name__}: {text}"
+
+
+def _check_page_advances(
+    path: str, page: dict[str, Any], items_key: str, seen_ids: set[str]
+) -> None:
+    """Raises when a page that promises more pages repeats only rows seen before."""
+    items = page.get(items_key)
+    if not isinstance(items, list) or not items:
+        return
+    ids = {str(item.get("id")) for item in items if isinstance(item, dict)}
+    if ids and ids <= seen_ids:
+        raise PaginationError(
+            f"GET {path} returned a page whose {len(ids)} {items_key} were all on earlier pages"
+            " of this walk, with a new cursor; the walk was stopped to avoid a loop"
+        )
+    seen_ids.update(ids)
 
 
 def _api_message(response: httpx.Response) -> str:

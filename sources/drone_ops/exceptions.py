@@ -1,6 +1,18 @@
 """One error hierarchy for the Drone Operations source.
 
 Every message says what failed and what to fix; none of them ever carries the API key.
+
+    DroneOpsError
+    ├── ConfigError            a setting is missing or invalid (names it)
+    ├── ApiError               a 4xx retrying cannot fix (names the endpoint and the fix)
+    │   ├── AuthError          401 / 403
+    │   └── NotFoundError      404
+    ├── RetriesExhaustedError  429 / 5xx / transport errors outlasted the retry budget
+    ├── UnreachableError       connection refused, unknown host, TLS failure
+    ├── ResponseError          a 200 whose body is not a JSON object
+    ├── PaginationError        cursors or pages that do not make progress
+    ├── MassDeleteRefused      the mass-delete guard refused a table
+    └── Interrupted            SIGINT / SIGTERM stopped the run
 """
 
 from __future__ import annotations
@@ -68,3 +80,33 @@ class MassDeleteRefused(DroneOpsError):
             " If the deletions are real, run again with --allow-mass-delete"
             " (or raise sources.drone_ops.max_retire_share)"
         )
+
+
+class UnreachableError(DroneOpsError):
+    """The API's host could not be reached at all (refused, unknown host, TLS failure): a
+    retry budget meant for a busy server would only delay the message."""
+
+    def __init__(self, base_url: str, cause: str) -> None:
+        self.base_url = base_url
+        super().__init__(
+            f"cannot reach the API at {base_url} ({cause}): check"
+            " sources.drone_ops.base_url and that the API is up and reachable from here"
+        )
+
+
+class ResponseError(DroneOpsError):
+    """A 200 whose body is not what the API specifies (not JSON, not an object)."""
+
+    def __init__(self, endpoint: str, problem: str) -> None:
+        self.endpoint = endpoint
+        super().__init__(
+            f"{endpoint} returned 200 with {problem}: check that sources.drone_ops.base_url"
+            " points at the Drone Operations API (not a proxy or login page)"
+        )
+
+
+class Interrupted(DroneOpsError):
+    """The run was asked to stop (SIGINT or SIGTERM) before this part of it finished."""
+
+    def __init__(self, what: str = "the run") -> None:
+        super().__init__(f"{what} was interrupted before it finished; nothing of it was loaded")

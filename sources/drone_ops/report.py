@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-TableStatus = Literal["success", "failed", "refused", "skipped"]
+TableStatus = Literal["success", "failed", "refused", "skipped", "interrupted"]
 
 
 @dataclass
@@ -24,6 +24,8 @@ class TableResult:
     error: str | None = None
     scope: str | None = None
     """Set when the run compared only part of the table (a rolling job refresh)."""
+    loaded: bool = False
+    """Set by the pipeline layer once the load of this table's group committed."""
 
     @property
     def wrote(self) -> bool:

@@ -9,11 +9,13 @@ touched and a run with no change loads nothing at all.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import dlt
@@ -31,7 +33,8 @@ from dlt.extract.resource import DltResource
 from . import settings
 from .changes import ChangeSet, diff, outside_projects, retire_share_exceeded
 from .client import DroneOpsClient, WalkStats
-from .exceptions import ConfigError, MassDeleteRefused
+from .config import checked_config
+from .exceptions import ConfigError, DroneOpsError, Interrupted, MassDeleteRefused
 from .report import SyncReport, TableResult
 from .schema import ARROW_TYPES, dlt_columns
 from .transforms import Record, entity_row, job_row, project_row, to_arrow, tombstones, user_row
@@ -93,6 +96,12 @@ class RunOptions:
     """Set by the source; the pipeline layer reads its issues and closes it."""
     transport: httpx.BaseTransport | None = None
     """Replaces the network in unit tests (httpx.MockTransport)."""
+    spill_root: Path | None = None
+    """Where the walk spills typed batches (default: the system temp dir); the pipeline layer
+    puts it beside the pipeline's working folder, where a later run removes what a killed
+    run left."""
+    stop: threading.Event | None = None
+    """Set (by a signal handler) to interrupt the run: unfinished tables load nothing."""
 
 
 @dlt.source(name=settings.SOURCE_NAME, max_table_nesting=0)
@@ -112,16 +121,29 @@ def drone_ops(
 ) -> list[DltResource]:
     """Projects, jobs, job types, team, webhooks, deliveries and users of one workspace."""
     options: RunOptions = run if isinstance(run, RunOptions) else RunOptions(run_id=_new_run_id())
-    _validate(jobs_path, max_workers, max_retire_share, webhook_ids, job_refresh_slices)
-    job_slice = _job_slice(job_refresh_slices, options.known)
-    client = DroneOpsClient(
-        base_url,
-        api_key,
+    config = checked_config(
+        base_url=base_url,
+        api_key=api_key,
+        webhook_ids=webhook_ids,
+        jobs_path=jobs_path,
         max_workers=max_workers,
-        timeout=timeout_seconds,
+        max_requests_per_second=max_requests_per_second,
+        max_retire_share=max_retire_share,
+        timeout_seconds=timeout_seconds,
         max_attempts=max_attempts,
         retry_budget_seconds=retry_budget_seconds,
-        max_requests_per_second=max_requests_per_second,
+        job_refresh_slices=job_refresh_slices,
+    )
+    jobs_path, max_workers = config.jobs_path, config.max_workers
+    job_slice = _job_slice(config.job_refresh_slices, options.known)
+    client = DroneOpsClient(
+        config.base_url,
+        config.api_key,
+        max_workers=max_workers,
+        timeout=config.timeout_seconds,
+        max_attempts=config.max_attempts,
+        retry_budget_seconds=config.retry_budget_seconds,
+        max_requests_per_second=config.max_requests_per_second,
         transport=options.transport,
     )
     unknown = sorted(set(options.tables) - set(settings.ALL_TABLES))
@@ -137,7 +159,7 @@ def drone_ops(
         job_types="job_types" in wanted,
         webhooks=bool(wanted & {"webhooks", "webhook_deliveries", "users"}),
         jobs_path=jobs_path,
-        webhook_ids=tuple(webhook_ids) if webhook_ids else None,
+        webhook_ids=config.webhook_ids,
         delivery_marks=options.known.delivery_marks,
         known_versions={
             table: frozenset(current.column(settings.ROW_HASH_COLUMN).to_pylist())
@@ -146,12 +168,18 @@ def drone_ops(
         job_slice=job_slice,
     )
     walk = WorkspaceWalk(
-        client, plan, run_id=options.run_id, max_workers=max_workers, progress=options.progress
+        client,
+        plan,
+        run_id=options.run_id,
+        max_workers=max_workers,
+        progress=options.progress,
+        spill_root=options.spill_root,
+        stop=options.stop,
     )
     options.walk = walk
     report = options.report or SyncReport(options.run_id, options.started_at)
     options.report = report
-    sync = _TableSync(walk, options, max_retire_share, jobs_path)
+    sync = _TableSync(walk, options, config.max_retire_share, jobs_path)
 
     # A table the warehouse does not have yet is loaded by a plain append: there is nothing
     # to merge with, and the merge's staging copy and joins cost more than the load itself.
@@ -178,40 +206,6 @@ def drone_ops(
         if table in wanted
     ]
     return resources
-
-
-def _validate(
-    jobs_path: str,
-    max_workers: int,
-    max_retire_share: float,
-    webhook_ids: list[str] | None,
-    job_refresh_slices: int,
-) -> None:
-    section = settings.CONFIG_SECTION
-    if "{project_id}" not in jobs_path or not jobs_path.startswith("/"):
-        raise ConfigError(
-            f"{section}.jobs_path", f"{jobs_path!r} must start with / and contain {{project_id}}"
-        )
-    if not 1 <= max_workers <= 256:
-        raise ConfigError(f"{section}.max_workers", f"{max_workers} is not between 1 and 256")
-    if not 0 < max_retire_share <= 1:
-        raise ConfigError(
-            f"{section}.max_retire_share", f"{max_retire_share} is not in (0, 1] (0.5 = 50%)"
-        )
-    if webhook_ids is not None and (
-        not isinstance(webhook_ids, list) or not all(isinstance(i, str) and i for i in webhook_ids)
-    ):
-        raise ConfigError(f"{section}.webhook_ids", "must be a list of webhook id strings")
-    if isinstance(job_refresh_slices, bool) or not isinstance(job_refresh_slices, int):
-        raise ConfigError(
-            f"{section}.job_refresh_slices",
-            f"{job_refresh_slices!r} is not a whole number (1 = walk every job)",
-        )
-    if not 1 <= job_refresh_slices <= settings.MAX_JOB_REFRESH_SLICES:
-        raise ConfigError(
-            f"{section}.job_refresh_slices",
-            f"{job_refresh_slices} is not between 1 and {settings.MAX_JOB_REFRESH_SLICES}",
-        )
 
 
 def _job_slice(slices: int, known: KnownState) -> tuple[int, int] | None:
@@ -268,8 +262,7 @@ class _TableSync:
         started = time.monotonic()
         try:
             if snapshot.error is not None:
-                result.status = "failed"
-                result.error = str(snapshot.error)
+                _record_failure(result, snapshot.error)
                 return
             current = self.options.known.current.get(table)
             job_slice = self.walk.plan.job_slice
@@ -397,10 +390,13 @@ class _TableSync:
             result.rows_seen = result.new = snapshot.rows_seen
             failures = self.walk.delivery_failures
             if snapshot.error is not None or failures:
-                result.status = "failed"
                 errors = [str(snapshot.error)] if snapshot.error else []
-                errors += [f"{hook}: {exc}" for hook, exc in sorted(failures.items())]
-                result.error = "; ".join(errors)
+                errors += [f"webhook {hook}: {exc}" for hook, exc in sorted(failures.items())]
+                interrupted = isinstance(snapshot.error, Interrupted) or any(
+                    isinstance(exc, Interrupted) for exc in failures.values()
+                )
+                result.status = "interrupted" if interrupted else "failed"
+                result.error = "; ".join(dict.fromkeys(errors))
             else:
                 result.status = "success"
         finally:
@@ -415,8 +411,7 @@ class _TableSync:
             if self.walk.tables[name].error is not None
         ]
         if blocking:
-            result.status = "failed"
-            result.error = f"creators incomplete: {blocking[0]}"
+            _record_failure(result, blocking[0], prefix="creators incomplete: ")
             return
         rows = [
             user_row(seen.creator, seen.first_ms, seen.last_ms)
@@ -440,3 +435,9 @@ class _TableSync:
             yield to_arrow("users", rows, self.options.run_id, self.walk.issues)
         result.status = "success"
         result.seconds = walked
+
+
+def _record_failure(result: TableResult, error: DroneOpsError | None, prefix: str = "") -> None:
+    """A table that loads nothing this run: interrupted by a signal, or failed with a cause."""
+    result.status = "interrupted" if isinstance(error, Interrupted) else "failed"
+    result.error = f"{prefix}{error}"

@@ -70,3 +70,7 @@ PRIORITIES: Final = ("low", "medium", "high")
 JOB_PATTERNS: Final = ("one_time", "recurring")
 RECURRING_FREQUENCIES: Final = ("daily", "weekly", "monthly", "yearly", "flexible")
 ROLES: Final = ("root", "project_manager", "ops_lead", "pilot", "client")
+# Failures a wait rarely fixes (connection refused, unknown host, TLS, a body that is not JSON)
+# are retried this often within this many seconds, not for the whole retry budget.
+SHORT_RETRY_ATTEMPTS: Final = 3
+SHORT_RETRY_SECONDS: Final = 10.0

@@ -30,7 +30,7 @@ import pyarrow.feather as feather
 from . import settings
 from .changes import job_slice_of
 from .client import DroneOpsClient, WalkStats
-from .exceptions import DroneOpsError, NotFoundError
+from .exceptions import DroneOpsError, Interrupted, NotFoundError
 from .transforms import (
     Issue,
     Record,
@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 ProgressCallback = Callable[[str, int], None]
 
 LISTS, WEBHOOKS = "lists", "webhooks"
+SPILL_PREFIX = "drone-ops-walk-"
+"""Spill folders are named so a later run can find and remove those a killed run left."""
 TABLE_STAGES: dict[str, tuple[str, ...]] = {
     "projects": (LISTS,),
     "jobs": (LISTS,),
@@ -127,6 +129,11 @@ class TableSnapshot:
         with self._lock:
             if self.error is None:
                 self.error = error
+
+    def interrupt(self) -> None:
+        """Marks the table interrupted, whatever its walk reports afterwards."""
+        with self._lock:
+            self.error = Interrupted(f"the walk of {self.name}")
 
     def add(self, rows: list[Record]) -> None:
         """Buffers rows; converts and spills a batch once enough have arrived."""
@@ -294,6 +301,8 @@ class WorkspaceWalk:
         run_id: str,
         max_workers: int,
         progress: ProgressCallback | None = None,
+        spill_root: Path | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.client = client
         self.plan = plan
@@ -301,7 +310,11 @@ class WorkspaceWalk:
         self.max_workers = max(1, max_workers)
         self.progress = progress
         self.issues: list[Issue] = []
-        self._tmp = tempfile.TemporaryDirectory(prefix="drone-ops-walk-")
+        self._stop = stop
+        """Set from outside (a signal) to interrupt the walk."""
+        if spill_root is not None:
+            spill_root.mkdir(parents=True, exist_ok=True)
+        self._tmp = tempfile.TemporaryDirectory(prefix=SPILL_PREFIX, dir=spill_root)
         spill = Path(self._tmp.name)
         self.tables = {
             name: TableSnapshot(
@@ -329,6 +342,7 @@ class WorkspaceWalk:
         self._stage_seconds: dict[str, float] = {}
         self._failure: BaseException | None = None
         self._cancel = threading.Event()
+        self.interrupted_webhooks = False
 
     def close(self) -> None:
         """Stops a walk still under way (each loop ends after its current request), then
@@ -356,12 +370,29 @@ class WorkspaceWalk:
         self.start()
         stages = TABLE_STAGES[table]
         for stage in stages:
-            self._stage_done[stage].wait()
+            while not self._stage_done[stage].wait(0.1):
+                if self._stop is not None and self._stop.is_set():
+                    self.interrupt()
         if self._failure is not None:
             raise DroneOpsError(
                 f"the workspace walk failed: {type(self._failure).__name__}: {self._failure}"
             ) from self._failure
         return max(self._stage_seconds.get(stage, 0.0) for stage in stages)
+
+    def interrupt(self) -> None:
+        """Stops the walk now: requests in flight are abandoned, and every table whose walk
+        had not finished is marked `Interrupted`, so nothing partial of it is loaded."""
+        self._cancel.set()
+        self.client.cancel()
+        for stage, done in self._stage_done.items():
+            if done.is_set():
+                continue
+            for table, stages in TABLE_STAGES.items():
+                if stage in stages and table in self.tables:
+                    self.tables[table].interrupt()
+            if stage == WEBHOOKS:
+                self.interrupted_webhooks = True
+            done.set()
 
     @property
     def cancelled(self) -> bool:
@@ -369,7 +400,7 @@ class WorkspaceWalk:
 
     def _check_cancelled(self) -> None:
         if self._cancel.is_set():
-            raise DroneOpsError("the walk was stopped before it finished")
+            raise Interrupted("the walk")
 
     def _run(self) -> None:
         try:
@@ -456,7 +487,11 @@ class WorkspaceWalk:
         jobs = self.tables["jobs"]
         try:
             for page in self.client.paginate(
-                settings.PROJECTS_PATH, params=params, stats=projects.stats, critical=True
+                settings.PROJECTS_PATH,
+                params=params,
+                stats=projects.stats,
+                critical=True,
+                items_key="projects",
             ):
                 self._check_cancelled()
                 records = []
@@ -523,6 +558,7 @@ class WorkspaceWalk:
                 path,
                 stats=jobs.stats,
                 not_found_fix=f"check {settings.CONFIG_SECTION}.jobs_path ({self.plan.jobs_path})",
+                items_key="jobs",
             ):
                 self._check_cancelled()
                 records = []
@@ -550,7 +586,9 @@ class WorkspaceWalk:
         snapshot = self.tables[table]
         seen: set[str] = set()
         try:
-            for page in self.client.paginate(path, stats=snapshot.stats, critical=True):
+            for page in self.client.paginate(
+                path, stats=snapshot.stats, critical=True, items_key=items_key
+            ):
                 self._check_cancelled()
                 records = []
                 for record in _items(page, items_key, path):
@@ -579,6 +617,7 @@ class WorkspaceWalk:
                         "this API has no webhook list: set"
                         f" {settings.CONFIG_SECTION}.webhook_ids to the ids to sync"
                     ),
+                    items_key="webhooks",
                 ):
                     found.extend(
                         str(r["id"]) for r in _items(page, "webhooks", settings.WEBHOOKS_PATH)
@@ -607,7 +646,9 @@ class WorkspaceWalk:
         rows_seen = 0
         try:
             for number, page in enumerate(
-                self.client.paginate(path, stats=deliveries.stats, not_found_fix=fix, critical=True)
+                self.client.paginate(
+                    path, stats=deliveries.stats, not_found_fix=fix, critical=True, items_key="logs"
+                )
             ):
                 self._check_cancelled()
                 if number == 0:

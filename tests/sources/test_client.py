@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from sources.drone_ops import settings
 from sources.drone_ops.client import (
     AdaptiveLimiter,
     DroneOpsClient,
@@ -29,7 +30,9 @@ from sources.drone_ops.exceptions import (
     ConfigError,
     NotFoundError,
     PaginationError,
+    ResponseError,
     RetriesExhaustedError,
+    UnreachableError,
 )
 
 CANARY = "canary-SECRET-5f1e"
@@ -171,15 +174,33 @@ def test_transport_errors_are_retried(error: Exception) -> None:
     assert len(script.requests) == 2
 
 
-@pytest.mark.parametrize(
-    "body", [b'{"projects": [{"id": "p1"', b"<html>gateway</html>", b"[1, 2]"], ids=str
-)
+@pytest.mark.parametrize("body", [b'{"projects": [{"id": "p1"', b"<html>gateway</html>"], ids=str)
 def test_invalid_or_truncated_json_body_is_retried(body: bytes) -> None:
-    """A 200 whose body is cut off, not JSON, or not an object is retried."""
+    """A 200 whose body is cut off or not JSON is retried (a cut-off body heals)."""
     script = Script(httpx.Response(200, content=body))
     with make_client(script) as client:
         assert client.get_json(PATH) == {"ok": True}
     assert len(script.requests) == 2
+
+
+def test_a_body_that_stays_invalid_json_fails_after_a_few_quick_attempts() -> None:
+    """A non-JSON 200 that does not heal (a login page, a proxy) is not retried for the whole
+    budget: a few attempts, then one error naming the endpoint and what to check."""
+    script = Script(then=httpx.Response(200, content=b"<html>login</html>"))
+    with make_client(script, max_attempts=8) as client, pytest.raises(ResponseError) as info:
+        client.get_json(PATH)
+    assert len(script.requests) == settings.SHORT_RETRY_ATTEMPTS
+    assert f"GET {PATH}" in str(info.value) and "base_url" in str(info.value)
+
+
+@pytest.mark.parametrize("body", [b"[1, 2]", b'"text"', b"42"], ids=str)
+def test_a_json_body_that_is_not_an_object_fails_at_once(body: bytes) -> None:
+    """A well-formed JSON body of the wrong shape will not change on a retry."""
+    script = Script(httpx.Response(200, content=body))
+    with make_client(script) as client, pytest.raises(ResponseError) as info:
+        client.get_json(PATH)
+    assert len(script.requests) == 1
+    assert "not an object" in str(info.value)
 
 
 def test_exhausted_attempts_raise_naming_endpoint_and_attempts() -> None:

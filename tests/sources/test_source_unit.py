@@ -20,6 +20,7 @@ import pipelines.sync as sync_module
 from pipelines.sync import SyncOutcome, Target, run_sync
 from sources.drone_ops import ConfigError, drone_ops, resources, settings
 from sources.drone_ops.client import DroneOpsClient
+from sources.drone_ops.config import SourceConfig
 from tests.sources.fake_api import API_KEY, BASE_URL, FakeApi, job
 
 DATASET = "drone_ops"
@@ -28,12 +29,17 @@ Sync = Callable[..., SyncOutcome]
 
 def _install_fake(api: FakeApi, monkeypatch: pytest.MonkeyPatch) -> None:
     """Routes the source to `api` and shrinks the client's backoff."""
-    original = sync_module.build_source
+    original_config = sync_module.source_config
+    original_build = sync_module.build_source
 
-    def build(options: resources.RunOptions, overrides: dict[str, Any]) -> Any:
+    def config(overrides: dict[str, Any] | None = None) -> SourceConfig:
+        return original_config({"base_url": BASE_URL, "api_key": API_KEY, **(overrides or {})})
+
+    def build(options: resources.RunOptions, checked: SourceConfig) -> Any:
         options.transport = api.transport()
-        return original(options, {"base_url": BASE_URL, "api_key": API_KEY, **overrides})
+        return original_build(options, checked)
 
+    monkeypatch.setattr(sync_module, "source_config", config)
     monkeypatch.setattr(sync_module, "build_source", build)
     monkeypatch.setattr(
         resources,
@@ -487,11 +493,15 @@ def test_rows_a_replayed_append_wrote_twice_are_removed_by_the_next_run(
 @pytest.mark.parametrize(
     ("setting", "value", "why"),
     [
-        ("job_refresh_slices", 0, "between 1 and 1000"),
-        ("job_refresh_slices", 1001, "between 1 and 1000"),
-        ("job_refresh_slices", True, "not a whole number"),
-        ("max_workers", 0, "between 1 and 256"),
-        ("max_retire_share", 0, "not in (0, 1]"),
+        ("job_refresh_slices", 0, "from 1 to 1000"),
+        ("job_refresh_slices", 1001, "from 1 to 1000"),
+        ("job_refresh_slices", True, "not a number"),
+        ("job_refresh_slices", "many", "not a whole number"),
+        ("max_workers", 0, "from 1 to 256"),
+        ("max_workers", "abc", "not a whole number"),
+        ("max_retire_share", 0, "above 0 and at most 1"),
+        ("jobs_path", "/v1/projects/{projectId}/jobs", "{project_id}"),
+        ("webhook_ids", "wh_x", "not a list"),
     ],
 )
 def test_invalid_sync_settings_name_the_setting(setting: str, value: object, why: str) -> None:

@@ -1,0 +1,278 @@
+"""Every setting of the source, read once and checked before any request is made.
+
+Why not leave it to dlt's injection: dlt coerces a bad value deep inside the source call and
+raises with a long traceback (`max_workers = "abc"`), and a string where a list belongs
+(`webhook_ids = wh_x`) is split into letters. A person who scheduled the sync needs one line
+that names the setting, shows the bad value (never the key) and says what is expected, so each
+value is parsed here from what the config providers hold, and the source receives only checked,
+typed values.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from . import settings
+from .exceptions import ConfigError
+from .secrets import register_secret
+
+SECTION = settings.CONFIG_SECTION
+ConfigLookup = Callable[[str], Any]
+"""Returns the raw value a config provider holds for a setting name, or None."""
+
+
+def setting_name(name: str) -> str:
+    """`sources.drone_ops.<name>`, as the config files spell it."""
+    return f"{SECTION}.{name}"
+
+
+def env_name(name: str) -> str:
+    """The environment variable dlt reads for a source setting."""
+    return f"{SECTION.replace('.', '__').upper()}__{name.upper()}"
+
+
+def missing_setting(name: str) -> ConfigError:
+    """The one message for a setting that has no value anywhere."""
+    where = ".dlt/secrets.toml" if name == "api_key" else ".dlt/config.toml"
+    return ConfigError(setting_name(name), f"is not set: add it to {where} or set {env_name(name)}")
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """The checked settings of one run; `source_args()` feeds them to `drone_ops`."""
+
+    base_url: str
+    api_key: str
+    webhook_ids: tuple[str, ...] | None = None
+    jobs_path: str = settings.JOBS_PATH_TEMPLATE
+    max_workers: int = settings.DEFAULT_MAX_WORKERS
+    max_requests_per_second: float | None = None
+    max_retire_share: float = settings.DEFAULT_MAX_RETIRE_SHARE
+    timeout_seconds: float = settings.DEFAULT_TIMEOUT_SECONDS
+    max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS
+    retry_budget_seconds: float = settings.DEFAULT_RETRY_BUDGET_SECONDS
+    job_refresh_slices: int = settings.DEFAULT_JOB_REFRESH_SLICES
+    delivery_overlap_seconds: int = settings.DEFAULT_DELIVERY_OVERLAP_SECONDS
+
+    def source_args(self) -> dict[str, Any]:
+        """Keyword arguments for `drone_ops(...)`: explicit, so dlt resolves nothing again."""
+        args = asdict(self)
+        args.pop("delivery_overlap_seconds")
+        args["webhook_ids"] = list(self.webhook_ids) if self.webhook_ids is not None else None
+        return args
+
+    def __repr__(self) -> str:
+        return f"SourceConfig(base_url={self.base_url!r}, api_key=<redacted>, ...)"
+
+
+def read_source_config(
+    lookup: ConfigLookup, overrides: Mapping[str, Any] | None = None
+) -> SourceConfig:
+    """Reads and checks every setting; raises `ConfigError` naming the first bad one.
+
+    `overrides` (explicit values, e.g. from tests or the demo) win over the providers."""
+    given = dict(overrides or {})
+
+    def raw(name: str) -> Any:
+        return given[name] if name in given else lookup(name)
+
+    return checked_config(
+        base_url=raw("base_url"),
+        api_key=raw("api_key"),
+        webhook_ids=raw("webhook_ids"),
+        jobs_path=raw("jobs_path"),
+        max_workers=raw("max_workers"),
+        max_requests_per_second=raw("max_requests_per_second"),
+        max_retire_share=raw("max_retire_share"),
+        timeout_seconds=raw("timeout_seconds"),
+        max_attempts=raw("max_attempts"),
+        retry_budget_seconds=raw("retry_budget_seconds"),
+        job_refresh_slices=raw("job_refresh_slices"),
+        delivery_overlap_seconds=raw("delivery_overlap_seconds"),
+    )
+
+
+def checked_config(**values: Any) -> SourceConfig:
+    """Parses raw values (strings from the environment, typed values from TOML or Python);
+    a value of None takes the default, except for the two required settings."""
+    defaults = SourceConfig(base_url="", api_key="")
+
+    def value(name: str) -> Any:
+        given = values.get(name)
+        return getattr(defaults, name) if given is None or given == "" else given
+
+    if values.get("base_url") is None:
+        raise missing_setting("base_url")
+    if values.get("api_key") is None:
+        raise missing_setting("api_key")
+    return SourceConfig(
+        base_url=validate_base_url(_text("base_url", values["base_url"])),
+        api_key=checked_api_key(values["api_key"]),
+        webhook_ids=_webhook_ids(values.get("webhook_ids")),
+        jobs_path=checked_jobs_path(_text("jobs_path", value("jobs_path"))),
+        max_workers=_integer("max_workers", value("max_workers"), 1, 256),
+        max_requests_per_second=(
+            None
+            if value("max_requests_per_second") is None
+            else _number("max_requests_per_second", value("max_requests_per_second"), low=0.0)
+        ),
+        max_retire_share=_number(
+            "max_retire_share", value("max_retire_share"), low=0.0, high=1.0, hint="0.5 = 50%"
+        ),
+        timeout_seconds=_number("timeout_seconds", value("timeout_seconds"), low=0.0, high=600.0),
+        max_attempts=_integer("max_attempts", value("max_attempts"), 1, 10_000),
+        retry_budget_seconds=_number(
+            "retry_budget_seconds", value("retry_budget_seconds"), low=0.0, high=86_400.0
+        ),
+        job_refresh_slices=_integer(
+            "job_refresh_slices", value("job_refresh_slices"), 1, settings.MAX_JOB_REFRESH_SLICES
+        ),
+        delivery_overlap_seconds=_integer(
+            "delivery_overlap_seconds", value("delivery_overlap_seconds"), 0, 86_400
+        ),
+    )
+
+
+def checked_api_key(raw: Any) -> str:
+    """The key without surrounding whitespace (a secrets file or a Kubernetes secret often
+    ends in a newline); anything else outside printable ASCII is refused, and the value is
+    never repeated in the message."""
+    name = setting_name("api_key")
+    if not isinstance(raw, str):
+        raise ConfigError(name, "must be a string")
+    key = raw.strip()
+    register_secret(raw)
+    register_secret(key)
+    if not key:
+        raise ConfigError(name, f"is empty; put it in .dlt/secrets.toml or {env_name('api_key')}")
+    if any(not ("!" <= char <= "~") for char in key):
+        raise ConfigError(
+            name,
+            "contains a space, a control character or a non-ASCII character inside it"
+            " (value not shown); copy the key again without them",
+        )
+    return key
+
+
+def checked_jobs_path(path: str) -> str:
+    """A path template under the base URL with exactly the `{project_id}` placeholder."""
+    name = setting_name("jobs_path")
+    expected = f"expected a path like {settings.JOBS_PATH_TEMPLATE}"
+    if not path.startswith("/"):
+        raise ConfigError(name, f"{_shown(path)} must start with /; {expected}")
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(path) if field is not None]
+    except ValueError:
+        raise ConfigError(name, f"{_shown(path)} has unbalanced braces; {expected}") from None
+    if fields != ["project_id"]:
+        raise ConfigError(
+            name, f"{_shown(path)} must contain {{project_id}} once and no other placeholder"
+        )
+    return path
+
+
+def validate_base_url(base_url: str) -> str:
+    """Returns the base URL without a trailing slash; plain http is for loopback only."""
+    setting = f"{settings.CONFIG_SECTION}.base_url"
+    if not base_url:
+        raise ConfigError(
+            setting, "is empty; set it to the API's address, e.g. https://api.example.com"
+        )
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        # the value itself is not repeated: a malformed URL may carry a secret
+        raise ConfigError(setting, "is not an http(s) URL with a host")
+    if parts.username or parts.password:
+        raise ConfigError(setting, "must not carry credentials; put the key in api_key")
+    if parts.query or parts.fragment:
+        raise ConfigError(setting, "must not carry a query string or fragment")
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise ConfigError(setting, "plain http:// is allowed for loopback hosts only; use https://")
+    if parts.path.rstrip("/").endswith(settings.API_PREFIX):
+        raise ConfigError(
+            setting, f"must not end with {settings.API_PREFIX}: paths under it start with /v1"
+        )
+    return base_url.rstrip("/")
+
+
+def _is_loopback(host: str) -> bool:
+    if host in settings.LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _webhook_ids(raw: Any) -> tuple[str, ...] | None:
+    name = setting_name("webhook_ids")
+    expected = (
+        'expected a list of webhook ids: webhook_ids = ["wh_1"] in TOML,'
+        f" {env_name('webhook_ids')}='[\"wh_1\"]' in the environment"
+    )
+    if raw is None or raw == "":
+        return None
+    parsed = raw
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            raise ConfigError(name, f"{_shown(raw)} is not a list; {expected}") from None
+    if isinstance(parsed, tuple):
+        parsed = list(parsed)
+    if not isinstance(parsed, list) or not all(isinstance(i, str) and i for i in parsed):
+        raise ConfigError(name, f"{_shown(raw)} is not a list of id strings; {expected}")
+    return tuple(parsed) if parsed else None
+
+
+def _text(name: str, raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise ConfigError(setting_name(name), f"{_shown(raw)} is not a string")
+    return raw
+
+
+def _integer(name: str, raw: Any, low: int, high: int) -> int:
+    expected = f"expected a whole number from {low} to {high}"
+    if isinstance(raw, bool):
+        raise ConfigError(setting_name(name), f"{_shown(raw)} is not a number; {expected}")
+    if isinstance(raw, int):
+        number = raw
+    elif isinstance(raw, str) and raw.strip().lstrip("+-").isdigit():
+        number = int(raw.strip())
+    else:
+        raise ConfigError(setting_name(name), f"{_shown(raw)} is not a whole number; {expected}")
+    if not low <= number <= high:
+        raise ConfigError(setting_name(name), f"{number} is out of range; {expected}")
+    return number
+
+
+def _number(
+    name: str, raw: Any, *, low: float, high: float = math.inf, hint: str | None = None
+) -> float:
+    """A finite number with low < value <= high."""
+    upper = "" if math.isinf(high) else f" and at most {high:g}"
+    expected = f"expected a number above {low:g}{upper}" + (f" ({hint})" if hint else "")
+    if isinstance(raw, bool):
+        raise ConfigError(setting_name(name), f"{_shown(raw)} is not a number; {expected}")
+    try:
+        number = float(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            setting_name(name), f"{_shown(raw)} is not a number; {expected}"
+        ) from None
+    if not math.isfinite(number) or not low < number <= high:
+        raise ConfigError(setting_name(name), f"{_shown(raw)} is out of range; {expected}")
+    return number
+
+
+def _shown(raw: Any) -> str:
+    """A bad value as it may be shown (never the key's: that has its own messages)."""
+    text = repr(raw)
+    return text if len(text) <= 80 else text[:77] + "..."
