@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "check":
                 return _check(output)
             if args.command == "models":
-                return _models(args, output)
+                return _models(args, output, stop)
             if args.command == "demo":
                 from .demo import run_demo
 
@@ -251,7 +251,7 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
             return output.finish(EXIT_FAILED, "failed", outcome)
         if args.no_models or target.destination != "duckdb":
             return output.finish(EXIT_OK, "success", outcome)
-        return _build_models(target, output, run_tests=True, outcome=outcome)
+        return _build_models(target, output, stop, run_tests=True, outcome=outcome)
 
 
 def sync_with_progress(target: Target, console: Console, **kwargs: Any) -> SyncOutcome:
@@ -274,17 +274,22 @@ def _check(output: Output) -> int:
     )
 
 
-def _models(args: argparse.Namespace, output: Output) -> int:
+def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     target = _target(args)
     if target.destination != "duckdb":
         raise ConfigError("--destination", "the bundled dbt profile targets DuckDB only")
     check_target(target)
     with warehouse_lock(target.lock_path()):
-        return _build_models(target, output, run_tests=not args.no_test)
+        return _build_models(target, output, stop, run_tests=not args.no_test)
 
 
 def _build_models(
-    target: Target, output: Output, *, run_tests: bool, outcome: SyncOutcome | None = None
+    target: Target,
+    output: Output,
+    stop: SignalStop,
+    *,
+    run_tests: bool,
+    outcome: SyncOutcome | None = None,
 ) -> int:
     from .models import build_models
 
@@ -297,6 +302,9 @@ def _build_models(
 
         raise WarehouseBusy(busy_message(database, Exception(result.error)) or result.error)
     output.models_summary(result, target.dataset)
+    if stop.received is not None:
+        # dbt turns the KeyboardInterrupt into a failed result; the signal decides the code
+        return output.finish(stop.exit_code, "interrupted", outcome, result)
     code = EXIT_OK if result.ok else EXIT_FAILED
     return output.finish(code, "success" if result.ok else "failed", outcome, result)
 

@@ -160,7 +160,16 @@ def check_target(target: Target) -> None:
         )
     if target.destination == "duckdb":
         setting = "--database" if target.database is not None else "destination.duckdb.credentials"
-        _check_database_path(setting, target.resolved_database())
+        database = target.resolved_database()
+        _check_database_path(setting, database)
+        if database.stem == target.dataset:
+            raise ConfigError(
+                setting,
+                f"the file {database.name} would name the DuckDB catalog {database.stem!r}, the"
+                f" same as the dataset {target.dataset!r}; DuckDB cannot tell them apart in"
+                " queries. Rename the file (default drone_ops_warehouse.duckdb) or change"
+                " --dataset",
+            )
         return
     _check_destination(target.destination)
 
@@ -223,14 +232,6 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
     pipelines_dir = target.resolved_pipelines_dir()
     if target.destination == "duckdb":
         database = target.resolved_database().resolve()
-        if database.stem == target.dataset:
-            raise ConfigError(
-                "--database / destination.duckdb.credentials",
-                f"the file {database.name} would name the DuckDB catalog {database.stem!r}, the"
-                f" same as the dataset {target.dataset!r}; DuckDB cannot tell them apart in"
-                " queries. Rename the file (default drone_ops_warehouse.duckdb) or change"
-                " --dataset",
-            )
         database.parent.mkdir(parents=True, exist_ok=True)
         credentials = DuckDbCredentials(
             str(database), global_config={"memory_limit": duckdb_memory_limit()}

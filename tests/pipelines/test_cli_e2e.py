@@ -65,11 +65,11 @@ def test_check_names_what_to_fix(
 ) -> None:
     monkeypatch.setenv("SOURCES__DRONE_OPS__API_KEY", "not-the-key")
     assert main(["check"]) == EXIT_FAILED
-    out = capsys.readouterr().out
-    assert "401" in out and "sources.drone_ops.api_key" in out
+    err = capsys.readouterr().err
+    assert "401" in err and "sources.drone_ops.api_key" in err
     monkeypatch.delenv("SOURCES__DRONE_OPS__BASE_URL")
     assert main(["check"]) == EXIT_CONFIG
-    assert "sources.drone_ops.base_url" in capsys.readouterr().out
+    assert "sources.drone_ops.base_url" in capsys.readouterr().err
 
 
 def test_plain_http_is_refused_for_remote_hosts(
@@ -79,8 +79,8 @@ def test_plain_http_is_refused_for_remote_hosts(
     monkeypatch.setenv("SOURCES__DRONE_OPS__API_KEY", "k")
     code = main(["run", "--database", str(tmp_path / "w.duckdb"), "--no-models"])
     assert code == EXIT_CONFIG
-    out = capsys.readouterr().out
-    assert "sources.drone_ops.base_url" in out and "https" in out
+    err = capsys.readouterr().err
+    assert "sources.drone_ops.base_url" in err and "https" in err
 
 
 def test_database_named_like_the_dataset_is_refused(
@@ -88,7 +88,7 @@ def test_database_named_like_the_dataset_is_refused(
 ) -> None:
     code = main(["run", "--database", str(tmp_path / "drone_ops.duckdb"), "--no-models"])
     assert code == EXIT_CONFIG
-    assert "Rename the file" in capsys.readouterr().out
+    assert "Rename the file" in capsys.readouterr().err
 
 
 def test_api_key_never_leaves_the_process(

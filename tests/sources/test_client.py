@@ -28,6 +28,7 @@ from sources.drone_ops.exceptions import (
     ApiError,
     AuthError,
     ConfigError,
+    Interrupted,
     NotFoundError,
     PaginationError,
     ResponseError,
@@ -584,3 +585,76 @@ def test_client_requests_per_second_ceiling() -> None:
             client.get_json(PATH)
     gaps = [b - a for a, b in itertools.pairwise(script.times)]
     assert all(gap >= 0.035 for gap in gaps), gaps
+
+
+def test_a_refused_connection_fails_within_seconds_naming_the_base_url() -> None:
+    """Connection refused is retried only briefly, then one error names the base URL: the
+    full retry budget is for a busy server, not for a host that is not there."""
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    started = time.monotonic()
+    with (
+        DroneOpsClient(
+            BASE, "key-123456", transport=httpx.MockTransport(refuse), backoff_initial_seconds=0.01
+        ) as client,
+        pytest.raises(UnreachableError) as info,
+    ):
+        client.get_json(PATH)
+    assert time.monotonic() - started < settings.SHORT_RETRY_SECONDS
+    assert "connection refused" in str(info.value) and BASE in str(info.value)
+    assert "sources.drone_ops.base_url" in str(info.value)
+
+
+def test_a_cancelled_client_sends_nothing_more() -> None:
+    """After `cancel()`, a walk ends with `Interrupted` before its next request."""
+    script = Script(then=httpx.Response(200, json={"projects": [], "cursor": None}))
+    with make_client(script) as client:
+        client.cancel()
+        with pytest.raises(Interrupted):
+            client.get_json(PATH)
+    assert script.requests == []
+
+
+@pytest.mark.parametrize(
+    "key", ["ab cd-123456", "abc\x01def-123456", "abc\ndef-123456", "kéy-123456"]
+)
+def test_a_key_with_inner_whitespace_or_control_characters_is_refused_unseen(key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        DroneOpsClient(BASE, key)
+    assert "sources.drone_ops.api_key" in str(info.value)
+    assert key not in str(info.value) and key.strip() not in str(info.value)
+
+
+def test_whitespace_around_the_key_is_stripped() -> None:
+    """A secrets file's trailing newline must not reach the header (httpx would refuse it and
+    quote the header, key included, in its error)."""
+    sent: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request.headers["Authorization"])
+        return httpx.Response(200, json={"ok": True})
+
+    with DroneOpsClient(BASE, "  key-123456\n", transport=httpx.MockTransport(answer)) as client:
+        client.get_json(PATH)
+    assert sent == ["Bearer key-123456"]
+
+
+def test_a_page_that_repeats_only_rows_already_seen_ends_the_walk() -> None:
+    """A server that hands out a fresh cursor over the same rows forever is stopped at the
+    second page, not after 100,000."""
+    calls = itertools.count()
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200, json={"projects": [{"id": "p1"}, {"id": "p2"}], "cursor": f"c{next(calls)}"}
+        )
+
+    with (
+        DroneOpsClient(BASE, "key-123456", transport=httpx.MockTransport(answer)) as client,
+        pytest.raises(PaginationError) as info,
+    ):
+        list(client.paginate(PATH, items_key="projects"))
+    assert next(calls) == 2
+    assert "earlier pages" in str(info.value)
