@@ -44,6 +44,11 @@ def diff(seen_ids: pa.Array, seen_hashes: pa.Array, current: pa.Table | None) ->
     known = pc.is_in(seen_ids, value_set=current_ids)
     unchanged = pc.is_in(seen_hashes, value_set=current_hashes)
     load_mask = pc.invert(unchanged)
+    doubled = doubled_ids(current)
+    if len(doubled):
+        # an id with two current versions (written before repeats were settled) is loaded
+        # again: the scd2 merge then retires every current version but the one loaded
+        load_mask = pc.or_(load_mask, pc.is_in(seen_ids, value_set=doubled))
     new_mask = pc.invert(known)
     changed_mask = pc.and_(known, load_mask)
     gone = pc.invert(pc.is_in(current_ids, value_set=seen_ids))
@@ -55,6 +60,21 @@ def diff(seen_ids: pa.Array, seen_hashes: pa.Array, current: pa.Table | None) ->
         retire_ids=[str(i) for i in retire_ids],
         current=current.num_rows,
     )
+
+
+def doubled_ids(current: pa.Table) -> pa.Array:
+    """Ids with more than one current version (only an older version's repeats wrote those)."""
+    counts = pc.value_counts(current.column("id").combine_chunks())
+    return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+
+
+def unchanged_versions(current: pa.Table) -> frozenset[str]:
+    """Row hashes the walk may keep as id + hash only: every current version except those of
+    doubled ids, whose rows must be loaded again so the merge can retire the extra version."""
+    doubled = doubled_ids(current)
+    if len(doubled):
+        current = current.filter(pc.invert(pc.is_in(current.column("id"), value_set=doubled)))
+    return frozenset(current.column("_row_hash").to_pylist())
 
 
 def retire_share_exceeded(changes: ChangeSet, max_share: float) -> bool:

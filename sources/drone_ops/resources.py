@@ -31,7 +31,13 @@ from dlt.common.schema.typing import (
 from dlt.extract.resource import DltResource
 
 from . import settings
-from .changes import ChangeSet, diff, outside_projects, retire_share_exceeded
+from .changes import (
+    ChangeSet,
+    diff,
+    outside_projects,
+    retire_share_exceeded,
+    unchanged_versions,
+)
 from .client import DroneOpsClient, WalkStats
 from .config import checked_config
 from .exceptions import ConfigError, DroneOpsError, Interrupted, MassDeleteRefused
@@ -162,8 +168,7 @@ def drone_ops(
         webhook_ids=config.webhook_ids,
         delivery_marks=options.known.delivery_marks,
         known_versions={
-            table: frozenset(current.column(settings.ROW_HASH_COLUMN).to_pylist())
-            for table, current in options.known.current.items()
+            table: unchanged_versions(current) for table, current in options.known.current.items()
         },
         job_slice=job_slice,
     )
@@ -271,12 +276,17 @@ class _TableSync:
                 current = outside_projects(current, skipped)
                 walked = len(self.walk.job_walked_projects)
                 result.scope = _rolling_scope(job_slice, walked, len(skipped))
-            conflicts = sorted(self.walk.conflicts.get(table, ()))
-            if conflicts:
-                snapshot.replace(conflicts, self._fetch_rows(table, conflicts, current)[0])
-            changes = diff(snapshot.ids(), snapshot.hashes(), current)
-            if changes.retire_ids and len(changes.retire_ids) <= MAX_DELETION_CHECKS:
-                changes = self._confirm_deletions(table, changes, current)
+            try:
+                conflicts = sorted(self.walk.conflicts.get(table, ()))
+                if conflicts:
+                    snapshot.replace(conflicts, self._fetch_rows(table, conflicts, current)[0])
+                changes = diff(snapshot.ids(), snapshot.hashes(), current)
+                if changes.retire_ids and len(changes.retire_ids) <= MAX_DELETION_CHECKS:
+                    changes = self._confirm_deletions(table, changes, current)
+            except DroneOpsError as exc:
+                # a single-record check that keeps failing fails this table, not its group
+                _record_failure(result, exc, prefix="checking records one by one: ")
+                return
             result.rows_seen = snapshot.rows_seen
             if not self.options.allow_mass_delete and retire_share_exceeded(
                 changes, self.max_retire_share
@@ -440,4 +450,4 @@ class _TableSync:
 def _record_failure(result: TableResult, error: DroneOpsError | None, prefix: str = "") -> None:
     """A table that loads nothing this run: interrupted by a signal, or failed with a cause."""
     result.status = "interrupted" if isinstance(error, Interrupted) else "failed"
-    result.error = f"{prefix}{error}"
+    result.error = f"{prefix}{error or type(error).__name__}"

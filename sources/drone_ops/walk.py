@@ -218,14 +218,14 @@ class TableSnapshot:
             pa.array(self._unchanged_hashes, pa.string()),
         )
 
-    def ids(self) -> pa.Array:
+    def _all_ids(self) -> pa.Array:
         arrays = []
         for batch in [*self._batches, self._unchanged()]:
             keep = self._keep(batch, batch.ids)
             arrays.append(batch.ids if keep is None else batch.ids.filter(keep))
         return pa.concat_arrays(arrays)
 
-    def hashes(self) -> pa.Array:
+    def _all_hashes(self) -> pa.Array:
         arrays = []
         for batch in [*self._batches, self._unchanged()]:
             if batch.hashes is None:
@@ -234,12 +234,52 @@ class TableSnapshot:
             arrays.append(batch.hashes if keep is None else batch.hashes.filter(keep))
         return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
 
+    def ids(self) -> pa.Array:
+        """Each id once (see `_versions`)."""
+        return self._versions().column("id").combine_chunks()
+
+    def hashes(self) -> pa.Array:
+        """The version of each id in `ids()`, in the same order."""
+        return self._versions().column("hash").combine_chunks()
+
+    def _versions(self) -> pa.Table:
+        """One version per id. An entity the walk saw twice with different content (the API
+        listing one job under two projects) keeps the smallest row hash: a choice that does
+        not depend on which thread saw it first, so a repeat never becomes a second current
+        row and does not flip between runs."""
+        ids = self._all_ids()
+        hashes = self._all_hashes()
+        if len(hashes) != len(ids):
+            return pa.table({"id": ids, "hash": pa.nulls(len(ids), pa.string())})
+        versions = pa.table({"id": ids, "hash": hashes})
+        if pc.count_distinct(ids).as_py() == len(ids):
+            return versions
+        return (
+            versions.group_by("id", use_threads=False)
+            .aggregate([("hash", "min")])
+            .rename_columns(["id", "hash"])
+        )
+
+    def _chosen_versions(self) -> tuple[pa.Array, set[tuple[str, str]]] | None:
+        """For ids seen more than once: those ids and the (id, hash) kept for each."""
+        repeated = self._repeated_ids()
+        if len(repeated) == 0:
+            return None
+        versions = self._versions()
+        chosen = versions.filter(pc.is_in(versions.column("id"), value_set=repeated))
+        kept = set(
+            zip(chosen.column("id").to_pylist(), chosen.column("hash").to_pylist(), strict=True)
+        )
+        return repeated, kept
+
     def batches(
         self, only_ids: pa.Array | None = None, *, drop_repeated_ids: bool = False
     ) -> Iterator[pa.Table]:
-        """Reads the spilled batches back, keeping only `only_ids` when given, and only the
-        first row of an id the walk saw more than once when asked."""
-        repeated = self._repeated_ids() if drop_repeated_ids else None
+        """Reads the spilled batches back, keeping only `only_ids` when given. An id the walk
+        saw more than once yields one row: the chosen version (see `_versions`) of an entity,
+        the first sighting of a delivery (when `drop_repeated_ids`)."""
+        chosen = self._chosen_versions() if self.name != "webhook_deliveries" else None
+        repeated = self._repeated_ids() if drop_repeated_ids and chosen is None else None
         emitted: set[str] = set()
         for batch in self._batches:
             table = feather.read_table(batch.path, memory_map=False)
@@ -248,14 +288,35 @@ class TableSnapshot:
                 table = table.filter(keep)
             if only_ids is not None:
                 table = table.filter(pc.is_in(table.column("id"), value_set=only_ids))
-            if repeated is not None and len(repeated):
+            if chosen is not None:
+                table = _chosen_rows(table, *chosen, emitted)
+            elif repeated is not None and len(repeated):
                 table = _first_sightings(table, repeated, emitted)
             if table.num_rows:
                 yield table
 
     def _repeated_ids(self) -> pa.Array:
-        counts = pc.value_counts(self.ids())
+        counts = pc.value_counts(self._all_ids())
         return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+
+
+def _chosen_rows(
+    table: pa.Table, repeated: pa.Array, kept: set[tuple[str, str]], emitted: set[str]
+) -> pa.Table:
+    """Drops the rows of repeated ids other than the one chosen version (emitted once)."""
+    ids = table.column("id").to_pylist()
+    hashes = table.column(settings.ROW_HASH_COLUMN).to_pylist()
+    candidates = pc.is_in(table.column("id"), value_set=repeated).to_pylist()
+    keep = []
+    for row_id, version, candidate in zip(ids, hashes, candidates, strict=True):
+        if not candidate:
+            keep.append(True)
+            continue
+        wanted = (row_id, version) in kept and row_id not in emitted
+        keep.append(wanted)
+        if wanted:
+            emitted.add(row_id)
+    return table.filter(pa.array(keep, pa.bool_()))
 
 
 def _first_sightings(table: pa.Table, repeated: pa.Array, emitted: set[str]) -> pa.Table:

@@ -508,3 +508,85 @@ def test_invalid_sync_settings_name_the_setting(setting: str, value: object, why
     with pytest.raises(ConfigError) as info:
         drone_ops(base_url="http://127.0.0.1:9", api_key="k", **{setting: value})
     assert f"sources.drone_ops.{setting}" in str(info.value) and why in str(info.value)
+
+
+def _list_j1_under_p2_too(api: FakeApi) -> None:
+    """The API lists job j1 under its own project and, with another project_id, under p2."""
+    rows = [j for j in api.jobs.values() if j["project_id"] == "p2"]
+    stray = {**api.jobs["j1"], "project_id": "p2"}
+    page = {"jobs": [*rows, stray], "cursor": None}
+    api.force("/v1/projects/p2/jobs", httpx.Response(200, json=page))
+
+
+def test_a_job_listed_under_two_projects_has_one_current_row_that_stays(
+    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """Same id under two projects: one current row, the same choice on every run (no version
+    flip-flop), and a quiet run after it writes nothing."""
+    current = f"SELECT id, project_id FROM {DATASET}.jobs WHERE _dlt_valid_to IS NULL ORDER BY id"
+    for _ in range(2):
+        _list_j1_under_p2_too(api)
+        assert sync().ok
+        rows = sql(current)
+        assert len(rows) == len({row[0] for row in rows}) == len(api.jobs), rows
+    chosen = dict(sql(current))["j1"]
+    _list_j1_under_p2_too(api)
+    outcome = sync()
+    assert outcome.report.tables["jobs"].wrote is False
+    assert dict(sql(current))["j1"] == chosen
+
+
+def test_two_current_rows_of_one_id_are_healed_by_the_next_run(
+    api: FakeApi,
+    baseline: None,
+    database: Path,
+    sync: Sync,
+    sql: Callable[[str], list[tuple[Any, ...]]],
+) -> None:
+    """A warehouse written by an older version with two current rows for one id (a job
+    repeated across projects) is repaired: the next run leaves exactly one."""
+    with duckdb.connect(str(database)) as connection:
+        connection.execute(
+            f"INSERT INTO {DATASET}.jobs SELECT * REPLACE (uuid()::VARCHAR AS _dlt_id,"
+            " 'p9' AS project_id, 'other-hash' AS _row_hash)"
+            f" FROM {DATASET}.jobs WHERE id = 'j1' AND _dlt_valid_to IS NULL"
+        )
+    assert sql(
+        f"SELECT count(*) FROM {DATASET}.jobs WHERE id = 'j1' AND _dlt_valid_to IS NULL"
+    ) == [(2,)]
+    assert sync().ok
+    assert sql(
+        f"SELECT project_id FROM {DATASET}.jobs WHERE id = 'j1' AND _dlt_valid_to IS NULL"
+    ) == [(api.jobs["j1"]["project_id"],)]
+
+
+def test_a_failing_deletion_check_fails_only_its_table_naming_endpoint_and_cause(
+    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """p3 vanishes from the lists and its single-record check keeps answering 502: projects
+    loads nothing and says why; the other tables of its load group still load."""
+    del api.projects["p3"]
+    api.jobs["j1"]["status"] = "completed"
+    api.storm("/v1/projects/p3", 502)
+    outcome = sync(source_overrides={"retry_budget_seconds": 0.3, "max_attempts": 3})
+    tables = outcome.report.tables
+    assert tables["projects"].status == "failed"
+    error = tables["projects"].error or ""
+    assert "GET /v1/projects/p3" in error and "502" in error, error
+    assert {name: tables[name].status for name in ("jobs", "job_types", "team_members")} == {
+        "jobs": "success",
+        "job_types": "success",
+        "team_members": "success",
+    }
+    assert sql(f"SELECT status FROM {DATASET}.jobs WHERE id = 'j1' AND _dlt_valid_to IS NULL") == [
+        ("completed",)
+    ]
+    assert sql(
+        f"SELECT count(*) FROM {DATASET}.projects WHERE id = 'p3' AND _dlt_valid_to IS NULL"
+    ) == [(1,)]
+    recorded = sql(
+        f"SELECT resource, status, error FROM {DATASET}._sync_runs"
+        f" WHERE run_id = '{outcome.report.run_id}' ORDER BY resource"
+    )
+    assert len(recorded) == len(settings.ALL_TABLES)
+    assert all(status == "success" or error for _, status, error in recorded), recorded
