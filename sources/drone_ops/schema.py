@@ -91,6 +91,16 @@ ENUM_CHECKS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "team_members": {"role": settings.ROLES},
 }
+# Fields every record of a table carries by the spec (creation requires them, or the server
+# always sets them): a record without one is loaded (nothing is dropped) and recorded.
+REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
+    "projects": ("name", "status", "created", "updated"),
+    "jobs": ("name", "status", "type", "start_date", "created", "updated"),
+    "job_types": ("name",),
+    "team_members": ("email", "role"),
+    "webhooks": ("name", "url", "created"),
+    "webhook_deliveries": ("created",),
+}
 RANGE_CHECKS: dict[str, dict[str, tuple[float, float]]] = {
     "jobs": {
         "latitude": (-90.0, 90.0),

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import settings
-from .schema import ARROW_TYPES, ENUM_CHECKS, RANGE_CHECKS, TABLE_COLUMNS, Column
+from .schema import ARROW_TYPES, ENUM_CHECKS, RANGE_CHECKS, REQUIRED_FIELDS, TABLE_COLUMNS, Column
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +247,7 @@ def user_row(creator: Mapping[str, Any], first_ms: int | None, last_ms: int | No
 def to_arrow(table: str, rows: Sequence[Record], run_id: str, issues: list[Issue]) -> pa.Table:
     """Builds the typed Arrow table of a batch; appends every contract breach to `issues`."""
     declared = TABLE_COLUMNS[table]
+    reported_before = len(issues)
     arrays = _well_typed_arrays(declared, rows)
     if arrays is None:
         # some value breaks its column's type: type column by column, reporting each breach
@@ -268,7 +269,8 @@ def to_arrow(table: str, rows: Sequence[Record], run_id: str, issues: list[Issue
     for name in extra:
         arrays[name] = _inferred_array([row.get(name) for row in rows])
     built = pa.table(arrays)
-    _check_values(table, built, run_id, issues)
+    breaches = {(issue["record_id"], issue["field"]) for issue in issues[reported_before:]}
+    _check_values(table, built, run_id, issues, breaches)
     return _with_required_fields(built)
 
 
@@ -444,20 +446,34 @@ def _coerce(column: Column, value: Any) -> tuple[Any, str | None]:
 
 
 def _inferred_array(values: list[Any]) -> pa.Array:
-    """A column the spec does not know: scalars keep their type, anything nested is JSON."""
-    if all(v is None or isinstance(v, (str, bool, int, float)) for v in values):
-        try:
-            inferred = pa.array(values)
-            if not pa.types.is_null(inferred.type):
-                return inferred
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            pass
-    return pa.array([None if v is None else orjson.dumps(v).decode() for v in values], pa.string())
+    """A column the spec does not know is text, whatever one batch holds: a string as it is,
+    any other value as its JSON text. Inferring a type per batch made the same field an
+    integer in one load and JSON-quoted text (`"eu-west"`) in the next."""
+    return pa.array(
+        [v if v is None or isinstance(v, str) else orjson.dumps(v).decode() for v in values],
+        pa.string(),
+    )
 
 
-def _check_values(table: str, built: pa.Table, run_id: str, issues: list[Issue]) -> None:
-    """Records (does not drop) values outside the spec's allowed sets and ranges."""
+def _check_values(
+    table: str,
+    built: pa.Table,
+    run_id: str,
+    issues: list[Issue],
+    breaches: set[tuple[str | None, str | None]],
+) -> None:
+    """Records (does not drop) values outside the spec's allowed sets and ranges, and
+    required fields that are missing or null (unless a type breach nulled them: `breaches`
+    holds the (record id, field) pairs already reported)."""
     ids = built.column("id")
+    for name in REQUIRED_FIELDS.get(table, ()):
+        values = built.column(name)
+        if not values.null_count:
+            continue
+        for record_id, value in zip(ids.to_pylist(), values.to_pylist(), strict=True):
+            key = None if record_id is None else str(record_id)
+            if value is None and (key, name) not in breaches:
+                issues.append(_issue(run_id, table, record_id, name, None, "required but missing"))
     for name, allowed in ENUM_CHECKS.get(table, {}).items():
         values = built.column(name)
         bad = pc.and_(pc.is_valid(values), pc.invert(pc.is_in(values, pa.array(allowed))))

@@ -213,26 +213,42 @@ def test_valid_records_report_nothing() -> None:
 # --- unknown fields and JSON columns -----------------------------------------------------------
 
 
-def test_unknown_fields_become_typed_extra_columns() -> None:
-    """Fields the spec does not know are loaded: scalars typed, nested values as JSON text."""
+def test_unknown_fields_become_text_columns() -> None:
+    """Fields the spec does not know are loaded as text: strings as they are, other values as
+    their JSON text, so the column's type never depends on what one batch held."""
     table, issues = _jobs_table(
         job("j1", "p1", 1, wind_kph=12, gusty=True, pilot_note="calm", extras={"a": [1, 2]}),
         job("j2", "p1", 2, wind_kph=None, gusty=False, pilot_note=None, extras=[3]),
     )
-    assert table.column("wind_kph").type == pa.int64()
-    assert table.column("wind_kph").to_pylist() == [12, None]
-    assert table.column("gusty").type == pa.bool_()
+    assert {table.column(name).type for name in ("wind_kph", "gusty", "extras")} == {pa.string()}
+    assert table.column("wind_kph").to_pylist() == ["12", None]
+    assert table.column("gusty").to_pylist() == ["true", "false"]
     assert table.column("pilot_note").to_pylist() == ["calm", None]
-    assert table.column("extras").type == pa.string()
     assert [json.loads(v) for v in table.column("extras").to_pylist()] == [{"a": [1, 2]}, [3]]
     assert issues == []
 
 
-def test_mixed_type_unknown_field_falls_back_to_json_text() -> None:
-    """An unknown field with mixed scalar types still loads, as JSON text."""
-    table, _ = _jobs_table(job("j1", "p1", 1, code=7), job("j2", "p1", 2, code="x"))
-    assert table.column("code").type == pa.string()
-    assert [json.loads(v) for v in table.column("code").to_pylist()] == [7, "x"]
+def test_an_unknown_field_holds_the_same_text_whatever_else_its_batch_holds() -> None:
+    """A string is never JSON-quoted, whether its batch also held numbers or not."""
+    mixed, _ = _jobs_table(job("j1", "p1", 1, region=7), job("j2", "p1", 2, region="eu-west"))
+    strings, _ = _jobs_table(job("j3", "p1", 3, region="eu-west"))
+    assert mixed.column("region").to_pylist() == ["7", "eu-west"]
+    assert strings.column("region").to_pylist() == ["eu-west"]
+
+
+def test_a_missing_required_field_is_recorded_and_the_record_kept() -> None:
+    """A project without name or created loads (nothing is dropped) and each gap is an issue."""
+    record = project("p1", 1_700_000_000_000)
+    del record["name"]
+    record["created"] = None
+    rows = [project_row(record)[0]]
+    issues: list[Issue] = []
+    table = to_arrow("projects", rows, "run", issues)
+    assert table.num_rows == 1
+    assert {(i["record_id"], i["field"], i["problem"]) for i in issues} == {
+        ("p1", "name", "required but missing"),
+        ("p1", "created", "required but missing"),
+    }
 
 
 def test_json_columns_hold_json_text() -> None:
