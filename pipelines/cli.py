@@ -296,7 +296,9 @@ def _build_models(
     database = target.resolved_database().resolve()
     ensure_duckdb_free(database)
     with output.status("building dbt models"):
-        result = build_models(database, target.dataset, run_tests=run_tests)
+        result = build_models(
+            database, target.dataset, run_tests=run_tests, scratch_root=target.spill_root()
+        )
     if result.error and "Could not set lock on file" in result.error:
         from .lock import busy_message
 

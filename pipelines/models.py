@@ -27,6 +27,8 @@ DATASET_ENV = "DRONE_SYNC_DATASET"
 
 # dbt reads env vars from the process environment; one build at a time per process.
 _ENV_LOCK = threading.Lock()
+SCRATCH_PREFIX = "drone-ops-dbt-"
+"""dbt's target folders are named so a later run can remove those a killed build left."""
 
 
 @dataclass(frozen=True)
@@ -162,10 +164,12 @@ def build_models(
     dbt_vars: dict[str, Any] | None = None,
     quiet: bool = True,
     select: str | None = None,
+    scratch_root: pathlib.Path | None = None,
 ) -> ModelsResult:
     """Build staging views and marts (`dbt build`, or `dbt run` without tests) in-process.
 
     `select` is a dbt selector (e.g. "+fct_job_occurrences") to build part of the project.
+    dbt's target folder is a temporary folder in `scratch_root` (default: the system's).
     """
     from dbt.cli.main import dbtRunner
 
@@ -173,7 +177,9 @@ def build_models(
     if not pathlib.Path(database_path).is_file():
         # dbt-duckdb would create an empty file and fail on every source: say what is wrong
         return ModelsResult(ok=False, error=f"no DuckDB file at {database_path}: run a sync first")
-    with tempfile.TemporaryDirectory(prefix="drone-ops-dbt-") as scratch:
+    if scratch_root is not None:
+        scratch_root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, dir=scratch_root) as scratch:
         target = pathlib.Path(target_path) if target_path is not None else pathlib.Path(scratch)
         args = dbt_args("build" if run_tests else "run", target, dbt_vars, quiet=quiet)
         if select:

@@ -36,6 +36,7 @@ from sources.drone_ops.transforms import issue_table
 from sources.drone_ops.walk import SPILL_PREFIX, ProgressCallback
 
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
+from .models import SCRATCH_PREFIX
 from .warehouse import read_known_state, remove_replayed_rows
 
 log = logging.getLogger(__name__)
@@ -283,13 +284,27 @@ def _remove_pending_folders(working_dir: Path) -> None:
                 package.unlink(missing_ok=True)
 
 
-def _remove_spill_leftovers(spill_root: Path | None) -> None:
-    """Removes spill folders of runs that were killed before they could clean up (this
-    run holds the lock, so no other run is using them)."""
-    if spill_root is None or not spill_root.is_dir():
-        return
-    for leftover in spill_root.glob(f"{SPILL_PREFIX}*"):
-        shutil.rmtree(leftover, ignore_errors=True)
+def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
+    """Removes what killed runs left, under the lock (so no other run is using it): spill and
+    dbt scratch folders, and packages half-moved into dlt's `load/new` (a package is written
+    there and then moved on, so one still there was never loaded; its changes are re-derived
+    by this run's comparison)."""
+    removed: list[str] = []
+    spill_root = target.spill_root()
+    if spill_root is not None and spill_root.is_dir():
+        for prefix in (SPILL_PREFIX, SCRATCH_PREFIX):
+            for leftover in spill_root.glob(f"{prefix}*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+                removed.append(leftover.name)
+    half_moved = Path(pipeline.working_dir) / "load" / "new"
+    if half_moved.is_dir():
+        for package in half_moved.iterdir():
+            if package.is_dir():
+                shutil.rmtree(package, ignore_errors=True)
+            else:
+                package.unlink(missing_ok=True)
+            removed.append(f"load/new/{package.name}")
+    return removed
 
 
 def run_sync(
@@ -364,7 +379,9 @@ def _locked_run(
     if target.destination == "duckdb":
         outcome.database = target.resolved_database()
     pipeline = make_pipeline(target)
-    _remove_spill_leftovers(target.spill_root())
+    leftovers = remove_leftovers(target, pipeline)
+    if leftovers:
+        outcome.notes.append(f"removed what an interrupted run left: {', '.join(leftovers)}")
     note = finish_pending(pipeline)
     if note:
         outcome.notes.append(note)
