@@ -1,0 +1,13 @@
+"""Entry points of drone-ops-sync: the CLI, runs, the demo and the dbt runner.
+
+dlt reads its runtime configuration once, when it is first imported, and starts its anonymous
+telemetry then. So the default that keeps a run from talking to anything but the API is set
+here, before any module of this package imports dlt: telemetry is off unless the environment
+turns it on (`RUNTIME__DLTHUB_TELEMETRY=true`). dlt's own SIGINT/SIGTERM handling is off too:
+the CLI handles the signals (see `pipelines.cli.SignalStop`).
+"""
+
+import os
+
+os.environ.setdefault("RUNTIME__DLTHUB_TELEMETRY", "false")
+os.environ.setdefault("RUNTIME__INTERCEPT_SIGNALS", "false")

@@ -113,21 +113,14 @@ REQUIRED_DLT_SETTINGS = {
     "NORMALIZE__PARQUET_NORMALIZER__ADD_DLT_LOAD_ID": "true",
     # resources run one after the other; they share one walk
     "EXTRACT__NEXT_ITEM_MODE": "fifo",
-    # SIGINT/SIGTERM are ours (the CLI stops the walk and records the run); dlt's own handler
-    # would let a load carry on and swallow the signal
-    "RUNTIME__INTERCEPT_SIGNALS": "false",
 }
-TELEMETRY_ENV = "RUNTIME__DLTHUB_TELEMETRY"
 
 
 def apply_runtime_defaults() -> None:
-    """Settings every run needs, and no traffic but the API's: dlt's anonymous telemetry is
-    off unless the user turned it on (`runtime.dlthub_telemetry = true` in .dlt/config.toml
-    or RUNTIME__DLTHUB_TELEMETRY=true). Called before dlt first reads its runtime config."""
+    """Settings every run needs, applied wherever the sync is started from. (Telemetry and
+    signal handling are set in `pipelines/__init__.py`: dlt reads them when first imported.)"""
     for name, value in REQUIRED_DLT_SETTINGS.items():
         os.environ.setdefault(name, value)
-    if TELEMETRY_ENV not in os.environ and dlt.config.get("runtime.dlthub_telemetry") is None:
-        os.environ[TELEMETRY_ENV] = "false"
 
 
 def source_config(overrides: dict[str, Any] | None = None) -> SourceConfig:

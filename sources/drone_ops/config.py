@@ -179,25 +179,38 @@ def checked_jobs_path(path: str) -> str:
 
 
 def validate_base_url(base_url: str) -> str:
-    """Returns the base URL without a trailing slash; plain http is for loopback only."""
+    """Returns the base URL without a trailing slash; plain http is for loopback only.
+
+    A bad value is shown only as scheme, host and path: credentials, a query string or a value
+    that is no URL at all (a key pasted into the wrong setting) are never repeated."""
     setting = f"{settings.CONFIG_SECTION}.base_url"
     if not base_url:
         raise ConfigError(
             setting, "is empty; set it to the API's address, e.g. https://api.example.com"
         )
     parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        # the value itself is not repeated: a malformed URL may carry a secret
-        raise ConfigError(setting, "is not an http(s) URL with a host")
+    if not parts.scheme or not parts.hostname:
+        raise ConfigError(
+            setting,
+            "is not an http(s) URL with a host (value not shown: it may be a secret pasted into"
+            " the wrong setting); expected e.g. https://api.example.com",
+        )
+    host = parts.netloc.rpartition("@")[2]
+    shown = repr(f"{parts.scheme}://{host}{parts.path}")
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(setting, f"{shown} is not an http(s) URL; expected https://...")
     if parts.username or parts.password:
         raise ConfigError(setting, "must not carry credentials; put the key in api_key")
     if parts.query or parts.fragment:
-        raise ConfigError(setting, "must not carry a query string or fragment")
+        raise ConfigError(setting, f"{shown} must not carry a query string or fragment")
     if parts.scheme == "http" and not _is_loopback(parts.hostname):
-        raise ConfigError(setting, "plain http:// is allowed for loopback hosts only; use https://")
+        raise ConfigError(
+            setting, f"{shown}: plain http:// is allowed for loopback hosts only; use https://"
+        )
     if parts.path.rstrip("/").endswith(settings.API_PREFIX):
         raise ConfigError(
-            setting, f"must not end with {settings.API_PREFIX}: paths under it start with /v1"
+            setting,
+            f"{shown} must not end with {settings.API_PREFIX}: paths under it start with /v1",
         )
     return base_url.rstrip("/")
 

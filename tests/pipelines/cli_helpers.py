@@ -1,0 +1,275 @@
+"""Running `drone-sync` as a scheduler would: a subprocess with its own environment, a clean
+working directory, a timeout, and its output captured for the assertions of
+test_unattended.py."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from .warehouse_check import query
+
+REPO = Path(__file__).resolve().parents[2]
+NETGUARD = Path(__file__).resolve().parent / "netguard"
+NETGUARD_LOG_ENV = "DRONE_SYNC_NETGUARD_LOG"
+TRACEBACK = "Traceback (most recent call last)"
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_BUSY = 75
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+ALL_TABLES = (
+    "projects",
+    "jobs",
+    "job_types",
+    "team_members",
+    "webhooks",
+    "webhook_deliveries",
+    "users",
+)
+SETTINGS_PREFIX = "SOURCES__DRONE_OPS__"
+# what the caller's environment must not leak into a run: dlt config of any section, the
+# terminal width, forced colours, and dlt's own folders
+_DROPPED_PREFIXES = (
+    "SOURCES__",
+    "DESTINATION__",
+    "RUNTIME__",
+    "NORMALIZE__",
+    "EXTRACT__",
+    "LOAD__",
+    "DLT_",
+)
+_DROPPED = {"COLUMNS", "LINES", "FORCE_COLOR", "PYTHONPATH", "PYTHONSTARTUP"}
+
+
+@dataclass
+class Result:
+    """One finished `drone-sync` process."""
+
+    args: Sequence[str]
+    code: int
+    out: str
+    err: str
+    seconds: float
+
+    @property
+    def text(self) -> str:
+        return f"{self.out}\n{self.err}"
+
+    def lines(self) -> list[str]:
+        """Non-blank lines of stdout and stderr, stripped."""
+        return meaningful_lines(self.text)
+
+    def describe(self) -> str:
+        return (
+            f"drone-sync {' '.join(map(repr, self.args))} -> exit {self.code}"
+            f" in {self.seconds:.1f}s\n--- stdout ---\n{self.out[-4000:]}"
+            f"\n--- stderr ---\n{self.err[-4000:]}"
+        )
+
+
+def meaningful_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def cli_env(
+    tmp_path: Path,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    settings: Mapping[str, str | None] | None = None,
+    netguard_log: Path | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of one run: the caller's minus any dlt config, HOME inside tmp_path,
+    the source configured through SOURCES__DRONE_OPS__* variables. A setting given as None
+    is left unset."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(_DROPPED_PREFIXES) and name not in _DROPPED
+    }
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env["HOME"] = str(home)
+    paths = [str(REPO)]
+    if netguard_log is not None:
+        paths.insert(0, str(NETGUARD))
+        env[NETGUARD_LOG_ENV] = str(netguard_log)
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    if base_url is not None:
+        env[f"{SETTINGS_PREFIX}BASE_URL"] = base_url
+    if api_key is not None:
+        env[f"{SETTINGS_PREFIX}API_KEY"] = api_key
+    for name, value in (settings or {}).items():
+        if value is None:
+            env.pop(f"{SETTINGS_PREFIX}{name}", None)
+        else:
+            env[f"{SETTINGS_PREFIX}{name}"] = value
+    env.update(extra or {})
+    return env
+
+
+def cli_command(args: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "pipelines.cli", *args]
+
+
+def run_cli(
+    args: Sequence[str], env: Mapping[str, str], cwd: Path, *, timeout: float = 120
+) -> Result:
+    """Runs `drone-sync ARGS` to completion (killed at the timeout) without a terminal."""
+    started = time.monotonic()
+    completed = subprocess.run(
+        cli_command(args),
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        errors="backslashreplace",
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    return Result(
+        list(args),
+        completed.returncode,
+        completed.stdout,
+        completed.stderr,
+        time.monotonic() - started,
+    )
+
+
+class Background:
+    """`drone-sync ARGS` started in the background, its output going to files in `logs`."""
+
+    def __init__(
+        self, args: Sequence[str], env: Mapping[str, str], cwd: Path, logs: Path, name: str
+    ) -> None:
+        logs.mkdir(parents=True, exist_ok=True)
+        self.args = list(args)
+        self.out_path = logs / f"{name}.out"
+        self.err_path = logs / f"{name}.err"
+        self._out: IO[bytes] = self.out_path.open("wb")
+        self._err: IO[bytes] = self.err_path.open("wb")
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            cli_command(args),
+            cwd=cwd,
+            env=dict(env),
+            stdout=self._out,
+            stderr=self._err,
+            stdin=subprocess.DEVNULL,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def wait(self, timeout: float) -> Result:
+        """Waits for the exit; raises TimeoutExpired (the process still runs) when it lasts."""
+        code = self.process.wait(timeout=timeout)
+        return self._result(code)
+
+    def stop(self) -> None:
+        """Kills the process if it still runs (its own handle only) and closes the files."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        self._out.close()
+        self._err.close()
+
+    def _result(self, code: int) -> Result:
+        self._out.flush()
+        self._err.flush()
+        read = lambda p: p.read_bytes().decode("utf-8", "backslashreplace")  # noqa: E731
+        return Result(
+            self.args,
+            code,
+            read(self.out_path),
+            read(self.err_path),
+            time.monotonic() - self.started,
+        )
+
+
+def wait_until(condition: Callable[[], Any], timeout: float, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return bool(condition())
+
+
+def closed_loopback_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, read, released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    child = subprocess.Popen(["true"])
+    child.wait(timeout=30)
+    try:
+        os.kill(child.pid, 0)
+    except ProcessLookupError:
+        return child.pid
+    raise AssertionError(f"pid {child.pid} was reused at once; run the test again")
+
+
+def names_pid(text: str, pid: int) -> bool:
+    """A line says "pid" (any case) and holds the number as a whole word."""
+    return any(
+        "pid" in line.lower() and re.search(rf"(?<!\d){pid}(?!\d)", line)
+        for line in text.splitlines()
+    )
+
+
+def sync_runs(database: Path, dataset: str = "drone_ops") -> list[dict[str, Any]]:
+    return query(database, f"SELECT * FROM {dataset}._sync_runs ORDER BY run_id, resource")
+
+
+def table_counts(database: Path, dataset: str = "drone_ops") -> dict[str, int]:
+    """Rows per table of the dataset, `_sync_runs` and `_sync_issues` included."""
+    tables = query(
+        database,
+        "SELECT table_name FROM information_schema.tables"
+        f" WHERE table_schema = '{dataset}' ORDER BY table_name",
+    )
+    return {
+        row["table_name"]: query(
+            database, f'SELECT count(*) AS n FROM {dataset}."{row["table_name"]}"'
+        )[0]["n"]
+        for row in tables
+    }
+
+
+def tree_snapshot(root: Path, prefix: str = "") -> dict[str, int]:
+    """Path -> mtime of everything under `root` whose top-level name starts with `prefix`."""
+    if not root.is_dir():
+        return {}
+    snapshot: dict[str, int] = {}
+    for top in root.iterdir():
+        if not top.name.startswith(prefix):
+            continue
+        for path in [top, *(top.rglob("*") if top.is_dir() else [])]:
+            try:
+                snapshot[str(path)] = path.stat().st_mtime_ns
+            except FileNotFoundError:
+                continue
+    return snapshot
