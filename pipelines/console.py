@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
@@ -168,7 +169,12 @@ def table_fields(outcome: SyncOutcome) -> dict[str, dict[str, Any]]:
 
 def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync summary") -> None:
     report = outcome.report
-    table = Table(title=f"{title} · run {report.run_id}", title_justify="left")
+    table = Table(
+        title=f"{title} · run {report.run_id}",
+        title_justify="left",
+        # plain ASCII in a log file, which grep and mail readers take as text
+        box=box.HEAVY_HEAD if console.is_terminal else box.ASCII2,
+    )
     table.add_column("table", no_wrap=True)
     table.add_column("status", no_wrap=True)
     for header in ("seen", "new", "changed", "retired", "pages", "requests", "retries", "s"):
@@ -193,13 +199,10 @@ def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync sum
     )
     for note in outcome.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
-    # one line per distinct cause: an unreachable API fails every table the same way
-    causes: dict[str, list[str]] = {}
     for name, row in fields.items():
-        if row["error"]:
-            causes.setdefault(row["error"], []).append(name)
         if row["scope"]:
             console.print(f"[bold]{name}[/bold]: {escape(row['scope'])}")
+    causes = _group_causes({name: row["error"] for name, row in fields.items() if row["error"]})
     for error, names in causes.items():
         console.print(f"[bold red]{', '.join(names)}[/bold red]: {escape(error)}")
     if outcome.load_error and outcome.load_error not in causes:
@@ -217,6 +220,17 @@ def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync sum
         console.print("[green]all tables loaded[/green]")
     else:
         console.print("[bold red]run failed[/bold red]")
+
+
+def _group_causes(errors: dict[str, str]) -> dict[str, list[str]]:
+    """One line per cause: an unreachable API fails every table the same way, and a table
+    that failed because another did ("job walk incomplete because the project list failed:
+    <cause>") is listed with that cause."""
+    causes: dict[str, list[str]] = {}
+    for name, error in sorted(errors.items(), key=lambda item: len(item[1])):
+        cause = next((known for known in causes if error.endswith(known)), error)
+        causes.setdefault(cause, []).append(name)
+    return {cause: sorted(names, key=list(errors).index) for cause, names in causes.items()}
 
 
 class Output:
