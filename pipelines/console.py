@@ -227,7 +227,8 @@ def _group_causes(errors: dict[str, str]) -> dict[str, list[str]]:
     that failed because another did ("job walk incomplete because the project list failed:
     <cause>") is listed with that cause."""
     causes: dict[str, list[str]] = {}
-    for name, error in sorted(errors.items(), key=lambda item: len(item[1])):
+    bare = {name: error.removeprefix(f"{name}: ") for name, error in errors.items()}
+    for name, error in sorted(bare.items(), key=lambda item: len(item[1])):
         cause = next((known for known in causes if error.endswith(known)), error)
         causes.setdefault(cause, []).append(name)
     return {cause: sorted(names, key=list(errors).index) for cause, names in causes.items()}

@@ -432,7 +432,7 @@ def _mark_interrupted(report: SyncReport, tables: Sequence[str]) -> None:
         result = report.table(name)
         if result.status in ("skipped",) or (result.status == "success" and not result.loaded):
             result.status = "interrupted"
-            result.error = "the run was interrupted before this table was loaded"
+            result.error = f"{name}: the run was interrupted before this table was loaded"
 
 
 def _load(
@@ -452,7 +452,7 @@ def _load(
             result = report.table(name)
             if result.status in ("success", "skipped"):
                 result.status = "failed"
-                result.error = error
+                result.error = f"{name}: {error}"
         return
     for name in tables:
         result = report.table(name)

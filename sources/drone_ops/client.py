@@ -191,6 +191,7 @@ class DroneOpsClient:
         self.cancel_event = cancel if cancel is not None else threading.Event()
         """Set to stop: every request loop ends before its next request."""
         self.max_attempts = max(1, max_attempts)
+        self.timeout_seconds = timeout
         self.retry_budget_seconds = retry_budget_seconds
         self.max_retry_after_seconds = max_retry_after_seconds
         self.backoff_initial_seconds = backoff_initial_seconds
@@ -227,7 +228,7 @@ class DroneOpsClient:
     def probe_status(self, method: str, path: str, body: Any) -> tuple[int, str]:
         """One unretried request, for `check`: its status and the API's message."""
         response = self._http.request(method, path, json=body)
-        return response.status_code, _api_message(response)
+        return response.status_code, _api_message(response.content)
 
     def get_json(
         self,
@@ -349,7 +350,8 @@ class DroneOpsClient:
         try:
             stats.add(requests=1)
             try:
-                response = self._http.get(path, params=params)
+                with self._http.stream("GET", path, params=params) as response:
+                    content = self._read_within_deadline(response)
             except (httpx.TransportError, RuntimeError) as exc:
                 # a request cut off by `cancel()` (httpx refuses a closed client with a
                 # RuntimeError) is the stop, not a failure to retry
@@ -368,21 +370,39 @@ class DroneOpsClient:
                     retry_after = min(retry_after, self.max_retry_after_seconds)
                 raise TransientError("429 rate limited", retry_after=retry_after)
             if status >= 500 or status == 408:
-                raise TransientError(f"{status} {_api_message(response)}".strip())
+                raise TransientError(f"{status} {_api_message(content)}".strip())
             if status >= 400:
-                raise _client_error(endpoint, response, not_found_fix)
+                raise _client_error(endpoint, status, content, not_found_fix)
             if status != 200:
                 raise TransientError(f"unexpected status {status}")
             try:
-                body = orjson.loads(response.content)
+                body = orjson.loads(content)
             except orjson.JSONDecodeError:
-                # a cut-off body heals on a retry; a page that is not JSON at all does not
-                raise TransientError("truncated or invalid JSON body", short=True) from None
+                # a JSON body cut off heals on a retry; a page that is not JSON at all (a login
+                # page, a proxy's error) does not, so it is retried only briefly
+                if content.lstrip()[:1] in (b"{", b"["):
+                    raise TransientError("truncated JSON body") from None
+                raise TransientError("a body that is not JSON", short=True) from None
             if not isinstance(body, dict):
                 raise ResponseError(endpoint, f"a JSON {type(body).__name__}, not an object")
             return body
         finally:
             self.limiter.release(throttled=throttled, retry_after=retry_after)
+
+    def _read_within_deadline(self, response: httpx.Response) -> bytes:
+        """The body, or a retryable error once the whole response took longer than the
+        timeout: httpx's timeout bounds each read, so a server dripping its body slowly would
+        otherwise hold a worker as long as it likes."""
+        deadline = time.monotonic() + self.timeout_seconds
+        chunks: list[bytes] = []
+        for chunk in response.iter_bytes():
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise TransientError(
+                    f"the response took longer than {self.timeout_seconds:g}s"
+                    f" ({settings.CONFIG_SECTION}.timeout_seconds)"
+                )
+        return b"".join(chunks)
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -453,18 +473,19 @@ def _check_page_advances(
     seen_ids.update(ids)
 
 
-def _api_message(response: httpx.Response) -> str:
+def _api_message(content: bytes) -> str:
     try:
-        body = orjson.loads(response.content)
+        body = orjson.loads(content)
     except orjson.JSONDecodeError:
         return ""
     message = body.get("message") if isinstance(body, dict) else None
     return str(message)[:300] if message else ""
 
 
-def _client_error(endpoint: str, response: httpx.Response, not_found_fix: str | None) -> ApiError:
-    status = response.status_code
-    message = _api_message(response)
+def _client_error(
+    endpoint: str, status: int, content: bytes, not_found_fix: str | None
+) -> ApiError:
+    message = _api_message(content)
     key_setting = f"{settings.CONFIG_SECTION}.api_key (env SOURCES__DRONE_OPS__API_KEY)"
     if status == 401:
         return AuthError(endpoint, status, message, f"the API key was refused: check {key_setting}")

@@ -406,7 +406,7 @@ class _TableSync:
                     isinstance(exc, Interrupted) for exc in failures.values()
                 )
                 result.status = "interrupted" if interrupted else "failed"
-                result.error = "; ".join(dict.fromkeys(errors))
+                result.error = f"{result.table}: " + "; ".join(dict.fromkeys(errors))
             else:
                 result.status = "success"
         finally:
@@ -450,4 +450,4 @@ class _TableSync:
 def _record_failure(result: TableResult, error: DroneOpsError | None, prefix: str = "") -> None:
     """A table that loads nothing this run: interrupted by a signal, or failed with a cause."""
     result.status = "interrupted" if isinstance(error, Interrupted) else "failed"
-    result.error = f"{prefix}{error or type(error).__name__}"
+    result.error = f"{result.table}: {prefix}{error or type(error).__name__}"

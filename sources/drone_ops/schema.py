@@ -101,6 +101,24 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "webhooks": ("name", "url", "created"),
     "webhook_deliveries": ("created",),
 }
+# Text lengths the spec allows (part 2 and part 8), in characters, inclusive.
+LENGTH_CHECKS: dict[str, dict[str, tuple[int, int]]] = {
+    "projects": {
+        "name": (1, 100),
+        "description": (1, 1000),
+        "external_id": (0, 255),
+        "laanc_number": (0, 100),
+        "other_status_reason": (1, 200),
+    },
+    "jobs": {
+        "name": (1, 100),
+        "description": (0, 1000),
+        "inspection_notes": (0, 2000),
+        "external_id": (0, 255),
+        "other_status_reason": (1, 200),
+    },
+    "job_types": {"name": (1, 50), "icon": (0, 20)},
+}
 RANGE_CHECKS: dict[str, dict[str, tuple[float, float]]] = {
     "jobs": {
         "latitude": (-90.0, 90.0),

@@ -20,7 +20,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import settings
-from .schema import ARROW_TYPES, ENUM_CHECKS, RANGE_CHECKS, REQUIRED_FIELDS, TABLE_COLUMNS, Column
+from .schema import (
+    ARROW_TYPES,
+    ENUM_CHECKS,
+    LENGTH_CHECKS,
+    RANGE_CHECKS,
+    REQUIRED_FIELDS,
+    TABLE_COLUMNS,
+    Column,
+)
 
 log = logging.getLogger(__name__)
 
@@ -478,6 +486,15 @@ def _check_values(
         values = built.column(name)
         bad = pc.and_(pc.is_valid(values), pc.invert(pc.is_in(values, pa.array(allowed))))
         _report(table, name, ids, values, bad, f"not one of {', '.join(allowed)}", run_id, issues)
+    for name, (shortest, longest) in LENGTH_CHECKS.get(table, {}).items():
+        if name not in built.column_names:
+            continue
+        values = built.column(name)
+        lengths = pc.utf8_length(values)
+        bad = pc.or_(pc.less(lengths, shortest), pc.greater(lengths, longest))
+        _report(
+            table, name, ids, values, bad, f"length outside {shortest} to {longest}", run_id, issues
+        )
     for name, (low, high) in RANGE_CHECKS.get(table, {}).items():
         values = built.column(name)
         bad = pc.or_(pc.less(values, low), pc.greater(values, high))
