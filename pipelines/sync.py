@@ -260,13 +260,19 @@ def finish_pending(pipeline: dlt.Pipeline) -> str | None:
         pipeline.abort_packages()
     except Exception:
         _remove_pending_folders(Path(pipeline.working_dir))
+    # a normalize that failed half-way leaves its output in load/new, which no abort removes
+    _remove_pending_folders(Path(pipeline.working_dir), queues=("load/new",))
     log.warning("dropped pending data of an interrupted run: %s", cause)
     return "dropped pending data of an interrupted run (it is re-derived this run)"
 
 
-def _remove_pending_folders(working_dir: Path) -> None:
-    """Empties dlt's queues of packages not yet loaded (extracted, normalized, new)."""
-    for queue in ("normalize/extracted", "load/normalized", "load/new"):
+def _remove_pending_folders(
+    working_dir: Path,
+    queues: Sequence[str] = ("normalize/extracted", "load/normalized", "load/new"),
+) -> list[str]:
+    """Empties dlt's queues of packages not yet loaded; returns what it removed."""
+    removed: list[str] = []
+    for queue in queues:
         folder = working_dir / queue
         if not folder.is_dir():
             continue
@@ -275,6 +281,8 @@ def _remove_pending_folders(working_dir: Path) -> None:
                 shutil.rmtree(package, ignore_errors=True)
             else:
                 package.unlink(missing_ok=True)
+            removed.append(f"{queue}/{package.name}")
+    return removed
 
 
 def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
@@ -289,15 +297,7 @@ def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
             for leftover in spill_root.glob(f"{prefix}*"):
                 shutil.rmtree(leftover, ignore_errors=True)
                 removed.append(leftover.name)
-    half_moved = Path(pipeline.working_dir) / "load" / "new"
-    if half_moved.is_dir():
-        for package in half_moved.iterdir():
-            if package.is_dir():
-                shutil.rmtree(package, ignore_errors=True)
-            else:
-                package.unlink(missing_ok=True)
-            removed.append(f"load/new/{package.name}")
-    return removed
+    return removed + _remove_pending_folders(Path(pipeline.working_dir), queues=("load/new",))
 
 
 def run_sync(
