@@ -1,0 +1,63 @@
+"""kill -9 of a sync in a child process, at seeded points of the walk and of the first load
+package (projects, jobs, job types, team): first on a fresh warehouse, then, after churn, on
+the incremental one. Each kill is followed by a clean run and the truth check."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from simulator.testing import SimulatorHandle, running_simulator
+
+from .child import Zygote
+from .harness import Warehouse
+from .killing import churn, kill_and_heal, seeded_points, walk_requests
+from .results import ChaosResults
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
+
+LISTS = 0
+FRESH = seeded_points(
+    11,
+    [
+        walk_requests(1, 2, 12),
+        ("extract", LISTS),
+        ("normalize", LISTS),
+        ("load-mid", LISTS),
+        walk_requests(2, 20, 50),
+    ],
+)
+INCREMENTAL = seeded_points(
+    12,
+    [
+        walk_requests(3, 2, 60),
+        ("normalized", LISTS),
+        ("wal", LISTS),
+        ("load-started", LISTS),
+        ("loaded", LISTS),
+    ],
+)
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimulatorHandle]:
+    with running_simulator(seed=701, scale="small", admin=True, latency_ms="1-4") as handle:
+        yield handle
+
+
+@pytest.mark.parametrize("pair", range(len(FRESH)), ids=[p.name for p in FRESH])
+def test_kill9_fresh_then_incremental(
+    pair: int,
+    sim: SimulatorHandle,
+    zygote: Zygote,
+    tmp_path: Path,
+    chaos_results: ChaosResults,
+) -> None:
+    warehouse = Warehouse(tmp_path)
+    kill_and_heal(warehouse, sim, FRESH[pair], chaos_results, label="fresh", zygote=zygote)
+    churn(sim, seed=700 + pair)
+    kill_and_heal(
+        warehouse, sim, INCREMENTAL[pair], chaos_results, label="incremental", zygote=zygote
+    )
