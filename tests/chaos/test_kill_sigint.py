@@ -1,7 +1,9 @@
-"""SIGINT (Ctrl-C) to a sync in a child process at some of the kill points, on a fresh and then
-an incremental warehouse; the next clean run must heal the warehouse to equality. Exit codes
-are not asserted yet (signal handling is being rewritten); a child that ignores SIGINT for
-30 s is killed and noted in the results."""
+"""SIGINT (Ctrl-C) to a sync in a child process at kill points across walk, extract, normalize
+and load, on a fresh and then an incremental warehouse; the next clean run must heal the
+warehouse to equality. The child calls `run_sync` as a library user would, without the CLI's
+handler, so SIGINT lands as a KeyboardInterrupt wherever the run is; the CLI's cooperative stop
+and its exit codes 130/143 are asserted in tests/pipelines/test_unattended.py. A child that
+ignores SIGINT for 30 s is killed and noted in the results."""
 
 from __future__ import annotations
 
@@ -21,8 +23,13 @@ from .results import ChaosResults
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 
 LISTS, WEBHOOKS, RECORD = 0, 1, 2
-FRESH = seeded_points(31, [walk_requests(4, 2, 30), ("extract", WEBHOOKS)])
-INCREMENTAL = seeded_points(32, [("load-mid", LISTS), ("extract", RECORD)])
+FRESH = seeded_points(
+    31, [walk_requests(4, 2, 30), ("extract", WEBHOOKS), ("normalize", LISTS), ("wal", WEBHOOKS)]
+)
+INCREMENTAL = seeded_points(
+    32,
+    [("load-mid", LISTS), ("extract", RECORD), ("normalized", WEBHOOKS), walk_requests(5, 2, 30)],
+)
 
 
 @pytest.fixture(scope="module")
