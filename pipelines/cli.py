@@ -22,17 +22,17 @@ from rich.console import Console
 from sources.drone_ops import ConfigError, DroneOpsError
 from sources.drone_ops import settings as source_settings
 from sources.drone_ops.access import check_access
+from sources.drone_ops.config import checked_tables
 from sources.drone_ops.secrets import redact
 
 from .console import JsonOutput, Output, TextOutput, make_console, setup_logging
-from .lock import WarehouseBusy, ensure_duckdb_free, warehouse_lock
+from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
 from .sync import (
     DEFAULT_DATASET,
     SyncOutcome,
     Target,
     apply_runtime_defaults,
     check_target,
-    checked_tables,
     run_sync,
     source_config,
 )
@@ -299,10 +299,9 @@ def _build_models(
         result = build_models(
             database, target.dataset, run_tests=run_tests, scratch_root=target.spill_root()
         )
-    if result.error and "Could not set lock on file" in result.error:
-        from .lock import busy_message
-
-        raise WarehouseBusy(busy_message(database, Exception(result.error)) or result.error)
+    busy = busy_message(database, Exception(result.error)) if result.error else None
+    if busy is not None:
+        raise WarehouseBusy(busy)
     output.models_summary(result, target.dataset)
     if stop.received is not None:
         # dbt turns the KeyboardInterrupt into a failed result; the signal decides the code

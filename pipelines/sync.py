@@ -29,7 +29,7 @@ from sources.drone_ops import (
     drone_ops,
 )
 from sources.drone_ops import settings as source_settings
-from sources.drone_ops.config import SourceConfig, read_source_config
+from sources.drone_ops.config import SourceConfig, checked_tables, read_source_config
 from sources.drone_ops.schema import TABLE_COLUMNS
 from sources.drone_ops.secrets import redact
 from sources.drone_ops.transforms import issue_table
@@ -341,18 +341,6 @@ def run_sync(
             raise
 
 
-def checked_tables(tables: Sequence[str] | None) -> tuple[str, ...]:
-    if not tables:
-        return source_settings.ALL_TABLES
-    unknown = sorted(set(tables) - set(source_settings.ALL_TABLES))
-    if unknown:
-        raise ConfigError(
-            "--resources",
-            f"unknown {', '.join(unknown)}; choose from {', '.join(source_settings.ALL_TABLES)}",
-        )
-    return tuple(dict.fromkeys(tables))
-
-
 def _locked_run(
     target: Target,
     config: SourceConfig,
@@ -430,7 +418,7 @@ def _mark_interrupted(report: SyncReport, tables: Sequence[str]) -> None:
     """Tables a stopped run never got to (or whose load it skipped) load nothing."""
     for name in tables:
         result = report.table(name)
-        if result.status in ("skipped",) or (result.status == "success" and not result.loaded):
+        if result.status == "skipped" or (result.status == "success" and not result.loaded):
             result.status = "interrupted"
             result.error = f"{name}: the run was interrupted before this table was loaded"
 

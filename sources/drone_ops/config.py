@@ -14,8 +14,8 @@ import ipaddress
 import json
 import math
 import string
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -83,20 +83,20 @@ def read_source_config(
     def raw(name: str) -> Any:
         return given[name] if name in given else lookup(name)
 
-    return checked_config(
-        base_url=raw("base_url"),
-        api_key=raw("api_key"),
-        webhook_ids=raw("webhook_ids"),
-        jobs_path=raw("jobs_path"),
-        max_workers=raw("max_workers"),
-        max_requests_per_second=raw("max_requests_per_second"),
-        max_retire_share=raw("max_retire_share"),
-        timeout_seconds=raw("timeout_seconds"),
-        max_attempts=raw("max_attempts"),
-        retry_budget_seconds=raw("retry_budget_seconds"),
-        job_refresh_slices=raw("job_refresh_slices"),
-        delivery_overlap_seconds=raw("delivery_overlap_seconds"),
-    )
+    return checked_config(**{setting.name: raw(setting.name) for setting in fields(SourceConfig)})
+
+
+def checked_tables(tables: Sequence[str] | None) -> tuple[str, ...]:
+    """The tables a run syncs (all when none are named), each once; `--resources` names them."""
+    if not tables:
+        return settings.ALL_TABLES
+    unknown = sorted(set(tables) - set(settings.ALL_TABLES))
+    if unknown:
+        raise ConfigError(
+            "--resources",
+            f"unknown {', '.join(unknown)}; choose from {', '.join(settings.ALL_TABLES)}",
+        )
+    return tuple(dict.fromkeys(tables))
 
 
 def checked_config(**values: Any) -> SourceConfig:

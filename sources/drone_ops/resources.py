@@ -39,8 +39,8 @@ from .changes import (
     unchanged_versions,
 )
 from .client import DroneOpsClient, WalkStats
-from .config import checked_config
-from .exceptions import ConfigError, DroneOpsError, Interrupted, MassDeleteRefused
+from .config import checked_config, checked_tables
+from .exceptions import DroneOpsError, Interrupted, MassDeleteRefused
 from .report import SyncReport, TableResult
 from .schema import ARROW_TYPES, dlt_columns
 from .transforms import Record, entity_row, job_row, project_row, to_arrow, tombstones, user_row
@@ -152,12 +152,7 @@ def drone_ops(
         max_requests_per_second=config.max_requests_per_second,
         transport=options.transport,
     )
-    unknown = sorted(set(options.tables) - set(settings.ALL_TABLES))
-    if unknown:
-        raise ConfigError(
-            "--resources", f"unknown {unknown}; choose from {', '.join(settings.ALL_TABLES)}"
-        )
-    wanted = set(options.tables)
+    wanted = set(checked_tables(options.tables))
     plan = WalkPlan(
         projects="projects" in wanted or "users" in wanted,
         jobs="jobs" in wanted,
@@ -280,7 +275,7 @@ class _TableSync:
                 conflicts = sorted(self.walk.conflicts.get(table, ()))
                 if conflicts:
                     snapshot.replace(conflicts, self._fetch_rows(table, conflicts, current)[0])
-                changes = diff(snapshot.ids(), snapshot.hashes(), current)
+                changes = diff(*snapshot.versions(), current)
                 if changes.retire_ids and len(changes.retire_ids) <= MAX_DELETION_CHECKS:
                     changes = self._confirm_deletions(table, changes, current)
             except DroneOpsError as exc:
@@ -325,7 +320,7 @@ class _TableSync:
         rows, kept = self._fetch_rows(table, changes.retire_ids, current)
         if rows:
             snapshot.replace([str(row["id"]) for row in rows], rows)
-            changes = diff(snapshot.ids(), snapshot.hashes(), current)
+            changes = diff(*snapshot.versions(), current)
         if kept:
             keep = set(kept)
             changes = ChangeSet(

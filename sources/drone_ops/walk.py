@@ -234,13 +234,11 @@ class TableSnapshot:
             arrays.append(batch.hashes if keep is None else batch.hashes.filter(keep))
         return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
 
-    def ids(self) -> pa.Array:
-        """Each id once (see `_versions`)."""
-        return self._versions().column("id").combine_chunks()
-
-    def hashes(self) -> pa.Array:
-        """The version of each id in `ids()`, in the same order."""
-        return self._versions().column("hash").combine_chunks()
+    def versions(self) -> tuple[pa.Array, pa.Array]:
+        """Each id once and its version (row hash), in the same order (see `_versions`);
+        computed together so a repeated id is settled once per comparison."""
+        versions = self._versions()
+        return versions.column("id").combine_chunks(), versions.column("hash").combine_chunks()
 
     def _versions(self) -> pa.Table:
         """One version per id. An entity the walk saw twice with different content (the API
