@@ -155,8 +155,39 @@ def _release_duckdb() -> None:
             environment.close()
 
 
+@dataclass(frozen=True)
+class DbtTarget:
+    """Which output of models/profiles.yml dbt builds in, and the values it reads from the
+    environment for that one call."""
+
+    name: str
+    env: Mapping[str, str]
+    database_file: pathlib.Path | None = None
+
+    @classmethod
+    def duckdb(cls, database_path: pathlib.Path) -> DbtTarget:
+        path = pathlib.Path(database_path).resolve()
+        return cls("duckdb", {PATH_ENV: str(path)}, path)
+
+    @classmethod
+    def postgres(
+        cls, *, host: str, port: int, user: str, password: str, database: str, sslmode: str
+    ) -> DbtTarget:
+        return cls(
+            "postgres",
+            {
+                "DRONE_SYNC_PG_HOST": host,
+                "DRONE_SYNC_PG_PORT": str(port),
+                "DRONE_SYNC_PG_USER": user,
+                "DBT_ENV_SECRET_DRONE_SYNC_PG_PASSWORD": password,
+                "DRONE_SYNC_PG_DATABASE": database,
+                "DRONE_SYNC_PG_SSLMODE": sslmode,
+            },
+        )
+
+
 def build_models(
-    database_path: pathlib.Path,
+    warehouse: pathlib.Path | DbtTarget,
     dataset: str = "drone_ops",
     *,
     run_tests: bool = True,
@@ -174,22 +205,26 @@ def build_models(
     from dbt.cli.main import dbtRunner
 
     started = time.perf_counter()
-    if not pathlib.Path(database_path).is_file():
+    target = warehouse if isinstance(warehouse, DbtTarget) else DbtTarget.duckdb(warehouse)
+    if target.database_file is not None and not target.database_file.is_file():
         # dbt-duckdb would create an empty file and fail on every source: say what is wrong
-        return ModelsResult(ok=False, error=f"no DuckDB file at {database_path}: run a sync first")
+        return ModelsResult(
+            ok=False, error=f"no DuckDB file at {target.database_file}: run a sync first"
+        )
     if scratch_root is not None:
         scratch_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, dir=scratch_root) as scratch:
-        target = pathlib.Path(target_path) if target_path is not None else pathlib.Path(scratch)
-        args = dbt_args("build" if run_tests else "run", target, dbt_vars, quiet=quiet)
+        folder = pathlib.Path(target_path) if target_path is not None else pathlib.Path(scratch)
+        args = dbt_args("build" if run_tests else "run", folder, dbt_vars, quiet=quiet)
+        args += ["--target", target.name]
         if select:
             args += ["--select", select]
-        env = {PATH_ENV: str(pathlib.Path(database_path).resolve()), DATASET_ENV: dataset}
-        with _environment(env):
+        with _environment({**target.env, DATASET_ENV: dataset}):
             try:
                 outcome = dbtRunner().invoke(args)
             finally:
-                _release_duckdb()
+                if target.name == "duckdb":
+                    _release_duckdb()
     summary = _summarise(outcome.result, outcome.success, started)
     if outcome.exception is not None:
         summary.ok = False

@@ -18,6 +18,11 @@ from typing import Any
 
 import dlt
 import pyarrow as pa
+from dlt.common.configuration.exceptions import (
+    ConfigFieldMissingException,
+    ConfigurationValueError,
+    LookupTraces,
+)
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 from dlt.pipeline.exceptions import PipelineStepFailed
 
@@ -31,12 +36,12 @@ from sources.drone_ops import (
 from sources.drone_ops import settings as source_settings
 from sources.drone_ops.config import SourceConfig, checked_tables, read_source_config
 from sources.drone_ops.schema import TABLE_COLUMNS
-from sources.drone_ops.secrets import redact
+from sources.drone_ops.secrets import redact, register_secret
 from sources.drone_ops.transforms import issue_table
 from sources.drone_ops.walk import SPILL_PREFIX, ProgressCallback
 
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
-from .models import SCRATCH_PREFIX
+from .models import SCRATCH_PREFIX, DbtTarget
 from .warehouse import read_known_state, remove_replayed_rows
 
 log = logging.getLogger(__name__)
@@ -47,6 +52,9 @@ DEFAULT_DATASET = "drone_ops"
 # `drone_ops.projects` as ambiguous when catalog and schema (our dataset) share a name.
 DEFAULT_DATABASE = "drone_ops_warehouse.duckdb"
 DEFAULT_DUCKDB_MEMORY_LIMIT = "128MB"
+LOADER_FILE_FORMATS = {"duckdb": "parquet", "postgres": "insert_values"}
+# destinations the dbt project is built and tested on (models/profiles.yml has their outputs)
+MODEL_DESTINATIONS = ("duckdb", "postgres")
 
 
 @dataclass
@@ -64,7 +72,7 @@ class Target:
         configured: Any = dlt.config.get("destination.duckdb.credentials")
         return Path(configured if isinstance(configured, str) else DEFAULT_DATABASE)
 
-    def resolved_pipelines_dir(self) -> Path | None:
+    def resolved_pipelines_dir(self) -> Path:
         """dlt's working folder: beside the DuckDB file, one per file, so two warehouses in
         one folder never share pending packages (`.dlt_pipelines/<file name>/`)."""
         if self.pipelines_dir is not None:
@@ -72,7 +80,10 @@ class Target:
         if self.destination == "duckdb":
             database = self.resolved_database().resolve()
             return database.parent / ".dlt_pipelines" / database.name
-        return None
+        # a server destination has no file to sit beside: dlt's data folder, one per
+        # destination and dataset
+        data_dir = Path(dlt.current.run_context().data_dir)
+        return data_dir / "drone_ops_sync" / f"{self.destination}-{self.dataset}"
 
     def lock_path(self) -> Path:
         """The run lock: beside the DuckDB file, or in the pipelines folder for a dataset on
@@ -80,14 +91,19 @@ class Target:
         if self.destination == "duckdb":
             database = self.resolved_database().resolve()
             return database.with_name(database.name + ".lock")
-        base = self.pipelines_dir or Path(dlt.current.run_context().get_data_entity("pipelines"))
-        return base / f"{PIPELINE_NAME}-{self.destination}-{self.dataset}.lock"
+        return self.resolved_pipelines_dir() / f"{PIPELINE_NAME}.lock"
 
-    def spill_root(self) -> Path | None:
+    def loader_file_format(self) -> str | None:
+        """The file format the load uses: parquet where DuckDB reads it natively; INSERT
+        statements for PostgreSQL, the one exact way in there (dlt's CSV COPY forces quoted
+        empty strings to NULL, and its parquet path needs the ADBC driver and measured twice
+        as slow at small scale); dlt's own choice elsewhere."""
+        return LOADER_FILE_FORMATS.get(self.destination)
+
+    def spill_root(self) -> Path:
         """Where a run's walk spills: beside dlt's working folder, not in the system temp
         dir, so a run can remove what an earlier killed run left."""
-        pipelines_dir = self.resolved_pipelines_dir()
-        return pipelines_dir / "spill" if pipelines_dir is not None else None
+        return self.resolved_pipelines_dir() / "spill"
 
 
 @dataclass
@@ -204,12 +220,87 @@ def _check_destination(name: str) -> None:
             f"{name} needs a driver that is not installed ({exc.name or exc}):"
             f" pip install '{extra}'",
         ) from None
+    env = f"DESTINATION__{name.upper()}__CREDENTIALS"
     if dlt.secrets.get(f"destination.{name}.credentials") is None:
-        env = f"DESTINATION__{name.upper()}__CREDENTIALS"
         raise ConfigError(
             f"destination.{name}.credentials",
             f"is not set: add it to .dlt/secrets.toml or set {env}",
         )
+    try:
+        destination_credentials(name)
+    except ConfigFieldMissingException as exc:
+        missing = _missing_fields(exc)
+        raise ConfigError(
+            f"destination.{name}.credentials",
+            f"is missing {', '.join(missing)}: give a full connection string"
+            f" (e.g. {CONNECTION_STRING_EXAMPLES.get(name, 'see dlt docs')}) in"
+            f" .dlt/secrets.toml or {env}",
+        ) from None
+    except ConfigurationValueError as exc:
+        raise ConfigError(
+            f"destination.{name}.credentials", f"cannot be read: {redact(str(exc))}"
+        ) from None
+
+
+def dbt_target(target: Target) -> DbtTarget:
+    """Where dbt builds the models: the same DuckDB file or PostgreSQL database the sync
+    loads, from the same settings (the connection string is never written anywhere else)."""
+    if target.destination == "duckdb":
+        return DbtTarget.duckdb(target.resolved_database())
+    if target.destination not in MODEL_DESTINATIONS:
+        raise ConfigError(
+            "--destination",
+            f"the dbt models are built and tested on duckdb and postgres only, not"
+            f" {target.destination} (run with --no-models, see docs/destinations.md)",
+        )
+    credentials = destination_credentials(target.destination)
+    query = getattr(credentials, "query", None) or {}
+    return DbtTarget.postgres(
+        host=str(credentials.host),
+        port=int(credentials.port or 5432),
+        user=str(credentials.username),
+        password=str(credentials.password or ""),
+        database=str(credentials.database),
+        sslmode=str(query.get("sslmode", "prefer")),
+    )
+
+
+def destination_credentials(name: str) -> Any:
+    """The destination's resolved credentials; its password is registered for redaction, so
+    no error text or log line can show it."""
+    from dlt.common.destination import Destination
+
+    factory: Any = Destination.from_reference(name)
+    try:
+        factory.configuration(None)
+    except ConfigFieldMissingException as exc:
+        # the dataset name comes from the pipeline; only what the credentials lack matters
+        if "credentials" in exc.traces:
+            raise
+    credentials = factory.configuration(None, accept_partial=True).credentials
+    password = getattr(credentials, "password", None)
+    if password:
+        register_secret(str(password))
+    return credentials
+
+
+def _missing_fields(exc: ConfigFieldMissingException) -> list[str]:
+    """The innermost missing fields (e.g. `password`, not the `credentials` holding it)."""
+    missing: list[str] = []
+    for name, traces in exc.traces.items():
+        if name != "credentials":
+            continue
+        nested = [
+            inner for trace in traces if isinstance(trace, LookupTraces) for inner in trace.traces
+        ]
+        missing.extend(nested or [name])
+    return sorted(set(missing))
+
+
+# what a complete connection string looks like, for the message when one is incomplete
+CONNECTION_STRING_EXAMPLES = {
+    "postgres": "postgresql://loader:<password>@db.example.com:5432/analytics",
+}
 
 
 def duckdb_memory_limit() -> str:
@@ -237,7 +328,7 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
         pipeline_name=PIPELINE_NAME,
         destination=destination,
         dataset_name=target.dataset,
-        pipelines_dir=str(pipelines_dir) if pipelines_dir else None,  # type: ignore[arg-type]
+        pipelines_dir=str(pipelines_dir),
         progress=progress,
     )
 
@@ -292,7 +383,7 @@ def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
     by this run's comparison)."""
     removed: list[str] = []
     spill_root = target.spill_root()
-    if spill_root is not None and spill_root.is_dir():
+    if spill_root.is_dir():
         for prefix in (SPILL_PREFIX, SCRATCH_PREFIX):
             for leftover in spill_root.glob(f"{prefix}*"):
                 shutil.rmtree(leftover, ignore_errors=True)
@@ -398,7 +489,7 @@ def _locked_run(
                     options.walk.interrupt()
                 _mark_interrupted(report, selected)
                 continue
-            _load(pipeline, source.with_resources(*selected), report, selected, outcome)
+            _load(target, pipeline, source.with_resources(*selected), report, selected, outcome)
     finally:
         if options.walk is not None:
             walk_issues = list(options.walk.issues)
@@ -410,7 +501,7 @@ def _locked_run(
     outcome.load_seconds = time.monotonic() - load_started
     outcome.issues = report.issues = len(walk_issues)
     outcome.total_seconds = time.monotonic() - started
-    _record_run(pipeline, report, walk_issues, outcome)
+    _record_run(target, pipeline, report, walk_issues, outcome)
     return outcome
 
 
@@ -424,6 +515,7 @@ def _mark_interrupted(report: SyncReport, tables: Sequence[str]) -> None:
 
 
 def _load(
+    target: Target,
     pipeline: dlt.Pipeline,
     source: Any,
     report: SyncReport,
@@ -432,7 +524,7 @@ def _load(
 ) -> None:
     """Extracts, normalizes and loads one group of tables; a failure fails only that group."""
     try:
-        pipeline.run(source, loader_file_format="parquet")
+        pipeline.run(source, loader_file_format=target.loader_file_format())  # type: ignore[arg-type]
     except PipelineStepFailed as exc:
         error = f"{exc.step} failed: {_root_cause(exc)}"
         outcome.load_error = error if outcome.load_error is None else outcome.load_error
@@ -453,6 +545,7 @@ def build_source(options: RunOptions, config: SourceConfig) -> Any:
 
 
 def _record_run(
+    target: Target,
     pipeline: dlt.Pipeline,
     report: SyncReport,
     issues: list[dict[str, str | None]],
@@ -501,7 +594,7 @@ def _record_run(
         )
     )
     try:
-        pipeline.run(resources, loader_file_format="parquet")
+        pipeline.run(resources, loader_file_format=target.loader_file_format())  # type: ignore[arg-type]
     except PipelineStepFailed as exc:
         outcome.notes.append(
             f"could not record the run in {source_settings.RUNS_TABLE}: {_root_cause(exc)}"

@@ -108,13 +108,14 @@ def remove_replayed_rows(pipeline: dlt.Pipeline) -> int:
         for name, key in keys.items():
             table = client.make_qualified_table_name(name)
             current = ' WHERE "_dlt_valid_to" IS NULL' if name != "webhook_deliveries" else ""
+            # subqueries carry aliases: PostgreSQL before 16 insists on them
             repeats = (
                 f'SELECT "_dlt_id" FROM (SELECT "_dlt_id", row_number() OVER'
                 f' (PARTITION BY {key} ORDER BY "_dlt_id") AS copy FROM {table}{current})'
-                " WHERE copy > 1"
+                " AS numbered WHERE copy > 1"
             )
             try:
-                rows = client.execute_sql(f"SELECT count(*) FROM ({repeats})")
+                rows = client.execute_sql(f"SELECT count(*) FROM ({repeats}) AS repeated")
             except DatabaseUndefinedRelation:
                 continue
             count = int(rows[0][0]) if rows else 0

@@ -1,7 +1,9 @@
-"""Fixtures for end-to-end tests: the real simulator over HTTP on 127.0.0.1, real DuckDB."""
+"""Fixtures for end-to-end tests: the real simulator over HTTP on 127.0.0.1, real DuckDB and a
+real PostgreSQL server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 import pytest
 
 from pipelines.sync import SyncOutcome, Target, run_sync
+from simulator.postgres_server import RunningPostgres, create_database, running_postgres
 from simulator.testing import SimulatorHandle, running_simulator
 
 
@@ -44,3 +47,25 @@ def sync(target: Target) -> Callable[[SimulatorHandle], SyncFn]:
         return run
 
     return bind
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[RunningPostgres]:
+    """One real PostgreSQL server per test process, on 127.0.0.1, stopped at the end."""
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: RunningPostgres) -> str:
+    """A fresh, empty database on the test server: tests never see each other's tables."""
+    name = f"warehouse_{uuid.uuid4().hex[:12]}"
+    create_database(postgres_server, name)
+    return postgres_server.dsn(name)
+
+
+@pytest.fixture
+def postgres_target(postgres_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Target:
+    """A postgres target whose credentials come through dlt's usual environment variable."""
+    monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", postgres_dsn)
+    return Target(destination="postgres", pipelines_dir=tmp_path / "pg-pipelines")

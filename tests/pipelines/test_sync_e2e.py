@@ -3,25 +3,39 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from pipelines.sync import Target
+from pipelines.sync import Target, run_sync
 from sources.drone_ops.changes import job_slice_of
 
-from .warehouse_check import EPOCH, api_snapshot, current_rows, mismatches, query
+from .warehouse_check import EPOCH, Warehouse, api_snapshot, current_rows, mismatches, query
 
 pytestmark = pytest.mark.e2e
 
 ENTITY_TABLES = ("projects", "jobs", "job_types", "team_members", "webhooks")
 
 
+def warehouse_of(target: Target) -> Warehouse:
+    """Where a target's rows can be read: its DuckDB file, or the PostgreSQL connection
+    string the postgres fixtures put into the environment."""
+    if target.destination == "postgres":
+        return os.environ["DESTINATION__POSTGRES__CREDENTIALS"]
+    assert target.database is not None
+    return target.database
+
+
+def as_json(value: Any) -> Any:
+    """JSON text (DuckDB) or the value PostgreSQL's jsonb already parsed."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def assert_equals_api(handle: Any, target: Target) -> dict[str, dict[str, dict[str, Any]]]:
     api = api_snapshot(handle.base_url, handle.read_key)
-    database = target.database
-    assert database is not None
+    database = warehouse_of(target)
     for table, records in api.items():
         problems = mismatches(records, current_rows(database, table))
         assert not problems, f"{table}: {problems[:10]}"
@@ -51,23 +65,38 @@ def assert_equals_api(handle: Any, target: Target) -> dict[str, dict[str, dict[s
         assert row["event"] == payload["event"]
         assert row["workspace_id"] == payload["workspace_id"]
         assert row["webhook_id"] == entry["webhook_id"]
-        assert json.loads(row["data"]) == payload["data"]
+        assert as_json(row["data"]) == payload["data"]
         assert row["event_timestamp"] == EPOCH + timedelta(milliseconds=payload["timestamp"])
     return api
 
 
 def row_counts(target: Target) -> dict[str, int]:
-    assert target.database is not None
+    database = warehouse_of(target)
     return {
-        table: query(target.database, f"SELECT count(*) AS n FROM drone_ops.{table}")[0]["n"]
+        table: query(database, f"SELECT count(*) AS n FROM drone_ops.{table}")[0]["n"]
         for table in (*ENTITY_TABLES, "webhook_deliveries", "users")
     }
 
 
-def test_lifecycle_first_sync_changes_and_quiet_rerun(sim: Any, sync: Any, target: Target) -> None:
-    """The contract of issue 3: equal after the first sync, equal with history after changes,
-    and a no-change run adds no rows and asks each webhook once."""
-    run = sync(sim)
+@pytest.fixture(params=["duckdb", "postgres"])
+def any_target(request: pytest.FixtureRequest, target: Target) -> Target:
+    """The DuckDB target, or a fresh PostgreSQL database on the test server."""
+    if request.param == "duckdb":
+        return target
+    postgres: Target = request.getfixturevalue("postgres_target")
+    return postgres
+
+
+def test_lifecycle_first_sync_changes_and_quiet_rerun(sim: Any, any_target: Target) -> None:
+    """The contract of issue 3, on DuckDB and PostgreSQL: equal after the first sync, equal
+    with history after changes, and a no-change run adds no rows and asks each webhook once."""
+    target = any_target
+    database = warehouse_of(target)
+
+    def run(**kwargs: Any) -> Any:
+        overrides = {"base_url": sim.base_url, "api_key": sim.read_key}
+        return run_sync(target, source_overrides=overrides, **kwargs)
+
     first = run()
     assert first.ok, first.report.tables
     api = assert_equals_api(sim, target)
@@ -119,22 +148,21 @@ def test_lifecycle_first_sync_changes_and_quiet_rerun(sim: Any, sync: Any, targe
     assert second.report.tables["webhook_deliveries"].new == len(api2["webhook_deliveries"]) - len(
         api["webhook_deliveries"]
     )
-    assert target.database is not None
     history = query(
-        target.database,
+        database,
         f"SELECT status, _dlt_valid_to FROM drone_ops.projects WHERE id = '{changed['id']}'"
         " ORDER BY _dlt_valid_from",
     )
     assert [h["status"] for h in history] == [changed["status"], "other"]
     assert history[0]["_dlt_valid_to"] is not None and history[1]["_dlt_valid_to"] is None
     gone = query(
-        target.database,
+        database,
         f"SELECT count(*) AS n FROM drone_ops.jobs WHERE id IN ({_in(doomed_jobs)})"
         " AND _dlt_valid_to IS NULL",
     )
     assert gone[0]["n"] == 0, "jobs of a deleted project are retired with it"
     kept = query(
-        target.database,
+        database,
         f"SELECT count(*) AS n FROM drone_ops.jobs WHERE id IN ({_in(doomed_jobs)})",
     )
     assert kept[0]["n"] == len(doomed_jobs), "retired jobs keep their history"
@@ -149,7 +177,7 @@ def test_lifecycle_first_sync_changes_and_quiet_rerun(sim: Any, sync: Any, targe
         assert (result.new, result.changed, result.retired) == (0, 0, 0), table
     requests = sim.stats()["requests"]
     assert requests.get("GET /v1/webhooks/{webhookId}") == len(api2["webhooks"])
-    runs = query(target.database, "SELECT count(DISTINCT run_id) AS n FROM drone_ops._sync_runs")
+    runs = query(database, "SELECT count(DISTINCT run_id) AS n FROM drone_ops._sync_runs")
     assert runs[0]["n"] == 3
 
 

@@ -68,7 +68,14 @@ def api_snapshot(base_url: str, api_key: str) -> dict[str, dict[str, dict[str, A
         }
 
 
-def query(database: Path, sql: str) -> list[dict[str, Any]]:
+Warehouse = Path | str
+"""A DuckDB file, or a PostgreSQL connection string (`postgresql://...`)."""
+
+
+def query(database: Warehouse, sql: str) -> list[dict[str, Any]]:
+    """Rows as dicts, from DuckDB or PostgreSQL (the same SQL runs on both)."""
+    if isinstance(database, str):
+        return _query_postgres(database, sql)
     con = duckdb.connect(str(database))
     try:
         cursor = con.execute(sql)
@@ -78,8 +85,21 @@ def query(database: Path, sql: str) -> list[dict[str, Any]]:
         con.close()
 
 
+def _query_postgres(dsn: str, sql: str) -> list[dict[str, Any]]:
+    import psycopg2
+
+    connection = psycopg2.connect(dsn, connect_timeout=10)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql)
+            names = [d[0] for d in cursor.description or []]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    finally:
+        connection.close()
+
+
 def current_rows(
-    database: Path, table: str, dataset: str = "drone_ops"
+    database: Warehouse, table: str, dataset: str = "drone_ops"
 ) -> dict[str, dict[str, Any]]:
     where = "" if table in ("webhook_deliveries", "users") else " WHERE _dlt_valid_to IS NULL"
     rows = query(database, f"SELECT * FROM {dataset}.{table}{where}")
@@ -99,7 +119,9 @@ def expected_value(field: str, value: Any) -> Any:
 
 
 def stored_value(field: str, value: Any) -> Any:
-    if value is not None and field in JSON_ARRAYS:
+    """A warehouse value as the API would show it: JSON arrays are text in DuckDB and
+    arrive parsed from PostgreSQL's jsonb; whole-number floats compare equal either way."""
+    if isinstance(value, str) and field in JSON_ARRAYS:
         return json.loads(value)
     return value
 
