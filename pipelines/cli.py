@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
 
@@ -26,16 +26,25 @@ from sources.drone_ops.config import checked_tables
 from sources.drone_ops.secrets import redact
 
 from .console import JsonOutput, Output, TextOutput, make_console, setup_logging
+from .dlt_tooling import link_for_dlt_cli
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
+from .snapshot import CONFIG_KEY as SNAPSHOT_CONFIG_KEY
+from .snapshot import SnapshotError, SnapshotPlan, publish_snapshot, snapshot_plan
 from .sync import (
     DEFAULT_DATASET,
+    MODEL_DESTINATIONS,
     SyncOutcome,
     Target,
     apply_runtime_defaults,
     check_target,
+    dbt_target,
+    ensure_destination_reachable,
     run_sync,
     source_config,
 )
+
+if TYPE_CHECKING:
+    from .models import ModelsResult
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -82,6 +91,26 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset/schema name")
 
 
+def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--snapshot",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="where to publish the read-only BI snapshot after success (default:"
+        f" {SNAPSHOT_CONFIG_KEY} or <warehouse stem>_bi.duckdb beside the warehouse)",
+    )
+    where.add_argument(
+        "--no-snapshot", action="store_true", help="publish no BI snapshot (see docs/bi.md)"
+    )
+    parser.add_argument(
+        "--snapshot-raw",
+        action="store_true",
+        help="put the raw tables of the dataset into the BI snapshot too, beside the marts",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(
         prog="drone-sync",
@@ -115,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--no-models", action="store_true", help="skip building the dbt models after the load"
     )
+    _snapshot_arguments(run)
 
     check = commands.add_parser("check", help="validate config and key, list what is reachable")
     _output_arguments(check)
@@ -123,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     _target_arguments(models)
     _output_arguments(models)
     models.add_argument("--no-test", action="store_true", help="build without running dbt tests")
+    _snapshot_arguments(models)
 
     demo = commands.add_parser("demo", help="sync a simulated workspace end to end")
     demo.add_argument("--dir", type=Path, default=Path("demo"), help="where the demo writes")
@@ -232,6 +263,7 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     source_config()
     check_target(target)
     checked_tables(tables)
+    snapshot = _snapshot_plan(target, args)
     notes: list[str] = []
     with warehouse_lock(target.lock_path(), notes):
         with output.progress() as counter, stop.cooperating() as stopping:
@@ -244,14 +276,24 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
                 stop=stopping,
             )
         outcome.notes[:0] = notes
+        tooling_note = link_for_dlt_cli(target)
+        if tooling_note:
+            outcome.notes.append(tooling_note)
+        if not args.no_models and target.destination not in MODEL_DESTINATIONS:
+            outcome.notes.append(
+                f"dbt models not built: they are built and tested on"
+                f" {' and '.join(MODEL_DESTINATIONS)} only (docs/destinations.md)"
+            )
         output.sync_summary(outcome)
         if stop.received is not None:
             return output.finish(stop.exit_code, "interrupted", outcome)
         if not outcome.ok:
             return output.finish(EXIT_FAILED, "failed", outcome)
-        if args.no_models or target.destination != "duckdb":
-            return output.finish(EXIT_OK, "success", outcome)
-        return _build_models(target, output, stop, run_tests=True, outcome=outcome)
+        if args.no_models or target.destination not in MODEL_DESTINATIONS:
+            return _finish_success(target, snapshot, output, outcome)
+        return _build_models(
+            target, output, stop, run_tests=True, outcome=outcome, snapshot=snapshot
+        )
 
 
 def sync_with_progress(target: Target, console: Console, **kwargs: Any) -> SyncOutcome:
@@ -276,11 +318,11 @@ def _check(output: Output) -> int:
 
 def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     target = _target(args)
-    if target.destination != "duckdb":
-        raise ConfigError("--destination", "the bundled dbt profile targets DuckDB only")
     check_target(target)
+    dbt_target(target)
+    snapshot = _snapshot_plan(target, args)
     with warehouse_lock(target.lock_path()):
-        return _build_models(target, output, stop, run_tests=not args.no_test)
+        return _build_models(target, output, stop, run_tests=not args.no_test, snapshot=snapshot)
 
 
 def _build_models(
@@ -290,24 +332,89 @@ def _build_models(
     *,
     run_tests: bool,
     outcome: SyncOutcome | None = None,
+    snapshot: SnapshotPlan | None = None,
 ) -> int:
     from .models import build_models
 
-    database = target.resolved_database().resolve()
-    ensure_duckdb_free(database)
+    if target.destination == "duckdb":
+        ensure_duckdb_free(target.resolved_database().resolve())
+    ensure_destination_reachable(target)
     with output.status("building dbt models"):
         result = build_models(
-            database, target.dataset, run_tests=run_tests, scratch_root=target.spill_root()
+            dbt_target(target),
+            target.dataset,
+            run_tests=run_tests,
+            scratch_root=target.spill_root(),
         )
-    busy = busy_message(database, Exception(result.error)) if result.error else None
-    if busy is not None:
-        raise WarehouseBusy(busy)
+    if target.destination == "duckdb" and result.error:
+        busy = busy_message(target.resolved_database().resolve(), Exception(result.error))
+        if busy is not None:
+            raise WarehouseBusy(busy)
     output.models_summary(result, target.dataset)
     if stop.received is not None:
         # dbt turns the KeyboardInterrupt into a failed result; the signal decides the code
         return output.finish(stop.exit_code, "interrupted", outcome, result)
-    code = EXIT_OK if result.ok else EXIT_FAILED
-    return output.finish(code, "success" if result.ok else "failed", outcome, result)
+    if not result.ok:
+        return output.finish(EXIT_FAILED, "failed", outcome, result)
+    return _finish_success(target, snapshot, output, outcome, result)
+
+
+def _snapshot_plan(target: Target, args: argparse.Namespace) -> SnapshotPlan | None:
+    """The BI snapshot this command publishes, checked with the other settings before anything
+    is written. Only a DuckDB warehouse gets one: a server destination lets BI tools read while
+    a sync writes, so the snapshot flags are refused there."""
+    if target.destination != "duckdb":
+        if args.snapshot is not None or args.snapshot_raw:
+            flag = "--snapshot" if args.snapshot is not None else "--snapshot-raw"
+            raise ConfigError(
+                flag,
+                "a BI snapshot is made of a DuckDB warehouse only; BI tools can read"
+                f" {target.destination} while a sync writes",
+            )
+        return None
+    return snapshot_plan(
+        target.resolved_database(),
+        target.dataset,
+        path_flag=args.snapshot,
+        off_flag=args.no_snapshot,
+        include_raw=args.snapshot_raw,
+    )
+
+
+def _publish_snapshot(target: Target, plan: SnapshotPlan | None, output: Output) -> str | None:
+    """Publishes the BI snapshot (when on); the one-line reason when it could not be."""
+    if plan is None:
+        return None
+    try:
+        with output.status("publishing the BI snapshot"):
+            result = publish_snapshot(
+                target.resolved_database().resolve(),
+                target.dataset,
+                plan.path,
+                include_raw=plan.include_raw,
+            )
+    except SnapshotError as exc:
+        message = redact(str(exc))
+        output.snapshot_failed(plan.path, message)
+        return message
+    output.snapshot_summary(result)
+    return None
+
+
+def _finish_success(
+    target: Target,
+    snapshot: SnapshotPlan | None,
+    output: Output,
+    outcome: SyncOutcome | None = None,
+    models: ModelsResult | None = None,
+) -> int:
+    """Ends a command that succeeded: publishes the BI snapshot, then the final summary. Only
+    here, so a failed or interrupted run never publishes half-updated data; a snapshot that
+    cannot be published fails the command (exit 1) and leaves the previous one in place."""
+    error = _publish_snapshot(target, snapshot, output)
+    if error is not None:
+        return output.finish(EXIT_FAILED, "failed", outcome, models, error=error)
+    return output.finish(EXIT_OK, "success", outcome, models)
 
 
 if __name__ == "__main__":

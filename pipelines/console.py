@@ -32,7 +32,10 @@ from sources.drone_ops.secrets import redact
 from .sync import SyncOutcome
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .models import ModelsResult
+    from .snapshot import SnapshotResult
 
 STATUS_STYLE = {
     "success": "green",
@@ -52,12 +55,34 @@ def make_console() -> Console:
     return Console(width=PLAIN_WIDTH, soft_wrap=True, no_color=True, highlight=False)
 
 
+# dlt warnings about choices we made on purpose: our JSON columns are declared `json` while
+# Arrow carries them as text; PostgreSQL loads by INSERT from Arrow (see Target.loader_file_format)
+_BENIGN_DLT_WARNINGS = (
+    "when merging arrow schema with dlt schema",
+    "A ArrowToInsertValuesWriter writer is used",
+)
+
+
 class _BenignDltWarnings(logging.Filter):
-    """Hides a dlt warning that fires on every run for our JSON columns: we declare them
-    `json` while Arrow carries them as text, which is exactly what we intend."""
+    """Hides dlt warnings that fire on every run about what we intend."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "when merging arrow schema with dlt schema" not in record.getMessage()
+        message = record.getMessage()
+        return not any(benign in message for benign in _BENIGN_DLT_WARNINGS)
+
+
+class _ThroughOurHandlers(_BenignDltWarnings):
+    """Sends dlt's records to the root logger's handlers (ours: redacting, text or JSON)
+    and never to dlt's own. dlt re-adds a stderr handler to its logger whenever it
+    re-initialises its runtime, which a one-time removal cannot prevent; a filter on the
+    logger itself runs before any handler, so it holds."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if super().filter(record):
+            for handler in logging.getLogger().handlers:
+                if record.levelno >= handler.level:
+                    handler.handle(record)
+        return False
 
 
 class _Redacting(logging.Formatter):
@@ -98,8 +123,10 @@ def setup_logging(verbose: bool, *, json_lines: bool = False) -> None:
     # dlt configures its own logger from runtime.log_level; route it through ours
     dlt_logger = logging.getLogger("dlt")
     dlt_logger.handlers.clear()
-    dlt_logger.propagate = True
-    dlt_logger.addFilter(_BenignDltWarnings())
+    dlt_logger.propagate = False
+    for existing_filter in list(dlt_logger.filters):
+        dlt_logger.removeFilter(existing_filter)
+    dlt_logger.addFilter(_ThroughOurHandlers())
     if not verbose:
         logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -256,6 +283,14 @@ class Output:
     def access_report(self, report: AccessReport) -> None:
         raise NotImplementedError
 
+    def snapshot_summary(self, result: SnapshotResult) -> None:
+        """The BI snapshot was published: where, how big, how long it took."""
+        raise NotImplementedError
+
+    def snapshot_failed(self, path: Path, message: str) -> None:
+        """The BI snapshot could not be published: one line saying why."""
+        raise NotImplementedError
+
     def fail(self, kind: str, message: str, exit_code: int) -> int:
         """A run that ended before a summary: one line (or one event) and the exit code."""
         raise NotImplementedError
@@ -301,6 +336,22 @@ class TextOutput(Output):
         for name, error in report.failures.items():
             self.console.print(f"  [red]fail[/red] {name}: {escape(redact(error))}")
 
+    def snapshot_summary(self, result: SnapshotResult) -> None:
+        what = (
+            f"{len(result.tables)} tables{', raw included' if result.include_raw else ''}"
+            if result.tables
+            else "no tables yet: the marts are built by drone-sync run or drone-sync models"
+        )
+        self.console.print(
+            f"BI snapshot: {result.path} ({what}, {_size(result.bytes)})"
+            f" published in {result.seconds:.2f}s",
+            markup=False,
+            highlight=False,
+        )
+
+    def snapshot_failed(self, path: Path, message: str) -> None:
+        self.console.print(f"[bold red]BI snapshot failed[/bold red]: {escape(message)}")
+
     def fail(self, kind: str, message: str, exit_code: int) -> int:
         # stderr, one line: what cron mails and what an orchestrator shows
         sys.stderr.write(f"drone-sync: {kind}: {message}\n")
@@ -330,6 +381,22 @@ class JsonOutput(Output):
             scope=report.scope,
             reachable=report.reachable,
             failures=report.failures,
+        )
+
+    def snapshot_summary(self, result: SnapshotResult) -> None:
+        self._emit("snapshot", **_snapshot_fields(result))
+
+    def snapshot_failed(self, path: Path, message: str) -> None:
+        self._emit(
+            "snapshot",
+            ok=False,
+            path=str(path),
+            tables=[],
+            bytes=None,
+            seconds=None,
+            run_id=None,
+            include_raw=None,
+            error=message,
         )
 
     def fail(self, kind: str, message: str, exit_code: int) -> int:
@@ -378,3 +445,27 @@ def _models_fields(result: ModelsResult, dataset: str | None) -> dict[str, Any]:
         "error": redact(result.error) if result.error else None,
         **({"marts_schema": f"{dataset}_marts"} if dataset else {}),
     }
+
+
+def _snapshot_fields(result: SnapshotResult) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "path": str(result.path),
+        "tables": list(result.tables),
+        "bytes": result.bytes,
+        "seconds": round(result.seconds, 3),
+        "run_id": result.run_id,
+        "include_raw": result.include_raw,
+        "error": None,
+    }
+
+
+def _size(size: int) -> str:
+    """A file size as people read it: 812 KB, 3.4 MB, 1.20 GB."""
+    if size < 1_000:
+        return f"{size} bytes"
+    if size < 1_000_000:
+        return f"{size / 1000:,.0f} KB"
+    if size < 1_000_000_000:
+        return f"{size / 1_000_000:,.1f} MB"
+    return f"{size / 1_000_000_000:,.2f} GB"

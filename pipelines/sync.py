@@ -284,6 +284,38 @@ def destination_credentials(name: str) -> Any:
     return credentials
 
 
+class DestinationUnreachable(DroneOpsError):
+    """The destination server did not answer; retrying later may help (exit 1)."""
+
+
+# PostgreSQL's words for a refusal that only a settings change can fix
+_CREDENTIAL_REFUSALS = ("password authentication failed", "does not exist", "no password")
+
+
+def ensure_destination_reachable(target: Target) -> None:
+    """Opens and closes one connection to a server destination before anything changes, so
+    a wrong password or a server that is down is one line naming the cause (not a driver
+    traceback half-way through a run)."""
+    if target.destination != "postgres":
+        return
+    import psycopg2
+
+    credentials = destination_credentials(target.destination)
+    try:
+        psycopg2.connect(credentials.to_native_representation(), connect_timeout=10).close()
+    except psycopg2.OperationalError as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        where = f"{credentials.host}:{credentials.port}/{credentials.database}"
+        if any(refusal in reason for refusal in _CREDENTIAL_REFUSALS):
+            raise ConfigError(
+                "destination.postgres.credentials",
+                f"PostgreSQL at {where} refused them: {redact(reason)}",
+            ) from None
+        raise DestinationUnreachable(
+            f"cannot reach PostgreSQL at {where}: {redact(reason)}"
+        ) from None
+
+
 def _missing_fields(exc: ConfigFieldMissingException) -> list[str]:
     """The innermost missing fields (e.g. `password`, not the `credentials` holding it)."""
     missing: list[str] = []
@@ -415,6 +447,7 @@ def run_sync(
     with warehouse_lock(target.lock_path(), outcome.notes):
         if target.destination == "duckdb":
             ensure_duckdb_free(target.resolved_database())
+        ensure_destination_reachable(target)
         try:
             return _locked_run(
                 target, config, outcome, tables, full_refresh, allow_mass_delete, progress, stop

@@ -92,7 +92,8 @@ def cli_env(
     netguard_log: Path | None = None,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment of one run: the caller's minus any dlt config, HOME inside tmp_path,
+    """The environment of one run: the caller's minus any dlt config, HOME and dlt's data
+    folder inside tmp_path,
     the source configured through SOURCES__DRONE_OPS__* variables. A setting given as None
     is left unset."""
     env = {
@@ -103,6 +104,9 @@ def cli_env(
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env["HOME"] = str(home)
+    # dlt's own folder (and the `drone_ops` link for its tooling) inside tmp_path too: as root
+    # dlt ignores HOME and would use the machine's /var/dlt
+    env["DLT_DATA_DIR"] = str(dlt_data_dir(tmp_path))
     paths = [str(REPO)]
     if netguard_log is not None:
         paths.insert(0, str(NETGUARD))
@@ -119,6 +123,11 @@ def cli_env(
             env[f"{SETTINGS_PREFIX}{name}"] = value
     env.update(extra or {})
     return env
+
+
+def dlt_data_dir(tmp_path: Path) -> Path:
+    """dlt's data folder for a test's runs (DLT_DATA_DIR), beside HOME in tmp_path."""
+    return tmp_path / "dlt-data"
 
 
 def cli_command(args: Sequence[str]) -> list[str]:

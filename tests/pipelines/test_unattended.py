@@ -44,6 +44,7 @@ from .cli_helpers import (
     cli_env,
     closed_loopback_port,
     dead_pid,
+    dlt_data_dir,
     meaningful_lines,
     names_pid,
     run_cli,
@@ -501,6 +502,7 @@ def test_bad_setting_exits_2_with_one_line(
     attempts = log.read_text() if log.exists() else ""
     assert attempts == "", f"connections to foreign hosts:\n{attempts}"
     assert list((tmp_path / "home").iterdir()) == [], "something was written to HOME"
+    assert not dlt_data_dir(tmp_path).exists(), "something was written to dlt's data folder"
     assert tree_snapshot(GLOBAL_DLT_PIPELINES, "drone_ops") == global_before, (
         f"a pipeline folder was created or changed under {GLOBAL_DLT_PIPELINES}"
     )
@@ -566,6 +568,7 @@ def test_bad_flag_exits_2_with_one_line(
         )
     assert shared_sim.stats()["total"] == 0, f"requests were made: {shared_sim.stats()}"
     assert list((tmp_path / "home").iterdir()) == [], "something was written to HOME"
+    assert not dlt_data_dir(tmp_path).exists(), "something was written to dlt's data folder"
     assert tree_snapshot(GLOBAL_DLT_PIPELINES, "drone_ops") == global_before, (
         f"a pipeline folder was created or changed under {GLOBAL_DLT_PIPELINES}"
     )

@@ -1,0 +1,197 @@
+"""`drone-sync` on PostgreSQL as a user runs it (a real server on 127.0.0.1, credentials through
+dlt's environment variable), and dlt's own tooling finding the pipeline from the repository
+root. The warehouse contract itself is asserted on both destinations by
+test_sync_e2e.py::test_lifecycle_first_sync_changes_and_quiet_rerun."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipelines.sync import Target
+from simulator.postgres_server import RunningPostgres, create_database
+from simulator.testing import SimulatorHandle
+
+from .cli_helpers import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_OK,
+    REPO,
+    TRACEBACK,
+    Result,
+    cli_env,
+    closed_loopback_port,
+    dlt_data_dir,
+    run_cli,
+)
+from .test_sync_e2e import assert_equals_api, row_counts
+from .test_unattended import summary_of
+from .warehouse_check import query
+
+pytestmark = pytest.mark.e2e
+
+CREDENTIALS_ENV = "DESTINATION__POSTGRES__CREDENTIALS"
+DLT_COMMANDS = ("info", "trace", "schema", "load-package")
+
+
+def postgres_run(
+    tmp_path: Path, sim: SimulatorHandle, dsn: str, *flags: str, timeout: float = 240
+) -> Result:
+    env = cli_env(
+        tmp_path, base_url=sim.base_url, api_key=sim.read_key, extra={CREDENTIALS_ENV: dsn}
+    )
+    args = ["run", "--destination", "postgres", "--log-format", "json", *flags]
+    return run_cli(args, env, tmp_path, timeout=timeout)
+
+
+def dlt_cli(command: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`dlt pipeline drone_ops COMMAND` from the repository root, as a user types it (dlt's
+    data folder is the test's, as it is for the runs)."""
+    env = cli_env(tmp_path)
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("dlt")), "pipeline", "drone_ops", command],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def text_rows_containing(dsn: str, needle: str) -> list[str]:
+    """Every table of every schema in the database whose rows, as text, contain `needle`."""
+    tables = query(
+        dsn,
+        "SELECT table_schema, table_name FROM information_schema.tables"
+        " WHERE table_schema NOT IN ('pg_catalog', 'information_schema')",
+    )
+    found = []
+    for table in tables:
+        name = f'"{table["table_schema"]}"."{table["table_name"]}"'
+        hits = query(dsn, f"SELECT count(*) AS n FROM {name} AS t WHERE t::text LIKE '%{needle}%'")
+        if hits[0]["n"]:
+            found.append(name)
+    return found
+
+
+def files_containing(folder: Path, needle: bytes) -> list[Path]:
+    return [
+        path
+        for path in folder.rglob("*")
+        if path.is_file() and not path.is_symlink() and needle in path.read_bytes()
+    ]
+
+
+def test_postgres_full_churned_and_quiet_runs_with_models(
+    sim: SimulatorHandle,
+    postgres_server: RunningPostgres,
+    postgres_dsn: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The CLI on PostgreSQL: equal to the API after a first run (with the dbt build and its
+    tests), after churn and after a quiet run that writes nothing; the password appears in
+    no output, no file of dlt's and no table."""
+    monkeypatch.setenv(CREDENTIALS_ENV, postgres_dsn)
+    target = Target(destination="postgres")
+
+    first = postgres_run(tmp_path, sim, postgres_dsn)
+    assert first.code == EXIT_OK, first.describe()
+    summary = summary_of(first)
+    assert summary["outcome"] == "success", summary
+    models = summary["models"]
+    assert models["ok"] and models["tests_failed"] == 0, models
+    assert models["models_built"] > 10 and models["tests_passed"] > 50, models
+    assert_equals_api(sim, target)
+    marts = query(postgres_dsn, "SELECT count(*) AS n FROM drone_ops_marts.dim_projects")
+    current = query(
+        postgres_dsn, "SELECT count(*) AS n FROM drone_ops.projects WHERE _dlt_valid_to IS NULL"
+    )
+    assert marts == current, "one dim_projects row per current project"
+
+    changed = sim.churn(seed=3, update_fraction=0.1, delete_fraction=0.02)
+    sim.wait_for_deliveries(timeout=30)
+    second = postgres_run(tmp_path, sim, postgres_dsn, "--no-models")
+    assert second.code == EXIT_OK, second.describe()
+    tables = summary_of(second)["tables"]
+    assert sum(t["changed"] + t["retired"] for t in tables.values()) > 0, (changed, tables)
+    assert_equals_api(sim, target)
+
+    before = row_counts(target)
+    quiet = postgres_run(tmp_path, sim, postgres_dsn, "--no-models")
+    assert quiet.code == EXIT_OK, quiet.describe()
+    assert summary_of(quiet)["rows_written"] == 0, quiet.describe()
+    assert row_counts(target) == before
+    assert_equals_api(sim, target)
+
+    password = postgres_server.password
+    for result in (first, second, quiet):
+        assert password not in result.text, result.describe()
+    assert files_containing(tmp_path, password.encode()) == []
+    assert text_rows_containing(postgres_dsn, password) == []
+
+    for command in DLT_COMMANDS:
+        shown = dlt_cli(command, tmp_path)
+        assert shown.returncode == 0, f"dlt pipeline drone_ops {command}:\n{shown.stderr}"
+        assert password not in shown.stdout + shown.stderr
+    info = dlt_cli("info", tmp_path).stdout
+    assert "postgres" in info and "dataset_name: drone_ops" in info, info
+
+
+def test_postgres_credential_problems_are_one_line(
+    tiny_sim: SimulatorHandle, postgres_server: RunningPostgres, tmp_path: Path
+) -> None:
+    """A missing password and a wrong one name the setting (exit 2), a server that is down
+    is named with its address (exit 1); no traceback, no password, nothing created."""
+    create_database(postgres_server, "refusals")
+    good = postgres_server.dsn("refusals")
+    cases = [
+        (good.replace(f":{postgres_server.password}@", "@"), EXIT_CONFIG, "missing password"),
+        (good.replace(postgres_server.password, "not-the-password"), EXIT_CONFIG, "refused"),
+        (
+            good.replace(f":{postgres_server.port}/", f":{closed_loopback_port()}/"),
+            EXIT_FAILED,
+            "cannot reach PostgreSQL",
+        ),
+    ]
+    for dsn, code, words in cases:
+        result = postgres_run(tmp_path, tiny_sim, dsn, timeout=60)
+        assert result.code == code, result.describe()
+        assert TRACEBACK not in result.text, result.describe()
+        assert words in result.text, result.describe()
+        assert "destination.postgres.credentials" in result.text or code == EXIT_FAILED
+        assert "not-the-password" not in result.text, result.describe()
+    assert query(good, "SELECT count(*) AS n FROM pg_namespace WHERE nspname LIKE 'drone%'") == [
+        {"n": 0}
+    ]
+
+
+def test_dlt_tooling_finds_the_last_synced_duckdb_warehouse(
+    tiny_sim: SimulatorHandle, tmp_path: Path
+) -> None:
+    """`dlt pipeline drone_ops ...` from the repository root shows the warehouse drone-sync
+    ran last, wherever it lives; a pipeline folder of someone else's is left alone."""
+    env = cli_env(tmp_path, base_url=tiny_sim.base_url, api_key=tiny_sim.read_key)
+    first, second = tmp_path / "a" / "first.duckdb", tmp_path / "b" / "second.duckdb"
+    for database in (first, second):
+        result = run_cli(["run", "--no-models", "--database", str(database)], env, tmp_path)
+        assert result.code == EXIT_OK, result.describe()
+        for command in DLT_COMMANDS:
+            shown = dlt_cli(command, tmp_path)
+            assert shown.returncode == 0, f"dlt pipeline drone_ops {command}:\n{shown.stderr}"
+        info = dlt_cli("info", tmp_path).stdout
+        assert "destination_type: dlt.destinations.duckdb" in info, info
+        link = dlt_data_dir(tmp_path) / "pipelines" / "drone_ops"
+        assert link.resolve() == database.parent / ".dlt_pipelines" / database.name / "drone_ops"
+
+    link.unlink()
+    link.mkdir()
+    (link / "someone_elses").write_text("kept")
+    again = run_cli(["run", "--no-models", "--database", str(first)], env, tmp_path)
+    assert again.code == EXIT_OK, again.describe()
+    assert "--pipelines-dir" in again.text, again.describe()
+    assert (link / "someone_elses").read_text() == "kept"
