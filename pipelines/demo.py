@@ -56,7 +56,9 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     from simulator.server import serve_in_thread
 
     from .cli import sync_with_progress
+    from .dlt_tooling import link_for_dlt_cli
     from .models import answer_questions, build_models
+    from .snapshot import default_snapshot_path, publish_snapshot
 
     database = directory / DEFAULT_DATABASE
     _fresh(directory, database)
@@ -94,9 +96,17 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
         return 1
     for title, columns, rows in answer_questions(database.resolve(), target.dataset):
         _print_rows(console, title, columns, rows)
+    snapshot = publish_snapshot(
+        database.resolve(), target.dataset, default_snapshot_path(database), include_raw=False
+    )
+    tooling_note = link_for_dlt_cli(target)
+    if tooling_note:
+        console.print(tooling_note)
     console.print(
-        f"\nThe warehouse is {database}: open it with duckdb, or point a BI tool at it"
-        f" (schema {target.dataset}_marts). Run `drone-sync demo` again for a fresh copy."
+        f"\nThe warehouse is {database}. For a BI tool, use the read-only snapshot"
+        f" {snapshot.path} (schema {target.dataset}_marts, docs/bi.md); `dlt pipeline"
+        " drone_ops info` shows dlt's view of the run. Run `drone-sync demo` again for a"
+        " fresh copy."
     )
     return 0
 

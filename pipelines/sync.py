@@ -230,11 +230,17 @@ def _check_destination(name: str) -> None:
         destination_credentials(name)
     except ConfigFieldMissingException as exc:
         missing = _missing_fields(exc)
+        passwordless = (
+            "; to log in without one (trust, .pgpass, client certificates) leave it empty:"
+            " postgresql://user:@host:5432/db"
+            if name == "postgres" and "password" in missing
+            else ""
+        )
         raise ConfigError(
             f"destination.{name}.credentials",
             f"is missing {', '.join(missing)}: give a full connection string"
             f" (e.g. {CONNECTION_STRING_EXAMPLES.get(name, 'see dlt docs')}) in"
-            f" .dlt/secrets.toml or {env}",
+            f" .dlt/secrets.toml or {env}{passwordless}",
         ) from None
     except ConfigurationValueError as exc:
         raise ConfigError(

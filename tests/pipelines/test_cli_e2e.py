@@ -190,4 +190,11 @@ def test_demo_runs_from_a_fresh_directory(tmp_path: Path) -> None:
         "How reliable were the webhooks",
     ):
         assert expected in out, expected
-    assert (tmp_path / "demo" / "drone_ops_warehouse.duckdb").exists()
+    database = tmp_path / "demo" / "drone_ops_warehouse.duckdb"
+    assert database.exists()
+    snapshot = tmp_path / "demo" / "drone_ops_warehouse_bi.duckdb"
+    with duckdb.connect(str(snapshot), read_only=True) as bi:
+        marts = bi.execute("SELECT count(*) FROM drone_ops_marts.dim_projects").fetchone()
+    assert marts is not None and marts[0] > 0, "the demo publishes the BI snapshot"
+    link = Path(env["DLT_DATA_DIR"]) / "pipelines" / "drone_ops"
+    assert link.resolve() == database.parent / ".dlt_pipelines" / database.name / "drone_ops"
