@@ -32,6 +32,7 @@ from sources.drone_ops import ConfigError, DroneOpsError
 from sources.drone_ops import settings as source_settings
 
 from .lock import busy_message
+from .sync import check_creatable
 
 log = logging.getLogger(__name__)
 
@@ -159,15 +160,7 @@ def check_snapshot_path(setting: str, snapshot: Path, database: Path, dataset: s
             f"the file {snapshot.name} would name the DuckDB catalog {snapshot.stem!r}, the same"
             " as a schema in it; DuckDB cannot tell them apart in queries: rename the file",
         )
-    for parent in snapshot.absolute().parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ConfigError(
-                    setting, f"{snapshot} cannot be created: {parent} is a file, not a folder"
-                )
-            if not os.access(parent, os.W_OK):
-                raise ConfigError(setting, f"{snapshot} cannot be created: {parent} is read-only")
-            return
+    check_creatable(setting, snapshot)
 
 
 def publish_snapshot(

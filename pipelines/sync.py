@@ -187,14 +187,20 @@ def check_target(target: Target) -> None:
 def _check_database_path(setting: str, database: Path) -> None:
     if database.is_dir():
         raise ConfigError(setting, f"{database} is a folder; give the path of a DuckDB file")
-    for parent in database.parents:
+    check_creatable(setting, database)
+
+
+def check_creatable(setting: str, path: Path) -> None:
+    """The nearest existing folder above `path` is a writable folder, so the file can be
+    created: said as one line naming the setting, not as an OS error from deep in a mkdir."""
+    for parent in path.absolute().parents:
         if parent.exists():
             if not parent.is_dir():
                 raise ConfigError(
-                    setting, f"{database} cannot be created: {parent} is a file, not a folder"
+                    setting, f"{path} cannot be created: {parent} is a file, not a folder"
                 )
             if not os.access(parent, os.W_OK):
-                raise ConfigError(setting, f"{database} cannot be created: {parent} is read-only")
+                raise ConfigError(setting, f"{path} cannot be created: {parent} is read-only")
             return
 
 
