@@ -273,6 +273,15 @@ def format_table(document: dict[str, Any]) -> str:
                 f" {models['models_built']} models, {models['tests_passed']} tests passed,"
                 f" peak RSS {models['peak_rss_mb']:.0f} MB)"
             )
+        snapshot = (models or {}).get("snapshot")
+        if snapshot:
+            lines.append(
+                "BI snapshot after the build: "
+                + ", ".join(
+                    f"{kind} {each['seconds']:.1f} s, {each['bytes'] / 1e6:.0f} MB"
+                    for kind, each in snapshot.items()
+                )
+            )
     for check in document["targets"]:
         state = {True: "MET", False: "NOT MET", None: "n/a"}[check["met"]]
         lines.append(f"  [{state:>7}] {check['target']}: {check['value']} ({check['limit']})")

@@ -133,7 +133,7 @@ def run_models(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, A
     started = time.monotonic()
     result = build_models(warehouse, "drone_ops")
     seconds = time.monotonic() - started
-    return {
+    measured: dict[str, Any] = {
         "destination": destination,
         "seconds": seconds,
         "ok": result.ok,
@@ -142,6 +142,23 @@ def run_models(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, A
         "tests_failed": result.tests_failed,
         "error": result.error,
     }
+    if isinstance(warehouse, Path) and result.ok:
+        measured["snapshot"] = publish_snapshots(warehouse)
+    return measured
+
+
+def publish_snapshots(database: Path) -> dict[str, Any]:
+    """The BI snapshot the CLI publishes after a model build, marts only and with the raw
+    tables: seconds and bytes of each."""
+    from pipelines.snapshot import default_snapshot_path, publish_snapshot
+
+    published: dict[str, Any] = {}
+    for key, include_raw in (("marts", False), ("with_raw", True)):
+        snapshot = publish_snapshot(
+            database, "drone_ops", default_snapshot_path(database), include_raw=include_raw
+        )
+        published[key] = {"seconds": snapshot.seconds, "bytes": snapshot.bytes}
+    return published
 
 
 def dispatch(spec: dict[str, Any]) -> dict[str, Any]:

@@ -12,10 +12,12 @@ as the unprivileged `nobody` user with a data folder it owns.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.util
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 START_TIMEOUT_SECONDS = 60.0
+PR_SET_PDEATHSIG = 1
 STOP_TIMEOUT_SECONDS = 30.0
 SUPERUSER = "postgres"
 # a real password with real authentication: dlt insists on one, and the tests check it never
@@ -81,6 +84,17 @@ def _drop_privileges_if_root() -> tuple[int, int] | None:
         return None
     entry = pwd.getpwnam(UNPRIVILEGED_USER)
     return entry.pw_uid, entry.pw_gid
+
+
+def _die_with_parent() -> None:
+    """Runs in the server's process before exec: the kernel sends it SIGTERM (PostgreSQL's
+    "smart shutdown") when the process that started it dies, so a test process killed at a
+    timeout cannot leave a server behind. Linux only; elsewhere nothing happens."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        return
 
 
 def _wait_until_ready(host: str, port: int, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -160,6 +174,7 @@ def running_postgres(databases: tuple[str, ...] = ()) -> Iterator[RunningPostgre
                 ],
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
                 user=ids[0] if ids else None,
                 group=ids[1] if ids else None,
                 extra_groups=[] if ids else None,
@@ -212,7 +227,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     """Fast shutdown (SIGINT: roll back open transactions, then exit), killed if it hangs."""
     if process.poll() is not None:
         return
-    process.send_signal(2)
+    process.send_signal(signal.SIGINT)
     try:
         process.wait(timeout=STOP_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:

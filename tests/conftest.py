@@ -1,4 +1,5 @@
-"""Suite-wide isolation: dlt's data folder lives in pytest's temporary folder.
+"""Suite-wide isolation (dlt's data folder lives in pytest's temporary folder) and the order
+in which files start.
 
 As root dlt ignores HOME and uses /var/dlt; a run started in-process by a test (the CLI's
 `main`, the demo) would otherwise leave its `drone_ops` link for dlt's tooling, or a server
@@ -17,3 +18,28 @@ def _dlt_data_dir_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DLT_DATA_DIR", str(tmp_path_factory.mktemp("dlt-data")))
         yield
+
+
+# With `--dist loadfile` each file runs whole on one worker, so a long file that starts last runs
+# alone at the end while the other core idles. Long end-to-end files go first and the quick unit
+# files last, where they fill in: the suite then ends with both workers busy.
+_LONGEST_FIRST = (
+    "tests/pipelines/test_unattended.py",
+    "tests/chaos/",
+    "tests/pipelines/",
+    "tests/deploy/",
+    "tests/models/",
+    "tests/bench/",
+)
+
+
+def _start_rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    for rank, prefix in enumerate(_LONGEST_FIRST):
+        if path.startswith(prefix):
+            return rank
+    return len(_LONGEST_FIRST)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_start_rank)
