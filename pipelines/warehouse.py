@@ -92,37 +92,57 @@ def read_known_state(
 
 
 def remove_replayed_rows(pipeline: dlt.Pipeline) -> int:
-    """Deletes exact repeats that a replayed append can leave; returns how many.
+    """Removes the extra copies of exact repeats that a replayed append can leave; returns how
+    many rows it removed.
 
-    A first load appends (see resources.py). If a run dies after DuckDB committed a file but
-    before dlt recorded the job as done, the next run's finish of the pending package loads that
-    file again. Such repeats share id, version and load time (deliveries: the id), so they are
-    told apart from real history exactly.
+    A first load appends (see resources.py). If a run dies after the database committed a file
+    but before dlt recorded the job as done, the next run's finish of the pending package loads
+    that file again. Such repeats share id, version and load time (deliveries and users, which
+    hold one row per id: the id), so they are told apart from real history exactly. A replayed
+    file carries the same `_dlt_id`s, so no column tells the copies apart: the repeated rows
+    are set aside once each, all copies deleted, and the one copy put back, in one transaction.
     """
     keys = {name: '"id", "_row_hash", "_dlt_valid_from"' for name in source_settings.ENTITY_TABLES}
-    keys["webhook_deliveries"] = '"id"'
+    one_row_per_id = ("webhook_deliveries", "users")
+    keys.update(dict.fromkeys(one_row_per_id, '"id"'))
     removed = 0
     with pipeline.sql_client() as client:
         if not client.has_dataset():
             return 0
         for name, key in keys.items():
             table = client.make_qualified_table_name(name)
-            current = ' WHERE "_dlt_valid_to" IS NULL' if name != "webhook_deliveries" else ""
+            current = '"_dlt_valid_to" IS NULL' if name not in one_row_per_id else "TRUE"
             # subqueries carry aliases: PostgreSQL before 16 insists on them
-            repeats = (
-                f'SELECT "_dlt_id" FROM (SELECT "_dlt_id", row_number() OVER'
-                f' (PARTITION BY {key} ORDER BY "_dlt_id") AS copy FROM {table}{current})'
-                " AS numbered WHERE copy > 1"
+            repeated = (
+                f"SELECT {key}, count(*) AS copies FROM {table} WHERE {current}"
+                f" GROUP BY {key} HAVING count(*) > 1"
             )
             try:
-                rows = client.execute_sql(f"SELECT count(*) FROM ({repeats}) AS repeated")
+                rows = client.execute_sql(
+                    f"SELECT coalesce(sum(copies - 1), 0) FROM ({repeated}) AS repeated"
+                )
             except DatabaseUndefinedRelation:
                 continue
-            count = int(rows[0][0]) if rows else 0
-            if count:
-                client.execute_sql(f'DELETE FROM {table} WHERE "_dlt_id" IN ({repeats})')
-                log.warning("removed %d replayed rows from %s", count, name)
-                removed += count
+            extra = int(rows[0][0]) if rows and rows[0][0] is not None else 0
+            if not extra:
+                continue
+            with client.execute_query(f"SELECT * FROM {table} WHERE FALSE") as cursor:
+                columns = ", ".join(client.escape_column_name(c[0]) for c in cursor.description)
+            scope = f"{current} AND ({key}) IN (SELECT {key} FROM ({repeated}) AS repeated)"
+            with client.begin_transaction():
+                client.execute_sql(
+                    f"CREATE TEMP TABLE drone_ops_replayed AS SELECT {columns} FROM"
+                    f" (SELECT {columns}, row_number() OVER (PARTITION BY {key}"
+                    f' ORDER BY "_dlt_id") AS copy FROM {table} WHERE {scope}) AS numbered'
+                    " WHERE copy = 1"
+                )
+                client.execute_sql(f"DELETE FROM {table} WHERE {scope}")
+                client.execute_sql(
+                    f"INSERT INTO {table} ({columns}) SELECT {columns} FROM drone_ops_replayed"
+                )
+                client.execute_sql("DROP TABLE drone_ops_replayed")
+            log.warning("removed %d replayed rows from %s", extra, name)
+            removed += extra
     return removed
 
 

@@ -385,10 +385,16 @@ def deployed_project(root: Path) -> Path:
 
 
 def guarded(env: Mapping[str, str], log: Path) -> dict[str, str]:
-    """The scheduler's environment plus the network guard: Python started with it refuses and
-    logs any connection that leaves loopback. (The only thing added to what the scheduler
-    would give; it changes nothing else.)"""
-    return {**env, "PYTHONPATH": str(NETGUARD), NETGUARD_LOG_ENV: str(log)}
+    """The scheduler's environment plus the network guard (Python started with it refuses and
+    logs any connection that leaves loopback) and dlt's data folder beside the guard's log:
+    as root dlt would use the machine's /var/dlt, which other tests watch. Nothing else is
+    added to what the scheduler would give."""
+    return {
+        **env,
+        "PYTHONPATH": str(NETGUARD),
+        NETGUARD_LOG_ENV: str(log),
+        "DLT_DATA_DIR": str(log.parent / "dlt-data"),
+    }
 
 
 def assert_loopback_only(log: Path) -> None:
