@@ -236,17 +236,11 @@ def _check_destination(name: str) -> None:
         destination_credentials(name)
     except ConfigFieldMissingException as exc:
         missing = _missing_fields(exc)
-        passwordless = (
-            "; to log in without one (trust, .pgpass, client certificates) leave it empty:"
-            " postgresql://user:@host:5432/db"
-            if name == "postgres" and "password" in missing
-            else ""
-        )
         raise ConfigError(
             f"destination.{name}.credentials",
             f"is missing {', '.join(missing)}: give a full connection string"
             f" (e.g. {CONNECTION_STRING_EXAMPLES.get(name, 'see dlt docs')}) in"
-            f" .dlt/secrets.toml or {env}{passwordless}",
+            f" .dlt/secrets.toml or {env}",
         ) from None
     except ConfigurationValueError as exc:
         raise ConfigError(
@@ -286,10 +280,14 @@ def destination_credentials(name: str) -> Any:
     try:
         factory.configuration(None)
     except ConfigFieldMissingException as exc:
-        # the dataset name comes from the pipeline; only what the credentials lack matters
-        if "credentials" in exc.traces:
+        # the dataset name comes from the pipeline; only what the credentials lack matters,
+        # and PostgreSQL logs in without a password where the server allows it
+        if "credentials" in exc.traces and not _only_password_missing(name, exc):
             raise
     credentials = factory.configuration(None, accept_partial=True).credentials
+    if name == "postgres" and credentials.password is None:
+        # dlt insists on one; libpq does not (trust, a .pgpass file, client certificates)
+        credentials.password = ""
     password = getattr(credentials, "password", None)
     if password:
         register_secret(str(password))
@@ -326,6 +324,10 @@ def ensure_destination_reachable(target: Target) -> None:
         raise DestinationUnreachable(
             f"cannot reach PostgreSQL at {where}: {redact(reason)}"
         ) from None
+
+
+def _only_password_missing(name: str, exc: ConfigFieldMissingException) -> bool:
+    return name == "postgres" and _missing_fields(exc) == ["password"]
 
 
 def _missing_fields(exc: ConfigFieldMissingException) -> list[str]:
@@ -366,6 +368,9 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
             str(database), global_config={"memory_limit": duckdb_memory_limit()}
         )
         destination: Any = dlt.destinations.duckdb(credentials=credentials)
+    elif target.destination == "postgres":
+        # resolved here so a connection string without a password works (see above)
+        destination = dlt.destinations.postgres(credentials=destination_credentials("postgres"))
     else:
         destination = target.destination
     return dlt.pipeline(

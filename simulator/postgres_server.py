@@ -111,9 +111,13 @@ def _wait_until_ready(host: str, port: int, process: subprocess.Popen[bytes], lo
 
 
 @contextlib.contextmanager
-def running_postgres(databases: tuple[str, ...] = ()) -> Iterator[RunningPostgres]:
+def running_postgres(
+    databases: tuple[str, ...] = (), *, host_auth: str = "scram-sha-256"
+) -> Iterator[RunningPostgres]:
     """Init a fresh cluster in a temporary folder, start it on 127.0.0.1 at a free port,
-    create `databases`, yield, then stop the server by its own handle and delete the folder."""
+    create `databases`, yield, then stop the server by its own handle and delete the folder.
+    `host_auth="trust"` lets TCP logins in without a password (what .pgpass or certificate
+    setups look like to a client that gives none)."""
     bin_dir = binaries_dir()
     ids = _drop_privileges_if_root()
     data_root = Path(tempfile.mkdtemp(prefix="drone-ops-pg-"))
@@ -133,7 +137,7 @@ def running_postgres(databases: tuple[str, ...] = ()) -> Iterator[RunningPostgre
                 str(data_dir),
                 "-U",
                 SUPERUSER,
-                "--auth-host=scram-sha-256",
+                f"--auth-host={host_auth}",
                 "--auth-local=trust",
                 f"--pwfile={password_file}",
                 "--encoding=UTF8",

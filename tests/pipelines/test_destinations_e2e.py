@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.sync import Target
-from simulator.postgres_server import RunningPostgres, create_database
+from simulator.postgres_server import RunningPostgres, create_database, running_postgres
 from simulator.testing import SimulatorHandle
 
 from .cli_helpers import (
@@ -145,12 +145,13 @@ def test_postgres_full_churned_and_quiet_runs_with_models(
 def test_postgres_credential_problems_are_one_line(
     tiny_sim: SimulatorHandle, postgres_server: RunningPostgres, tmp_path: Path
 ) -> None:
-    """A missing password and a wrong one name the setting (exit 2), a server that is down
-    is named with its address (exit 1); no traceback, no password, nothing created."""
+    """A password the server wants but is not given, and a wrong one, name the setting
+    (exit 2); a server that is down is named with its address (exit 1); no traceback, no
+    password, nothing created."""
     create_database(postgres_server, "refusals")
     good = postgres_server.dsn("refusals")
     cases = [
-        (good.replace(f":{postgres_server.password}@", "@"), EXIT_CONFIG, "missing password"),
+        (good.replace(f":{postgres_server.password}@", "@"), EXIT_CONFIG, "no password supplied"),
         (good.replace(postgres_server.password, "not-the-password"), EXIT_CONFIG, "refused"),
         (
             good.replace(f":{postgres_server.port}/", f":{closed_loopback_port()}/"),
@@ -168,6 +169,18 @@ def test_postgres_credential_problems_are_one_line(
     assert query(good, "SELECT count(*) AS n FROM pg_namespace WHERE nspname LIKE 'drone%'") == [
         {"n": 0}
     ]
+
+
+def test_postgres_login_without_a_password(tiny_sim: SimulatorHandle, tmp_path: Path) -> None:
+    """dlt insists on a password in the connection string, libpq does not: a server that lets
+    the user in without one (trust, .pgpass, certificates) is synced with a string that has
+    none."""
+    with running_postgres(("passwordless",), host_auth="trust") as server:
+        dsn = f"postgresql://{server.user}@{server.host}:{server.port}/passwordless"
+        result = postgres_run(tmp_path, tiny_sim, dsn, "--no-models", timeout=120)
+        assert result.code == EXIT_OK, result.describe()
+        rows = query(dsn.replace("@", ":@", 1), "SELECT count(*) AS n FROM drone_ops.projects")
+        assert rows[0]["n"] > 0
 
 
 def test_dlt_tooling_finds_the_last_synced_duckdb_warehouse(
