@@ -25,7 +25,6 @@ import re
 import shlex
 import shutil
 import string
-import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -38,7 +37,14 @@ import yaml  # type: ignore[import-untyped]
 from pipelines.cli import EXIT_BUSY, EXIT_OK, build_parser
 from simulator.testing import SimulatorHandle, running_simulator
 
-from ..pipelines.cli_helpers import NETGUARD, NETGUARD_LOG_ENV, sync_runs, table_counts
+from ..pipelines.cli_helpers import (
+    NETGUARD,
+    NETGUARD_LOG_ENV,
+    Result,
+    run_command,
+    sync_runs,
+    table_counts,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOW = REPO / ".github" / "workflows" / "drone-sync.yml"
@@ -342,33 +348,8 @@ def cli_refusal(args: list[str]) -> str | None:
 # --- running, as each scheduler does it ----------------------------------------------------
 
 
-@dataclass
-class Ran:
-    """One finished scheduled command."""
-
-    code: int
-    out: str
-    err: str
-
-    def describe(self) -> str:
-        return (
-            f"exit {self.code}\n--- stdout ---\n{self.out[-4000:]}"
-            f"\n--- stderr ---\n{self.err[-4000:]}"
-        )
-
-
-def run(argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float = RUN_TIMEOUT) -> Ran:
-    completed = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=dict(env),
-        capture_output=True,
-        text=True,
-        errors="backslashreplace",
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-    return Ran(completed.returncode, completed.stdout, completed.stderr)
+def run(argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float = RUN_TIMEOUT) -> Result:
+    return run_command(argv, env, cwd, timeout=timeout)
 
 
 def deployed_project(root: Path) -> Path:
@@ -859,7 +840,7 @@ def test_workflow_sync_step_runs_and_the_warehouse_carries_over(
     plain_env = {k: v for k, v in step_env.items() if not EXPRESSION.search(v)}
     uploaded, restore_dir = uploaded_and_restored(document, plain_env)
 
-    def run_step(checkout: Path, script_text: str) -> Ran:
+    def run_step(checkout: Path, script_text: str) -> Result:
         script = checkout.parent / f"{checkout.name}-step.sh"
         script.write_text(script_text, encoding="utf-8")
         home = checkout.parent / f"{checkout.name}-home"

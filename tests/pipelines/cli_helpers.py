@@ -138,9 +138,18 @@ def run_cli(
     args: Sequence[str], env: Mapping[str, str], cwd: Path, *, timeout: float = 120
 ) -> Result:
     """Runs `drone-sync ARGS` to completion (killed at the timeout) without a terminal."""
+    result = run_command(cli_command(args), env, cwd, timeout=timeout)
+    result.args = list(args)
+    return result
+
+
+def run_command(
+    argv: Sequence[str], env: Mapping[str, str], cwd: Path, *, timeout: float
+) -> Result:
+    """Runs any command to completion (killed at the timeout), no terminal, output captured."""
     started = time.monotonic()
     completed = subprocess.run(
-        cli_command(args),
+        list(argv),
         cwd=cwd,
         env=dict(env),
         capture_output=True,
@@ -150,7 +159,7 @@ def run_cli(
         stdin=subprocess.DEVNULL,
     )
     return Result(
-        list(args),
+        list(argv),
         completed.returncode,
         completed.stdout,
         completed.stderr,

@@ -69,3 +69,13 @@ def postgres_target(postgres_dsn: str, tmp_path: Path, monkeypatch: pytest.Monke
     """A postgres target whose credentials come through dlt's usual environment variable."""
     monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", postgres_dsn)
     return Target(destination="postgres", pipelines_dir=tmp_path / "pg-pipelines")
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def any_target(request: pytest.FixtureRequest, target: Target) -> Target:
+    """The DuckDB target, or a fresh PostgreSQL database on the test server: a test asking
+    for it runs on both tested destinations."""
+    if request.param == "duckdb":
+        return target
+    postgres: Target = request.getfixturevalue("postgres_target")
+    return postgres

@@ -78,15 +78,6 @@ def row_counts(target: Target) -> dict[str, int]:
     }
 
 
-@pytest.fixture(params=["duckdb", "postgres"])
-def any_target(request: pytest.FixtureRequest, target: Target) -> Target:
-    """The DuckDB target, or a fresh PostgreSQL database on the test server."""
-    if request.param == "duckdb":
-        return target
-    postgres: Target = request.getfixturevalue("postgres_target")
-    return postgres
-
-
 def test_lifecycle_first_sync_changes_and_quiet_rerun(sim: Any, any_target: Target) -> None:
     """The contract of issue 3, on DuckDB and PostgreSQL: equal after the first sync, equal
     with history after changes, and a no-change run adds no rows and asks each webhook once."""
