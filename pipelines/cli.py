@@ -21,7 +21,7 @@ from rich.console import Console
 
 from sources.drone_ops import ConfigError, DroneOpsError
 from sources.drone_ops import settings as source_settings
-from sources.drone_ops.access import check_access
+from sources.drone_ops.check import check_access
 from sources.drone_ops.config import checked_tables
 from sources.drone_ops.secrets import redact
 

@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sources.drone_ops import settings as source_settings
-from sources.drone_ops.access import AccessReport
+from sources.drone_ops.check import AccessReport
 from sources.drone_ops.secrets import redact
 
 from .sync import SyncOutcome
