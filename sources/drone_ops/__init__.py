@@ -1,5 +1,11 @@
-"""dlt source for the Drone Operations Service API."""
+"""dlt source for the Drone Operations Service API.
 
+Where things live (docs/architecture.md has the whole picture):
+`entities.py` what each table is; `client.py` HTTP; `walk.py` / `webhook_walk.py` the walk;
+`spill.py` the walk's store; `table_sync.py` what each table loads; `resources.py` the source.
+"""
+
+from .config import SourceConfig, read_source_config
 from .exceptions import (
     ApiError,
     AuthError,
@@ -11,8 +17,9 @@ from .exceptions import (
     RetriesExhaustedError,
 )
 from .report import SyncReport, TableResult
-from .resources import KnownState, RunOptions, drone_ops
-from .walk import DeliveryMark
+from .resources import drone_ops
+from .run import DeliveryMark, KnownState, RunOptions
+from .walk import WorkspaceWalk, open_walk
 
 __all__ = [
     "ApiError",
@@ -26,7 +33,11 @@ __all__ = [
     "PaginationError",
     "RetriesExhaustedError",
     "RunOptions",
+    "SourceConfig",
     "SyncReport",
     "TableResult",
+    "WorkspaceWalk",
     "drone_ops",
+    "open_walk",
+    "read_source_config",
 ]

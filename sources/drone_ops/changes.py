@@ -5,8 +5,6 @@ Pure and columnar: ids and row hashes in, the ids to load and to retire out.
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -82,19 +80,3 @@ def retire_share_exceeded(changes: ChangeSet, max_share: float) -> bool:
     if not changes.retire_ids or changes.current == 0:
         return False
     return changes.retired / changes.current > max_share
-
-
-def job_slice_of(project_id: str, slices: int) -> int:
-    """The rolling-refresh slice a project's jobs belong to: stable across runs, processes and
-    machines (a checksum of the id, not Python's salted `hash`), so each slice is walked in turn."""
-    return zlib.crc32(project_id.encode()) % slices
-
-
-def outside_projects(current: pa.Table, skipped_project_ids: Iterable[str]) -> pa.Table:
-    """Current job rows except those of projects whose jobs this run did not walk: only what
-    was walked can be compared, so only that can be found changed or gone."""
-    skipped = pa.array(list(skipped_project_ids), pa.string())
-    if len(skipped) == 0:
-        return current
-    under_skipped = pc.is_in(current.column("project_id"), value_set=skipped)
-    return current.filter(pc.invert(pc.fill_null(under_skipped, False)))

@@ -6,12 +6,22 @@ rejects either for the scope (403, read_only key) or for the body (400, full_acc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import httpx
 
 from . import settings
 from .client import DroneOpsClient
+from .entities import (
+    ENTITIES,
+    JOB_TYPES,
+    JOBS,
+    PROJECTS,
+    WEBHOOK_DELIVERIES,
+    WEBHOOKS_TABLE,
+    Entity,
+)
 from .exceptions import DroneOpsError
 
 
@@ -47,46 +57,52 @@ def check_access(
     ) as client:
         report = AccessReport(base_url=client.base_url)
         first_project: str | None = None
-        lists = {
-            "projects": (settings.PROJECTS_PATH, {}, "projects"),
-            "archived projects": (settings.PROJECTS_PATH, {"archived": "true"}, "projects"),
-            "team_members": (settings.TEAM_PATH, {}, "team"),
-            "job_types": (settings.JOB_TYPES_PATH, {}, "job_types"),
-        }
-        for label, (path, params, key) in lists.items():
+        for entity, params in _plain_lists():
+            path, key = str(entity.list_path), str(entity.items_key)
             page = client.get_json(path, params)
             items = page.get(key) or []
+            label = f"archived {entity.table}" if params.get("archived") else entity.table
             report.reachable[label] = f"ok ({len(items)} on the first page)"
-            if label == "projects" and items:
+            if entity is PROJECTS and not params and items:
                 first_project = str(items[0]["id"])
         if first_project is not None:
             path = jobs_path.format(project_id=first_project)
             try:
                 page = client.get_json(path)
-                report.reachable["jobs"] = (
-                    f"ok ({len(page.get('jobs') or [])} in project {first_project})"
-                )
+                count = len(page.get(str(JOBS.items_key)) or [])
+                report.reachable["jobs"] = f"ok ({count} in project {first_project})"
             except DroneOpsError as exc:
                 report.failures["jobs"] = str(exc)
         hooks = list(webhook_ids or [])
         if not hooks:
             try:
-                page = client.get_json(settings.WEBHOOKS_PATH)
-                hooks = [str(h["id"]) for h in page.get("webhooks") or []]
+                page = client.get_json(str(WEBHOOKS_TABLE.list_path))
+                hooks = [str(h["id"]) for h in page.get(str(WEBHOOKS_TABLE.items_key)) or []]
                 report.reachable["webhooks"] = f"ok ({len(hooks)} on the first page)"
             except DroneOpsError as exc:
                 report.failures["webhooks"] = str(exc)
         for webhook_id in hooks:
             try:
-                page = client.get_json(settings.WEBHOOK_PATH_TEMPLATE.format(webhook_id=webhook_id))
-                report.reachable[f"webhook {webhook_id}"] = (
-                    f"ok ({len(page.get('logs') or [])} recent deliveries)"
-                )
+                path = str(WEBHOOK_DELIVERIES.list_path).format(webhook_id=webhook_id)
+                page = client.get_json(path)
+                count = len(page.get(str(WEBHOOK_DELIVERIES.items_key)) or [])
+                report.reachable[f"webhook {webhook_id}"] = f"ok ({count} recent deliveries)"
             except DroneOpsError as exc:
                 report.failures[f"webhook {webhook_id}"] = str(exc)
-        status, _ = client.probe_status("POST", settings.JOB_TYPES_PATH, {})
+        status, _ = client.probe_status("POST", str(JOB_TYPES.list_path), {})
         if status == 403:
             report.scope = "read_only"
         elif status == 400:
             report.scope = "full_access"
         return report
+
+
+def _plain_lists() -> list[tuple[Entity, Mapping[str, str]]]:
+    """The first page of every top-level list the walk reads, projects first (the job probe
+    needs one), then each list with no records under it (the webhook list comes last)."""
+    return [
+        (entity, params)
+        for entity in ENTITIES.values()
+        if entity.list_path is not None and entity.parent is None and entity is not WEBHOOKS_TABLE
+        for params in entity.list_variants
+    ]

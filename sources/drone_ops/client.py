@@ -11,9 +11,7 @@ import random
 import threading
 import time
 from collections.abc import Generator, Iterator, Mapping
-from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import orjson
@@ -29,33 +27,30 @@ from tenacity import (
 from . import settings
 from .config import checked_api_key, validate_base_url
 from .exceptions import (
-    ApiError,
-    AuthError,
+    DroneOpsError,
     Interrupted,
-    NotFoundError,
     PaginationError,
     ResponseError,
     RetriesExhaustedError,
     UnreachableError,
+    api_message,
+    client_error,
+    connect_problem,
 )
+from .throttle import AdaptiveLimiter, parse_retry_after
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class WalkStats:
-    """Request counters of one table's walk; shared by its worker threads."""
+class RequestCounter(Protocol):
+    """Counts requests, retries and pages for whoever asked (the walk counts per table)."""
 
-    requests: int = 0
-    retries: int = 0
-    pages: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    def add(self, *, requests: int = 0, retries: int = 0, pages: int = 0) -> None: ...
 
+
+class _Uncounted:
     def add(self, *, requests: int = 0, retries: int = 0, pages: int = 0) -> None:
-        with self._lock:
-            self.requests += requests
-            self.retries += retries
-            self.pages += pages
+        return None
 
 
 class TransientError(Exception):
@@ -79,63 +74,6 @@ class TransientError(Exception):
         self.unreachable = unreachable
 
 
-class AdaptiveLimiter:
-    """Bounds requests in flight with additive increase / multiplicative decrease.
-
-    A 429 halves the limit and pauses every worker until its Retry-After has passed; each run of
-    `limit` successes raises the limit by one again, up to the configured ceiling. An optional
-    requests-per-second ceiling spaces request starts evenly.
-
-    Cursor walks that cannot be split (a project list, a webhook's log pages) are the run's
-    critical path: their requests do not queue behind the fan-out of job walks for a slot (they
-    still count as in flight and obey every pause and rate ceiling), so at most one extra request
-    per such walk is in flight.
-    """
-
-    def __init__(self, max_concurrency: int, max_requests_per_second: float | None = None) -> None:
-        self.max_concurrency = max(1, max_concurrency)
-        self.limit = self.max_concurrency
-        self._in_flight = 0
-        self._successes = 0
-        self._paused_until = 0.0
-        self._interval = 1.0 / max_requests_per_second if max_requests_per_second else 0.0
-        self._next_start = 0.0
-        self._cond = threading.Condition()
-
-    def acquire(self, *, critical: bool = False, cancel: threading.Event | None = None) -> None:
-        """Waits for a slot; raises `Interrupted` when `cancel` is set meanwhile."""
-        with self._cond:
-            while True:
-                if cancel is not None and cancel.is_set():
-                    raise Interrupted("the request")
-                now = time.monotonic()
-                wait = max(self._paused_until, self._next_start) - now
-                if (critical or self._in_flight < self.limit) and wait <= 0:
-                    break
-                self._cond.wait(timeout=min(wait, 0.25) if wait > 0 else 0.05)
-            self._in_flight += 1
-            if self._interval:
-                self._next_start = max(self._next_start, time.monotonic()) + self._interval
-
-    def release(self, *, throttled: bool, retry_after: float | None = None) -> None:
-        with self._cond:
-            self._in_flight -= 1
-            if throttled:
-                self.limit = max(1, self.limit // 2)
-                self._successes = 0
-                if retry_after:
-                    self._paused_until = max(self._paused_until, time.monotonic() + retry_after)
-            else:
-                self._successes += 1
-                if self._successes >= self.limit and self.limit < self.max_concurrency:
-                    self.limit += 1
-                    self._successes = 0
-                    self._cond.notify()
-            # one freed slot wakes one waiter: waking them all costs a futex call per waiter per
-            # request, with the GIL held; a waiter that cannot go yet re-checks within 50 ms
-            self._cond.notify()
-
-
 class _BearerAuth(httpx.Auth):
     """Adds the key to each request; its repr never shows it."""
 
@@ -148,23 +86,6 @@ class _BearerAuth(httpx.Auth):
 
     def __repr__(self) -> str:
         return "_BearerAuth(<redacted>)"
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header given as seconds or as an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
 
 
 class DroneOpsClient:
@@ -228,20 +149,20 @@ class DroneOpsClient:
     def probe_status(self, method: str, path: str, body: Any) -> tuple[int, str]:
         """One unretried request, for `check`: its status and the API's message."""
         response = self._http.request(method, path, json=body)
-        return response.status_code, _api_message(response.content)
+        return response.status_code, api_message(response.content)
 
     def get_json(
         self,
         path: str,
         params: Mapping[str, str] | None = None,
         *,
-        stats: WalkStats | None = None,
+        stats: RequestCounter | None = None,
         not_found_fix: str | None = None,
         critical: bool = False,
     ) -> dict[str, Any]:
         """GETs `path` and returns its JSON object, retrying what is worth retrying."""
         endpoint = f"GET {path}"
-        counters = stats if stats is not None else WalkStats()
+        counters = stats if stats is not None else _Uncounted()
         first_failure: TransientError | None
         started = time.monotonic()
         try:
@@ -296,7 +217,7 @@ class DroneOpsClient:
         path: str,
         *,
         params: Mapping[str, str] | None = None,
-        stats: WalkStats | None = None,
+        stats: RequestCounter | None = None,
         not_found_fix: str | None = None,
         max_pages: int = settings.MAX_PAGES_PER_WALK,
         critical: bool = False,
@@ -340,7 +261,7 @@ class DroneOpsClient:
         endpoint: str,
         path: str,
         params: Mapping[str, str] | None,
-        stats: WalkStats,
+        stats: RequestCounter,
         not_found_fix: str | None,
         critical: bool,
     ) -> dict[str, Any]:
@@ -358,7 +279,7 @@ class DroneOpsClient:
                 if self.cancel_event.is_set():
                     raise Interrupted(endpoint) from None
                 if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-                    raise TransientError(_connect_problem(exc), unreachable=True) from None
+                    raise TransientError(connect_problem(exc), unreachable=True) from None
                 if isinstance(exc, httpx.TransportError):
                     raise TransientError(f"{type(exc).__name__}: {exc}") from None
                 raise
@@ -370,9 +291,9 @@ class DroneOpsClient:
                     retry_after = min(retry_after, self.max_retry_after_seconds)
                 raise TransientError("429 rate limited", retry_after=retry_after)
             if status >= 500 or status == 408:
-                raise TransientError(f"{status} {_api_message(content)}".strip())
+                raise TransientError(f"{status} {api_message(content)}".strip())
             if status >= 400:
-                raise _client_error(endpoint, status, content, not_found_fix)
+                raise client_error(endpoint, status, content, not_found_fix)
             if status != 200:
                 raise TransientError(f"unexpected status {status}")
             try:
@@ -413,7 +334,7 @@ class DroneOpsClient:
         return capped / 2 + random.uniform(0, capped / 2)
 
     @staticmethod
-    def _before_sleep(endpoint: str, stats: WalkStats, state: RetryCallState) -> None:
+    def _before_sleep(endpoint: str, stats: RequestCounter, state: RetryCallState) -> None:
         stats.add(retries=1)
         exc = state.outcome.exception() if state.outcome else None
         wait = state.next_action.sleep if state.next_action else 0.0
@@ -440,23 +361,6 @@ def _stop_short_retries(started: float) -> Any:
     return stop
 
 
-def _connect_problem(exc: httpx.TransportError) -> str:
-    """What kept the connection from being made, in words a person can act on."""
-    text = str(exc)
-    lowered = text.lower()
-    if "certificate" in lowered or "ssl" in lowered or "tls" in lowered:
-        return f"TLS failure: {text}"
-    if "name or service not known" in lowered or "nodename nor servname" in lowered:
-        return "unknown host name"
-    if "temporary failure in name resolution" in lowered:
-        return "host name could not be resolved"
-    if "refused" in lowered:
-        return "connection refused"
-    if isinstance(exc, httpx.ConnectTimeout):
-        return "connection timed out"
-    return f"{type(exc).__name__}: {text}"
-
-
 def _check_page_advances(
     path: str, page: dict[str, Any], items_key: str, seen_ids: set[str]
 ) -> None:
@@ -473,39 +377,12 @@ def _check_page_advances(
     seen_ids.update(ids)
 
 
-def _api_message(content: bytes) -> str:
-    try:
-        body = orjson.loads(content)
-    except orjson.JSONDecodeError:
-        return ""
-    message = body.get("message") if isinstance(body, dict) else None
-    return str(message)[:300] if message else ""
-
-
-def _client_error(
-    endpoint: str, status: int, content: bytes, not_found_fix: str | None
-) -> ApiError:
-    message = _api_message(content)
-    key_setting = f"{settings.CONFIG_SECTION}.api_key (env SOURCES__DRONE_OPS__API_KEY)"
-    if status == 401:
-        return AuthError(endpoint, status, message, f"the API key was refused: check {key_setting}")
-    if status == 403:
-        return AuthError(
-            endpoint,
-            status,
-            message,
-            f"the API key lacks the scope for this request: use a key with read access in"
-            f" {key_setting}",
-        )
-    if status == 404:
-        fix = not_found_fix or (
-            f"the path does not exist on this API: check {settings.CONFIG_SECTION}.base_url"
-        )
-        return NotFoundError(endpoint, status, message, fix)
-    return ApiError(
-        endpoint,
-        status,
-        message,
-        "the API rejected the request; check the sources.drone_ops settings that shape it"
-        " (a stale cursor goes away on the next run)",
-    )
+def page_items(page: dict[str, Any], key: str, path: str) -> list[dict[str, Any]]:
+    """The page's record list, each record with an id: anything else is a broken page."""
+    items = page.get(key)
+    if not isinstance(items, list):
+        raise DroneOpsError(f"GET {path} returned a page without a {key!r} list")
+    for item in items:
+        if not isinstance(item, dict) or item.get("id") is None:
+            raise DroneOpsError(f"GET {path} returned a {key} entry without an id")
+    return items

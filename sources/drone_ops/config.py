@@ -15,11 +15,14 @@ import json
 import math
 import string
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import urlsplit
 
+import dlt
+
 from . import settings
+from .entities import ALL_TABLES
 from .exceptions import ConfigError
 from .secrets import register_secret
 
@@ -38,15 +41,15 @@ def env_name(name: str) -> str:
     return f"{SECTION.replace('.', '__').upper()}__{name.upper()}"
 
 
-def missing_setting(name: str) -> ConfigError:
-    """The one message for a setting that has no value anywhere."""
-    where = ".dlt/secrets.toml" if name == "api_key" else ".dlt/config.toml"
-    return ConfigError(setting_name(name), f"is not set: add it to {where} or set {env_name(name)}")
+def missing_setting(setting: str, env: str, *, secret: bool) -> ConfigError:
+    """The one message for a setting that has no value anywhere (source or destination)."""
+    where = ".dlt/secrets.toml" if secret else ".dlt/config.toml"
+    return ConfigError(setting, f"is not set: add it to {where} or set {env}")
 
 
 @dataclass(frozen=True)
 class SourceConfig:
-    """The checked settings of one run; `source_args()` feeds them to `drone_ops`."""
+    """The checked settings of one run, handed to the walk and the source as they are."""
 
     base_url: str
     api_key: str
@@ -61,40 +64,40 @@ class SourceConfig:
     job_refresh_slices: int = settings.DEFAULT_JOB_REFRESH_SLICES
     delivery_overlap_seconds: int = settings.DEFAULT_DELIVERY_OVERLAP_SECONDS
 
-    def source_args(self) -> dict[str, Any]:
-        """Keyword arguments for `drone_ops(...)`: explicit, so dlt resolves nothing again."""
-        args = asdict(self)
-        args.pop("delivery_overlap_seconds")
-        args["webhook_ids"] = list(self.webhook_ids) if self.webhook_ids is not None else None
-        return args
-
     def __repr__(self) -> str:
         return f"SourceConfig(base_url={self.base_url!r}, api_key=<redacted>, ...)"
 
 
 def read_source_config(
-    lookup: ConfigLookup, overrides: Mapping[str, Any] | None = None
+    overrides: Mapping[str, Any] | None = None, lookup: ConfigLookup | None = None
 ) -> SourceConfig:
-    """Reads and checks every setting; raises `ConfigError` naming the first bad one.
+    """Reads and checks every source setting; raises `ConfigError` naming the first bad one.
 
-    `overrides` (explicit values, e.g. from tests or the demo) win over the providers."""
+    The one reader of settings: values come from dlt's providers (environment variables, then
+    .dlt/secrets.toml and .dlt/config.toml) unless `lookup` replaces them; `overrides`
+    (explicit values, e.g. from tests or the demo) win over both."""
     given = dict(overrides or {})
+    read = lookup or _from_dlt_providers
 
     def raw(name: str) -> Any:
-        return given[name] if name in given else lookup(name)
+        return given[name] if name in given else read(name)
 
     return checked_config(**{setting.name: raw(setting.name) for setting in fields(SourceConfig)})
+
+
+def _from_dlt_providers(name: str) -> Any:
+    key = setting_name(name)
+    return dlt.secrets.get(key) if name == "api_key" else dlt.config.get(key)
 
 
 def checked_tables(tables: Sequence[str] | None) -> tuple[str, ...]:
     """The tables a run syncs (all when none are named), each once; `--resources` names them."""
     if not tables:
-        return settings.ALL_TABLES
-    unknown = sorted(set(tables) - set(settings.ALL_TABLES))
+        return ALL_TABLES
+    unknown = sorted(set(tables) - set(ALL_TABLES))
     if unknown:
         raise ConfigError(
-            "--resources",
-            f"unknown {', '.join(unknown)}; choose from {', '.join(settings.ALL_TABLES)}",
+            "--resources", f"unknown {', '.join(unknown)}; choose from {', '.join(ALL_TABLES)}"
         )
     return tuple(dict.fromkeys(tables))
 
@@ -108,10 +111,11 @@ def checked_config(**values: Any) -> SourceConfig:
         given = values.get(name)
         return getattr(defaults, name) if given is None or given == "" else given
 
-    if values.get("base_url") is None:
-        raise missing_setting("base_url")
-    if values.get("api_key") is None:
-        raise missing_setting("api_key")
+    for required in ("base_url", "api_key"):
+        if values.get(required) is None:
+            raise missing_setting(
+                setting_name(required), env_name(required), secret=required == "api_key"
+            )
     return SourceConfig(
         base_url=validate_base_url(_text("base_url", values["base_url"])),
         api_key=checked_api_key(values["api_key"]),

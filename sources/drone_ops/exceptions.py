@@ -17,6 +17,11 @@ Every message says what failed and what to fix; none of them ever carries the AP
 
 from __future__ import annotations
 
+import httpx
+import orjson
+
+from . import settings
+
 
 class DroneOpsError(Exception):
     """Root of every error this source raises on purpose."""
@@ -110,3 +115,59 @@ class Interrupted(DroneOpsError):
 
     def __init__(self, what: str = "the run") -> None:
         super().__init__(f"{what} was interrupted before it finished; nothing of it was loaded")
+
+
+# What a failed response means, in words a person can act on.
+
+
+def connect_problem(exc: httpx.TransportError) -> str:
+    """What kept the connection from being made, in words a person can act on."""
+    text = str(exc)
+    lowered = text.lower()
+    if "certificate" in lowered or "ssl" in lowered or "tls" in lowered:
+        return f"TLS failure: {text}"
+    if "name or service not known" in lowered or "nodename nor servname" in lowered:
+        return "unknown host name"
+    if "temporary failure in name resolution" in lowered:
+        return "host name could not be resolved"
+    if "refused" in lowered:
+        return "connection refused"
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connection timed out"
+    return f"{type(exc).__name__}: {text}"
+
+
+def api_message(content: bytes) -> str:
+    try:
+        body = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return ""
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message)[:300] if message else ""
+
+
+def client_error(endpoint: str, status: int, content: bytes, not_found_fix: str | None) -> ApiError:
+    message = api_message(content)
+    key_setting = f"{settings.CONFIG_SECTION}.api_key (env SOURCES__DRONE_OPS__API_KEY)"
+    if status == 401:
+        return AuthError(endpoint, status, message, f"the API key was refused: check {key_setting}")
+    if status == 403:
+        return AuthError(
+            endpoint,
+            status,
+            message,
+            f"the API key lacks the scope for this request: use a key with read access in"
+            f" {key_setting}",
+        )
+    if status == 404:
+        fix = not_found_fix or (
+            f"the path does not exist on this API: check {settings.CONFIG_SECTION}.base_url"
+        )
+        return NotFoundError(endpoint, status, message, fix)
+    return ApiError(
+        endpoint,
+        status,
+        message,
+        "the API rejected the request; check the sources.drone_ops settings that shape it"
+        " (a stale cursor goes away on the next run)",
+    )

@@ -1,42 +1,33 @@
 """Pure record transforms: API JSON records in, warehouse rows and Arrow tables out.
 
-Nothing here does I/O. Conversion is columnar (one Arrow array per column per batch); only a
-batch whose values break the declared types falls back to a per-value path, which keeps the
-record, nulls the broken value and reports it.
+Nothing here does I/O and nothing here knows which tables exist: each function is given the
+table's `Contract` (declared in `entities.py`). Conversion is columnar (one Arrow array per
+column per batch); only a batch whose values break the declared types falls back to a
+per-value path, which keeps the record, nulls the broken value and reports it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date
 from typing import Any
 
-import duckdb
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import settings
-from .schema import (
-    ARROW_TYPES,
-    ENUM_CHECKS,
-    LENGTH_CHECKS,
-    RANGE_CHECKS,
-    REQUIRED_FIELDS,
-    TABLE_COLUMNS,
-    Column,
-)
-
-log = logging.getLogger(__name__)
+from .breaches import Issue, new_issue, record_breaches
+from .schema import ARROW_TYPES, ISSUES, Column, Contract
 
 Record = dict[str, Any]
+RowBuilder = Callable[..., Record]
+"""Called as `builder(record, version=..., parent_id=...)`: `version` is the record's row hash
+when the caller computed it already, `parent_id` the id of the record it was listed under."""
 MAX_INT64 = 2**63 - 1
 # Timestamps are stored in microseconds: the largest millisecond value that still fits.
 MAX_TIMESTAMP_MS = MAX_INT64 // 1000
-Issue = dict[str, str | None]
 
 
 def row_hash(record: Mapping[str, Any]) -> str:
@@ -46,43 +37,44 @@ def row_hash(record: Mapping[str, Any]) -> str:
     ).hexdigest()
 
 
-def _with_creator(record: Mapping[str, Any]) -> tuple[Record, Record | None]:
-    row = dict(record)
-    creator = row.pop("created_by", None)
-    if isinstance(creator, dict):
-        creator_id = creator.get("id")
-        row["created_by_id"] = str(creator_id) if creator_id is not None else None
-        return row, creator if creator_id is not None else None
-    row["created_by_id"] = None
-    return row, None
-
-
 def project_row(
     record: Mapping[str, Any], version: str | None = None
 ) -> tuple[Record, Record | None]:
-    """A projects row plus its creator (for `users`); `version` is its row_hash if known."""
-    row, creator = _with_creator(record)
+    """A projects (or webhooks) row plus its creator: the nested `created_by` object becomes
+    `created_by_id`, the creator itself a `users` row. `version` is the row hash if known."""
+    row = dict(record)
+    creator = row.pop("created_by", None)
+    creator_id = creator.get("id") if isinstance(creator, dict) else None
+    row["created_by_id"] = str(creator_id) if creator_id is not None else None
     row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
-    return row, creator
+    return row, creator if creator_id is not None else None
 
 
-def webhook_row(
-    record: Mapping[str, Any], version: str | None = None
-) -> tuple[Record, Record | None]:
-    """A webhooks row plus its creator (for `users`)."""
-    return project_row(record, version)
+webhook_row = project_row
 
 
-def job_row(record: Mapping[str, Any], project_id: str, version: str | None = None) -> Record:
-    """A jobs row; the owning project comes from the walk when the record lacks it."""
+def creator_flattened_row(
+    record: Mapping[str, Any], *, version: str | None = None, parent_id: str | None = None
+) -> Record:
+    """The row builder of projects and webhooks (the walk gathers creators itself)."""
+    return project_row(record, version)[0]
+
+
+def job_row(
+    record: Mapping[str, Any], parent_id: str | None = None, version: str | None = None
+) -> Record:
+    """A jobs row; the owning project (`parent_id`) comes from the walk when the record lacks
+    it."""
     row = dict(record)
     if row.get("project_id") is None:
-        row["project_id"] = project_id
+        row["project_id"] = parent_id
     row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
     return row
 
 
-def entity_row(record: Mapping[str, Any], version: str | None = None) -> Record:
+def entity_row(
+    record: Mapping[str, Any], version: str | None = None, parent_id: str | None = None
+) -> Record:
     """A row of a table whose records need no reshaping (team members, job types)."""
     row = dict(record)
     row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
@@ -112,120 +104,6 @@ def delivery_row(record: Mapping[str, Any], webhook_id: str) -> Record:
     return row
 
 
-# Columns of a delivery row read from its request payload (the rest come from the log entry).
-PAYLOAD_COLUMNS: dict[str, str] = {
-    "delivery_id": "delivery_id",
-    "event": "event",
-    "event_timestamp": "timestamp",
-    "workspace_id": "workspace_id",
-    "data": "data",
-}
-_PAYLOAD_SQL = f"""
-WITH parsed AS (
-    SELECT CASE WHEN json_valid(request_payload) THEN request_payload END AS payload
-    FROM payloads
-), fields AS (
-    -- one parse per payload: every field is taken in a single multi-path extract
-    SELECT CASE WHEN json_type(payload) = 'OBJECT' THEN json_extract(
-        payload, ['$.delivery_id', '$.event', '$.timestamp', '$.workspace_id', '$.data']
-    ) END AS f
-    FROM parsed
-), typed AS (
-    SELECT
-        f[1] AS delivery_id, coalesce(json_type(f[1]), 'NULL') AS delivery_id_type,
-        f[2] AS event, coalesce(json_type(f[2]), 'NULL') AS event_type,
-        f[3] AS ts, coalesce(json_type(f[3]), 'NULL') AS ts_type,
-        f[4] AS workspace_id, coalesce(json_type(f[4]), 'NULL') AS workspace_id_type,
-        f[5] AS data, coalesce(json_type(f[5]), 'NULL') AS data_type
-    FROM fields
-)
-SELECT
-    delivery_id ->> '$' AS delivery_id,
-    event ->> '$' AS event,
-    TRY_CAST(ts AS BIGINT) AS event_timestamp,
-    workspace_id ->> '$' AS workspace_id,
-    CASE WHEN data_type <> 'NULL' THEN data::VARCHAR END AS data,
-    coalesce(
-        delivery_id_type IN ('VARCHAR', 'NULL')
-        AND event_type IN ('VARCHAR', 'NULL')
-        AND workspace_id_type IN ('VARCHAR', 'NULL')
-        AND (
-            ts_type = 'NULL'
-            OR (
-                ts_type IN ('BIGINT', 'UBIGINT')
-                AND abs(TRY_CAST(ts AS BIGINT)) <= {MAX_TIMESTAMP_MS}
-            )
-        ),
-        FALSE
-    ) AS well_typed
-FROM typed
-"""
-_duckdb = threading.local()
-_engine: list[duckdb.DuckDBPyConnection] = []
-_engine_lock = threading.Lock()
-
-
-def _payload_engine() -> duckdb.DuckDBPyConnection:
-    """One small in-memory DuckDB for the whole process (each thread uses its own cursor):
-    single-threaded, since the spill pool is the parallelism, and capped, so the walk's
-    footprint stays bounded."""
-    with _engine_lock:
-        if not _engine:
-            _engine.append(duckdb.connect(config={"threads": 1, "memory_limit": "128MB"}))
-        return _engine[0]
-
-
-def delivery_table(
-    entries: Sequence[Record], webhook_id: str, run_id: str, issues: list[Issue]
-) -> pa.Table:
-    """The typed webhook_deliveries batch of one webhook's log entries.
-
-    The request payloads are parsed by DuckDB's JSON functions, outside the GIL, rather than
-    one `orjson.loads` per entry: at 500,000 deliveries this was a quarter of the walk's
-    Python time, competing with every request. A batch with anything unusual (an unknown field,
-    a value of the wrong type, in the entry or its payload) takes the row-by-row path, which
-    reports each breach; both paths give the same table for well-typed input.
-    """
-    fast = _delivery_table_in_duckdb(entries, webhook_id)
-    if fast is not None:
-        return fast
-    rows = [delivery_row(entry, webhook_id) for entry in entries]
-    return to_arrow("webhook_deliveries", rows, run_id, issues)
-
-
-def _delivery_table_in_duckdb(entries: Sequence[Record], webhook_id: str) -> pa.Table | None:
-    declared = TABLE_COLUMNS["webhook_deliveries"]
-    from_entry = [c for c in declared if c.name != "webhook_id" and c.name not in PAYLOAD_COLUMNS]
-    allowed = {c.name for c in from_entry}
-    if not entries or any(not allowed.issuperset(entry) for entry in entries):
-        return None
-    arrays = _well_typed_arrays(from_entry, entries)
-    if arrays is None:
-        return None
-    connection = getattr(_duckdb, "connection", None)
-    if connection is None:
-        connection = _duckdb.connection = _payload_engine().cursor()
-    connection.register("payloads", pa.table({"request_payload": arrays["request_payload"]}))
-    try:
-        parsed = connection.sql(_PAYLOAD_SQL).to_arrow_table()
-    except duckdb.Error as exc:
-        # never fail a walk over a faster path: the row-by-row path gives the same table
-        log.warning("delivery payloads parsed row by row: %s", exc)
-        return None
-    finally:
-        connection.unregister("payloads")
-    if not pc.all(parsed.column("well_typed")).as_py():
-        return None
-    arrays["webhook_id"] = pa.array([webhook_id] * len(entries), pa.string())
-    timestamps = parsed.column("event_timestamp").combine_chunks()
-    arrays["event_timestamp"] = timestamps.cast(pa.timestamp("ms", tz="UTC")).cast(
-        ARROW_TYPES["ts"]
-    )
-    for name in ("delivery_id", "event", "workspace_id", "data"):
-        arrays[name] = parsed.column(name).combine_chunks().cast(pa.string())
-    return _with_required_fields(pa.table({c.name: arrays[c.name] for c in declared}))
-
-
 def user_row(creator: Mapping[str, Any], first_ms: int | None, last_ms: int | None) -> Record:
     """A users row from a `created_by` object of either shape (a person or an API key).
 
@@ -252,11 +130,13 @@ def user_row(creator: Mapping[str, Any], first_ms: int | None, last_ms: int | No
     return row
 
 
-def to_arrow(table: str, rows: Sequence[Record], run_id: str, issues: list[Issue]) -> pa.Table:
+def to_arrow(
+    contract: Contract, rows: Sequence[Record], run_id: str, issues: list[Issue]
+) -> pa.Table:
     """Builds the typed Arrow table of a batch; appends every contract breach to `issues`."""
-    declared = TABLE_COLUMNS[table]
+    table, declared = contract.table, contract.columns
     reported_before = len(issues)
-    arrays = _well_typed_arrays(declared, rows)
+    arrays = well_typed_arrays(declared, rows)
     if arrays is None:
         # some value breaks its column's type: type column by column, reporting each breach
         arrays = {}
@@ -264,22 +144,20 @@ def to_arrow(table: str, rows: Sequence[Record], run_id: str, issues: list[Issue
             name = column.name
             values = [row.get(name) for row in rows]
             arrays[name] = _column_array(table, column, values, rows, run_id, issues)
-    is_entity = table in settings.ENTITY_TABLES
-    if is_entity:
+    if contract.history:
         arrays[settings.ROW_HASH_COLUMN] = pa.array(
             [row[settings.ROW_HASH_COLUMN] for row in rows], pa.string()
         )
         arrays[settings.TOMBSTONE_COLUMN] = pa.array([False] * len(rows), pa.bool_())
     known = {column.name for column in declared} | {settings.ROW_HASH_COLUMN}
-    if table in ("projects", "webhooks"):
-        known.add("created_by")  # already flattened into created_by_id
+    known |= contract.flattened
     extra = sorted(set().union(*(row.keys() for row in rows)) - known) if rows else []
     for name in extra:
         arrays[name] = _inferred_array([row.get(name) for row in rows])
     built = pa.table(arrays)
     breaches = {(issue["record_id"], issue["field"]) for issue in issues[reported_before:]}
-    _check_values(table, built, run_id, issues, breaches)
-    return _with_required_fields(built)
+    record_breaches(contract, built, run_id, issues, breaches)
+    return with_required_fields(built)
 
 
 _CONVERTIBLE = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
@@ -293,7 +171,7 @@ _PYLIST_TYPES: dict[str, pa.DataType] = {
 }
 
 
-def _well_typed_arrays(
+def well_typed_arrays(
     declared: Sequence[Column], rows: Sequence[Record]
 ) -> dict[str, pa.Array] | None:
     """All declared columns at C speed, or None when any value breaks its type.
@@ -338,20 +216,20 @@ def _well_typed_arrays(
         return None
 
 
-def tombstones(table: str, ids: Sequence[str]) -> pa.Table:
+def tombstones(contract: Contract, ids: Sequence[str]) -> pa.Table:
     """Rows that tell the scd2 merge to retire these ids (they are never inserted)."""
     arrays: dict[str, pa.Array] = {}
-    for column in TABLE_COLUMNS[table]:
+    for column in contract.columns:
         if column.name == "id":
             arrays["id"] = pa.array(list(ids), pa.string())
         else:
             arrays[column.name] = pa.nulls(len(ids), ARROW_TYPES[column.kind])
     arrays[settings.ROW_HASH_COLUMN] = pa.array([f"retired:{i}" for i in ids], pa.string())
     arrays[settings.TOMBSTONE_COLUMN] = pa.array([True] * len(ids), pa.bool_())
-    return _with_required_fields(pa.table(arrays))
+    return with_required_fields(pa.table(arrays))
 
 
-def _with_required_fields(built: pa.Table) -> pa.Table:
+def with_required_fields(built: pa.Table) -> pa.Table:
     """Marks `id` and `_row_hash` non-nullable, as the dlt schema declares them."""
     fields = [
         field.with_nullable(False)
@@ -379,7 +257,7 @@ def _column_array(
     for row, value in zip(rows, values, strict=True):
         converted, problem = _coerce(column, value)
         if problem:
-            issues.append(_issue(run_id, table, row.get("id"), column.name, value, problem))
+            issues.append(new_issue(run_id, table, row.get("id"), column.name, value, problem))
         coerced.append(converted)
     return _fast_array(column, coerced)
 
@@ -463,81 +341,12 @@ def _inferred_array(values: list[Any]) -> pa.Array:
     )
 
 
-def _check_values(
-    table: str,
-    built: pa.Table,
-    run_id: str,
-    issues: list[Issue],
-    breaches: set[tuple[str | None, str | None]],
-) -> None:
-    """Records (does not drop) values outside the spec's allowed sets and ranges, and
-    required fields that are missing or null (unless a type breach nulled them: `breaches`
-    holds the (record id, field) pairs already reported)."""
-    ids = built.column("id")
-    for name in REQUIRED_FIELDS.get(table, ()):
-        values = built.column(name)
-        if not values.null_count:
-            continue
-        for record_id, value in zip(ids.to_pylist(), values.to_pylist(), strict=True):
-            key = None if record_id is None else str(record_id)
-            if value is None and (key, name) not in breaches:
-                issues.append(_issue(run_id, table, record_id, name, None, "required but missing"))
-    for name, allowed in ENUM_CHECKS.get(table, {}).items():
-        values = built.column(name)
-        bad = pc.and_(pc.is_valid(values), pc.invert(pc.is_in(values, pa.array(allowed))))
-        _report(table, name, ids, values, bad, f"not one of {', '.join(allowed)}", run_id, issues)
-    for name, (shortest, longest) in LENGTH_CHECKS.get(table, {}).items():
-        if name not in built.column_names:
-            continue
-        values = built.column(name)
-        lengths = pc.utf8_length(values)
-        bad = pc.or_(pc.less(lengths, shortest), pc.greater(lengths, longest))
-        _report(
-            table, name, ids, values, bad, f"length outside {shortest} to {longest}", run_id, issues
-        )
-    for name, (low, high) in RANGE_CHECKS.get(table, {}).items():
-        values = built.column(name)
-        bad = pc.or_(pc.less(values, low), pc.greater(values, high))
-        _report(table, name, ids, values, bad, f"outside {low:g} to {high:g}", run_id, issues)
-
-
-def _report(
-    table: str,
-    field: str,
-    ids: pa.ChunkedArray,
-    values: pa.ChunkedArray,
-    bad: pa.ChunkedArray,
-    problem: str,
-    run_id: str,
-    issues: list[Issue],
-) -> None:
-    mask = bad.fill_null(False)
-    if not pc.any(mask).as_py():
-        return
-    for record_id, value in zip(
-        ids.filter(mask).to_pylist(), values.filter(mask).to_pylist(), strict=True
-    ):
-        issues.append(_issue(run_id, table, record_id, field, value, problem))
-
-
-def _issue(run_id: str, table: str, record_id: Any, field: str, value: Any, problem: str) -> Issue:
-    text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
-    return {
-        "run_id": run_id,
-        "table_name": table,
-        "record_id": None if record_id is None else str(record_id),
-        "field": field,
-        "value": text[:1000],
-        "problem": problem,
-    }
-
-
 def issue_table(issues: Iterable[Issue]) -> pa.Table:
     """The `_sync_issues` rows of a run as one Arrow table."""
     rows = list(issues)
     return pa.table(
         {
             column.name: pa.array([row.get(column.name) for row in rows], pa.string())
-            for column in TABLE_COLUMNS[settings.ISSUES_TABLE]
+            for column in ISSUES.columns
         }
     )

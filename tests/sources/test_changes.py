@@ -5,13 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from sources.drone_ops.changes import (
-    ChangeSet,
-    diff,
-    job_slice_of,
-    outside_projects,
-    retire_share_exceeded,
-)
+from sources.drone_ops.changes import ChangeSet, diff, retire_share_exceeded
+from sources.drone_ops.rolling import job_slice_of, outside_projects
 
 
 def _seen(pairs: dict[str, str]) -> tuple[pa.Array, pa.Array]:

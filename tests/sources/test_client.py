@@ -17,13 +17,8 @@ import httpx
 import pytest
 
 from sources.drone_ops import settings
-from sources.drone_ops.client import (
-    AdaptiveLimiter,
-    DroneOpsClient,
-    WalkStats,
-    parse_retry_after,
-    validate_base_url,
-)
+from sources.drone_ops.client import DroneOpsClient
+from sources.drone_ops.config import validate_base_url
 from sources.drone_ops.exceptions import (
     ApiError,
     AuthError,
@@ -35,6 +30,8 @@ from sources.drone_ops.exceptions import (
     RetriesExhaustedError,
     UnreachableError,
 )
+from sources.drone_ops.throttle import AdaptiveLimiter, parse_retry_after
+from sources.drone_ops.walk import WalkStats
 
 CANARY = "canary-SECRET-5f1e"
 BASE = "https://api.example.com"

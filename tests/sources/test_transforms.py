@@ -10,12 +10,12 @@ import pyarrow as pa
 import pytest
 
 from sources.drone_ops import settings
-from sources.drone_ops.schema import TABLE_COLUMNS
+from sources.drone_ops.entities import TABLE_COLUMNS, contract_of
+from sources.drone_ops.payloads import _delivery_table_in_duckdb, delivery_table
+from sources.drone_ops.schema import ISSUES
 from sources.drone_ops.transforms import (
     Issue,
-    _delivery_table_in_duckdb,
     delivery_row,
-    delivery_table,
     entity_row,
     issue_table,
     job_row,
@@ -29,6 +29,7 @@ from sources.drone_ops.transforms import (
 from tests.sources.fake_api import FakeApi, job, project
 
 RUN = "run-1"
+DELIVERIES = contract_of("webhook_deliveries")
 PERSON = {
     "id": "u1",
     "email": "ana@example.com",
@@ -42,7 +43,7 @@ API_KEY_CREATOR = {"id": "apikey_1", "type": "api_key", "name": "CI"}
 def _jobs_table(*records: dict[str, Any]) -> tuple[pa.Table, list[Issue]]:
     issues: list[Issue] = []
     rows = [job_row(r, str(r["project_id"])) for r in records]
-    return to_arrow("jobs", rows, RUN, issues), issues
+    return to_arrow(contract_of("jobs"), rows, RUN, issues), issues
 
 
 def _issues_for(issues: list[Issue], field: str) -> list[Issue]:
@@ -56,7 +57,7 @@ def test_ms_timestamp_converts_exactly_to_utc_microseconds() -> None:
     """API milliseconds become a UTC µs timestamp with no precision lost."""
     row, _ = project_row(project("p1", 1_700_000_000_123, updated=1_700_000_000_999))
     issues: list[Issue] = []
-    table = to_arrow("projects", [row], RUN, issues)
+    table = to_arrow(contract_of("projects"), [row], RUN, issues)
     created = table.column("created")
     assert created.type == pa.timestamp("us", tz="UTC")
     assert created.cast(pa.int64()).to_pylist() == [1_700_000_000_123_000]
@@ -68,7 +69,7 @@ def test_ms_timestamp_converts_exactly_to_utc_microseconds() -> None:
 def test_dates_become_date32() -> None:
     """`start_date`/`end_date` strings become Arrow date32 values; null stays null."""
     row, _ = project_row(project("p1", 1, start_date="2026-01-31", end_date=None))
-    table = to_arrow("projects", [row], RUN, [])
+    table = to_arrow(contract_of("projects"), [row], RUN, [])
     assert table.column("start_date").type == pa.date32()
     assert table.column("start_date").to_pylist() == [date(2026, 1, 31)]
     assert table.column("end_date").to_pylist() == [None]
@@ -192,7 +193,7 @@ def test_unknown_status_is_kept_and_reported() -> None:
     row, _ = project_row(project("p1", 1, status="exploded"))
     ok, _ = project_row(project("p2", 2))
     issues: list[Issue] = []
-    table = to_arrow("projects", [row, ok], RUN, issues)
+    table = to_arrow(contract_of("projects"), [row, ok], RUN, issues)
     assert table.column("status").to_pylist() == ["exploded", "planned"]
     [issue] = _issues_for(issues, "status")
     assert (issue["table_name"], issue["record_id"], issue["value"]) == (
@@ -243,7 +244,7 @@ def test_a_missing_required_field_is_recorded_and_the_record_kept() -> None:
     record["created"] = None
     rows = [project_row(record)[0]]
     issues: list[Issue] = []
-    table = to_arrow("projects", rows, "run", issues)
+    table = to_arrow(contract_of("projects"), rows, "run", issues)
     assert table.num_rows == 1
     assert {(i["record_id"], i["field"], i["problem"]) for i in issues} == {
         ("p1", "name", "required but missing"),
@@ -330,7 +331,7 @@ def test_creator_becomes_created_by_id(
     assert (found == creator) if returns_creator else found is None
     if make_row is project_row:
         issues: list[Issue] = []
-        table = to_arrow("projects", [row], RUN, issues)
+        table = to_arrow(contract_of("projects"), [row], RUN, issues)
         assert table.column("created_by_id").to_pylist() == [expected_id]
         assert "created_by" not in table.column_names
         assert issues == []
@@ -350,7 +351,7 @@ def test_user_row_for_person() -> None:
     assert row["display_name"] == "Ana Lima"
     assert row["email"] == "ana@example.com"
     assert (row["first_seen_at"], row["last_seen_at"]) == (1_000, 2_000)
-    table = to_arrow("users", [row], RUN, [])
+    table = to_arrow(contract_of("users"), [row], RUN, [])
     assert table.column("first_seen_at").cast(pa.int64()).to_pylist() == [1_000_000]
 
 
@@ -360,7 +361,7 @@ def test_user_row_for_api_key() -> None:
     assert row["kind"] == "api_key"
     assert row["display_name"] == "CI"
     assert row["email"] is None and row["first_name"] is None
-    assert to_arrow("users", [row], RUN, []).num_rows == 1
+    assert to_arrow(contract_of("users"), [row], RUN, []).num_rows == 1
 
 
 def test_user_row_fallbacks() -> None:
@@ -405,7 +406,7 @@ def test_delivery_row_parses_request_payload() -> None:
     assert row["webhook_id"] == "wh1"
     assert (row["delivery_id"], row["event"], row["workspace_id"]) == ("d-1", "job.created", "ws9")
     issues: list[Issue] = []
-    table = to_arrow("webhook_deliveries", [row], RUN, issues)
+    table = to_arrow(DELIVERIES, [row], RUN, issues)
     assert table.column("request_payload").to_pylist() == [text]
     assert table.column("event_timestamp").cast(pa.int64()).to_pylist() == [1_700_000_000_456_000]
     assert json.loads(table.column("data").to_pylist()[0]) == payload["data"]
@@ -416,7 +417,7 @@ def test_delivery_row_parses_request_payload() -> None:
 def test_delivery_row_tolerates_bad_payload(payload: Any) -> None:
     """Invalid JSON or a non-object payload: the record is kept, parsed columns are null."""
     row = delivery_row(_log_entry(payload), "wh1")
-    table = to_arrow("webhook_deliveries", [row], RUN, [])
+    table = to_arrow(DELIVERIES, [row], RUN, [])
     assert table.num_rows == 1
     assert table.column("id").to_pylist() == ["log0"]
     assert table.column("request_payload").to_pylist() == [payload]
@@ -429,7 +430,7 @@ def test_delivery_row_tolerates_bad_payload(payload: Any) -> None:
 
 def test_tombstones_shape() -> None:
     """Tombstones carry the ids, null data columns, a distinct hash and `_sync_tombstone`."""
-    table = tombstones("jobs", ["j1", "j2"])
+    table = tombstones(contract_of("jobs"), ["j1", "j2"])
     declared = [c.name for c in TABLE_COLUMNS["jobs"]]
     assert table.column_names == [*declared, settings.ROW_HASH_COLUMN, settings.TOMBSTONE_COLUMN]
     assert table.column("id").to_pylist() == ["j1", "j2"]
@@ -451,7 +452,7 @@ def test_issue_table() -> None:
     """`issue_table` turns issue dicts into the `_sync_issues` columns, all text."""
     _, issues = _jobs_table(job("j1", "p1", 1, latitude=99.0, status="weird"))
     table = issue_table(issues)
-    assert table.column_names == [c.name for c in TABLE_COLUMNS[settings.ISSUES_TABLE]]
+    assert table.column_names == [c.name for c in ISSUES.columns]
     assert table.num_rows == 2
     assert all(f.type == pa.string() for f in table.schema)
     assert sorted(table.column("field").to_pylist()) == ["latitude", "status"]
@@ -504,9 +505,11 @@ def test_delivery_batches_typed_in_duckdb_equal_the_row_by_row_path(shift: int) 
     for valid, empty, invalid, non-object and missing payloads."""
     payloads = PAYLOADS[shift:] + PAYLOADS[:shift]
     entries = [_delivery_entry(f"l{n}", payload) for n, payload in enumerate(payloads)]
-    fast = _delivery_table_in_duckdb(entries, "wh1")
+    fast = _delivery_table_in_duckdb(DELIVERIES, entries, "wh1")
     assert fast is not None, "well-typed input takes the fast path"
-    slow = to_arrow("webhook_deliveries", [delivery_row(e, "wh1") for e in entries], "r", [])
+    slow = to_arrow(
+        contract_of("webhook_deliveries"), [delivery_row(e, "wh1") for e in entries], "r", []
+    )
     assert fast.schema == slow.schema
     for name in fast.column_names:
         got, want = fast.column(name).to_pylist(), slow.column(name).to_pylist()
@@ -532,9 +535,11 @@ def test_delivery_batches_typed_in_duckdb_equal_the_row_by_row_path(shift: int) 
 def test_unusual_delivery_batches_take_the_reporting_path(odd: dict[str, Any]) -> None:
     """Anything the fast path cannot type exactly goes row by row, where breaches are reported."""
     entries = [_delivery_entry("ok", PAYLOADS[0]), {**_delivery_entry("odd", None), **odd}]
-    assert _delivery_table_in_duckdb(entries, "wh1") is None
-    table = delivery_table(entries, "wh1", "r", [])
-    expected = to_arrow("webhook_deliveries", [delivery_row(e, "wh1") for e in entries], "r", [])
+    assert _delivery_table_in_duckdb(DELIVERIES, entries, "wh1") is None
+    table = delivery_table(DELIVERIES, entries, "wh1", "r", [])
+    expected = to_arrow(
+        contract_of("webhook_deliveries"), [delivery_row(e, "wh1") for e in entries], "r", []
+    )
     assert table.equals(expected)
 
 
@@ -542,15 +547,17 @@ def test_a_failing_fast_path_falls_back_to_the_row_by_row_path() -> None:
     """The DuckDB engine running out of memory (or any other error of it) never fails a walk."""
     import duckdb
 
-    from sources.drone_ops import transforms
+    from sources.drone_ops import payloads
 
     big = {**PAYLOADS[0], "data": {"blob": "x" * 200_000}}
     entries = [_delivery_entry(f"l{n}", big) for n in range(20)]
-    transforms._duckdb.connection = duckdb.connect(config={"memory_limit": "1MB", "threads": 1})
+    payloads._duckdb.connection = duckdb.connect(config={"memory_limit": "1MB", "threads": 1})
     try:
-        assert transforms._delivery_table_in_duckdb(entries, "wh1") is None
-        table = delivery_table(entries, "wh1", "r", [])
+        assert payloads._delivery_table_in_duckdb(DELIVERIES, entries, "wh1") is None
+        table = delivery_table(DELIVERIES, entries, "wh1", "r", [])
     finally:
-        del transforms._duckdb.connection
-    slow = to_arrow("webhook_deliveries", [delivery_row(e, "wh1") for e in entries], "r", [])
+        del payloads._duckdb.connection
+    slow = to_arrow(
+        contract_of("webhook_deliveries"), [delivery_row(e, "wh1") for e in entries], "r", []
+    )
     assert table.equals(slow)

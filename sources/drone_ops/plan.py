@@ -1,0 +1,53 @@
+"""What a run's walk must read, decided before the first request from the tables it loads,
+the settings and what the warehouse already holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import settings
+from .changes import unchanged_versions
+from .config import SourceConfig
+from .entities import ENTITIES, Entity
+from .rolling import JobSlice, job_slice
+from .run import DeliveryMark, RunOptions
+
+
+@dataclass
+class WalkPlan:
+    """Which parts of the workspace a run needs, and how to reach them."""
+
+    tables: frozenset[str] = frozenset()
+    """The tables the run loads; the walk reads what they are made of."""
+    jobs_path: str = settings.JOBS_PATH_TEMPLATE
+    webhook_ids: tuple[str, ...] | None = None
+    delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
+    known_versions: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per entity table, the row hashes the warehouse holds as current."""
+    job_slice: JobSlice | None = None
+    """(slice, slices) for a rolling job refresh; None walks every project's jobs."""
+
+    @classmethod
+    def for_run(cls, config: SourceConfig, run: RunOptions) -> WalkPlan:
+        known = run.known
+        return cls(
+            tables=frozenset(run.tables),
+            jobs_path=config.jobs_path,
+            webhook_ids=config.webhook_ids,
+            delivery_marks=known.delivery_marks,
+            known_versions={
+                table: unchanged_versions(current) for table, current in known.current.items()
+            },
+            job_slice=job_slice(config.job_refresh_slices, known),
+        )
+
+    def walks(self, entity: Entity) -> bool:
+        """Whether the run needs this table's list: it loads the table, or a table listed under
+        it (jobs under projects), or one made of it (users of projects' and webhooks' creators)."""
+        if entity.table in self.tables:
+            return True
+        return any(
+            ENTITIES[name].parent == entity.table
+            or (name == "users" and "created_by" in entity.contract.flattened)
+            for name in self.tables
+        )

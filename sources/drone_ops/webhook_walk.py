@@ -1,0 +1,149 @@
+"""The webhooks half of the walk: the webhook list, then each webhook's delivery log.
+
+A log is one long chain of cursor pages, newest first, that nothing can split; each chain is
+walked until it reaches the entries the warehouse already holds (its `DeliveryMark`), and its
+entries join the snapshot only once the chain got there, so a failed chain never moves that
+webhook's high-water mark past a gap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from . import settings
+from .client import DroneOpsClient, page_items
+from .creators import Creators
+from .entities import WEBHOOK_DELIVERIES, WEBHOOKS, WEBHOOKS_TABLE
+from .exceptions import DroneOpsError, NotFoundError
+from .payloads import delivery_table
+from .plan import WalkPlan
+from .spill import SpilledBatch, TableSnapshot
+from .transforms import Record
+
+if TYPE_CHECKING:
+    from .walk import WalkStats
+
+
+class WebhookWalks:
+    """Mixed into `WorkspaceWalk`, which owns the state and the thread pools used here."""
+
+    client: DroneOpsClient
+    plan: WalkPlan
+    run_id: str
+    tables: dict[str, TableSnapshot]
+    stats: dict[str, WalkStats]
+    creators: Creators
+    completed_webhooks: set[str]
+    delivery_failures: dict[str, DroneOpsError]
+    _spill_pool: ThreadPoolExecutor
+    _submit: Callable[..., None]
+    _check_cancelled: Callable[[], None]
+    _report: Callable[[str, int], None]
+
+    def _walk_webhooks(self) -> None:
+        webhooks = self.tables["webhooks"]
+        ids = self.plan.webhook_ids
+        configured = ids is not None
+        if ids is None:
+            try:
+                found: list[str] = []
+                path, items_key = str(WEBHOOKS_TABLE.list_path), str(WEBHOOKS_TABLE.items_key)
+                for page in self.client.paginate(
+                    path,
+                    stats=self.stats["webhooks"],
+                    not_found_fix=(
+                        "this API has no webhook list: set"
+                        f" {settings.CONFIG_SECTION}.webhook_ids to the ids to sync"
+                    ),
+                    items_key=items_key,
+                ):
+                    found.extend(str(r["id"]) for r in page_items(page, items_key, path))
+                ids = tuple(dict.fromkeys(found))
+            except DroneOpsError as exc:
+                webhooks.fail(exc)
+                self.tables["webhook_deliveries"].fail(exc)
+                return
+        for webhook_id in ids:
+            self._submit(WEBHOOKS, self._walk_webhook, webhook_id, configured)
+
+    def _walk_webhook(self, webhook_id: str, configured: bool) -> None:
+        webhooks = self.tables["webhooks"]
+        deliveries = self.tables["webhook_deliveries"]
+        path = str(WEBHOOK_DELIVERIES.list_path).format(webhook_id=webhook_id)
+        items_key = str(WEBHOOK_DELIVERIES.items_key)
+        mark = self.plan.delivery_marks.get(webhook_id)
+        fix = (
+            f"webhook {webhook_id!r} is listed in {settings.CONFIG_SECTION}.webhook_ids but the"
+            " API does not know it: remove it from the list or correct the id"
+            if configured
+            else f"webhook {webhook_id!r} was deleted during the walk; the next run retires it"
+        )
+        pending: list[Record] = []
+        spills: list[Future[SpilledBatch]] = []
+        rows_seen = 0
+        try:
+            for number, page in enumerate(
+                self.client.paginate(
+                    path,
+                    stats=self.stats["webhook_deliveries"],
+                    not_found_fix=fix,
+                    critical=True,
+                    items_key=items_key,
+                )
+            ):
+                self._check_cancelled()
+                if number == 0:
+                    record = page.get("webhook")
+                    if not isinstance(record, dict) or "id" not in record:
+                        raise DroneOpsError(f"GET {path} returned no webhook object")
+                    webhooks.offer([record])
+                    self.creators.remember(record.get("created_by"), record.get("created"))
+                    self._report("webhooks", 1)
+                reached_known = False
+                for entry in page_items(page, items_key, path):
+                    created = entry.get("created")
+                    if mark is not None and isinstance(created, int):
+                        if created < mark.stop_before_ms:
+                            reached_known = True
+                            break
+                        if str(entry.get("id")) in mark.known_ids:
+                            continue
+                    pending.append(entry)
+                if len(pending) >= settings.ARROW_BATCH_ROWS:
+                    # typing happens beside the walk: this thread goes straight on to the next
+                    # page of a chain that nothing else can shorten
+                    rows_seen += len(pending)
+                    spills.append(
+                        self._spill_pool.submit(self._spill_deliveries, pending, webhook_id)
+                    )
+                    pending = []
+                if reached_known:
+                    break
+            if pending:
+                rows_seen += len(pending)
+                spills.append(self._spill_pool.submit(self._spill_deliveries, pending, webhook_id))
+            spilled = [future.result() for future in spills]
+        except DroneOpsError as exc:
+            if configured or not isinstance(exc, NotFoundError):
+                webhooks.fail(exc)
+            self.delivery_failures[webhook_id] = exc
+            return
+        except Exception as exc:
+            error = DroneOpsError(f"webhook {webhook_id} walk failed: {type(exc).__name__}: {exc}")
+            webhooks.fail(error)
+            self.delivery_failures[webhook_id] = error
+            return
+        # a webhook's entries join the snapshot only once its walk reached known ground, so a
+        # failed walk never moves that webhook's high-water mark past a gap
+        deliveries.adopt(spilled, rows_seen)
+        self.completed_webhooks.add(webhook_id)
+        self._report("webhook_deliveries", rows_seen)
+
+    def _spill_deliveries(self, entries: list[Record], webhook_id: str) -> SpilledBatch:
+        return self.tables["webhook_deliveries"].spill_table(
+            lambda issues: delivery_table(
+                WEBHOOK_DELIVERIES.contract, entries, webhook_id, self.run_id, issues
+            )
+        )
