@@ -18,6 +18,7 @@ from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
 from sources.drone_ops import DeliveryMark, KnownState
 from sources.drone_ops import settings as source_settings
+from sources.drone_ops.entities import ENTITIES, ENTITY_TABLES
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +44,9 @@ def read_known_state(
         def table(name: str) -> str:
             return client.make_qualified_table_name(name)
 
-        for name in source_settings.ENTITY_TABLES:
-            extra = ", project_id" if name == "jobs" else ""
-            current = query(
-                f"SELECT id, _row_hash{extra} FROM {table(name)} WHERE _dlt_valid_to IS NULL"
-            )
+        for name in ENTITY_TABLES:
+            columns = ", ".join(ENTITIES[name].current_columns)
+            current = query(f"SELECT {columns} FROM {table(name)} WHERE _dlt_valid_to IS NULL")
             if current is not None:
                 known.current[name] = current
                 known.existing.add(name)
@@ -102,7 +101,7 @@ def remove_replayed_rows(pipeline: dlt.Pipeline) -> int:
     file carries the same `_dlt_id`s, so no column tells the copies apart: the repeated rows
     are set aside once each, all copies deleted, and the one copy put back, in one transaction.
     """
-    keys = {name: '"id", "_row_hash", "_dlt_valid_from"' for name in source_settings.ENTITY_TABLES}
+    keys = {name: '"id", "_row_hash", "_dlt_valid_from"' for name in ENTITY_TABLES}
     one_row_per_id = ("webhook_deliveries", "users")
     keys.update(dict.fromkeys(one_row_per_id, '"id"'))
     removed = 0

@@ -209,7 +209,7 @@ WEBHOOK_DELIVERIES = Entity(
     stages=(WEBHOOKS,),
     # newest first, walked until the entries the warehouse already holds (payloads.py types
     # them in batches)
-    list_path=settings.WEBHOOK_PATH_TEMPLATE,
+    list_path="/v1/webhooks/{webhook_id}",
     items_key="logs",
     parent="webhooks",
     parent_column="webhook_id",

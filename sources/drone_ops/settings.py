@@ -8,22 +8,10 @@ SOURCE_NAME: Final = "drone_ops"
 CONFIG_SECTION: Final = "sources.drone_ops"
 
 API_PREFIX: Final = "/v1"
-PROJECTS_PATH: Final = "/v1/projects"
+# The default of `sources.drone_ops.jobs_path`; every other endpoint is in its table's record
+# in entities.py.
 JOBS_PATH_TEMPLATE: Final = "/v1/projects/{project_id}/jobs"
-JOB_TYPES_PATH: Final = "/v1/job-types"
-TEAM_PATH: Final = "/v1/team"
-WEBHOOKS_PATH: Final = "/v1/webhooks"
-WEBHOOK_PATH_TEMPLATE: Final = "/v1/webhooks/{webhook_id}"
 
-# Entity tables keep history (scd2); the others are merged on id.
-ENTITY_TABLES: Final = ("projects", "jobs", "job_types", "team_members", "webhooks")
-ALL_TABLES: Final = (*ENTITY_TABLES, "webhook_deliveries", "users")
-# Loaded one group after the other: the lists finish long before the delivery-log chains, so
-# the first group loads while the chains are still walking.
-LOAD_GROUPS: Final = (
-    ("projects", "jobs", "job_types", "team_members"),
-    ("webhooks", "webhook_deliveries", "users"),
-)
 RUNS_TABLE: Final = "_sync_runs"
 ISSUES_TABLE: Final = "_sync_issues"
 

@@ -1,6 +1,6 @@
 """The whole source through dlt into a DuckDB file, against the in-memory fake API.
 
-No network and no simulator: `pipelines.sync.build_source` is patched to hand the source the
+No network and no simulator: `pipelines.sync.open_walk` is patched to hand the walk the
 fake API's MockTransport, and the client's backoff is shrunk so retry storms stay fast.
 """
 
@@ -17,10 +17,13 @@ import httpx
 import pytest
 
 import pipelines.sync as sync_module
-from pipelines.sync import SyncOutcome, Target, run_sync
-from sources.drone_ops import ConfigError, drone_ops, resources, settings
+from pipelines.sync import SyncOutcome, run_sync
+from pipelines.target import Target
+from sources.drone_ops import ConfigError, RunOptions, WorkspaceWalk
+from sources.drone_ops import walk as walk_module
 from sources.drone_ops.client import DroneOpsClient
-from sources.drone_ops.config import SourceConfig
+from sources.drone_ops.config import SourceConfig, checked_config
+from sources.drone_ops.entities import ALL_TABLES
 from tests.sources.fake_api import API_KEY, BASE_URL, FakeApi, job
 
 DATASET = "drone_ops"
@@ -30,19 +33,19 @@ Sync = Callable[..., SyncOutcome]
 def _install_fake(api: FakeApi, monkeypatch: pytest.MonkeyPatch) -> None:
     """Routes the source to `api` and shrinks the client's backoff."""
     original_config = sync_module.source_config
-    original_build = sync_module.build_source
+    original_open_walk = sync_module.open_walk
 
     def config(overrides: dict[str, Any] | None = None) -> SourceConfig:
         return original_config({"base_url": BASE_URL, "api_key": API_KEY, **(overrides or {})})
 
-    def build(options: resources.RunOptions, checked: SourceConfig) -> Any:
+    def open_walk(checked: SourceConfig, options: RunOptions) -> WorkspaceWalk:
         options.transport = api.transport()
-        return original_build(options, checked)
+        return original_open_walk(checked, options)
 
     monkeypatch.setattr(sync_module, "source_config", config)
-    monkeypatch.setattr(sync_module, "build_source", build)
+    monkeypatch.setattr(sync_module, "open_walk", open_walk)
     monkeypatch.setattr(
-        resources,
+        walk_module,
         "DroneOpsClient",
         functools.partial(DroneOpsClient, backoff_initial_seconds=0.001, backoff_max_seconds=0.005),
     )
@@ -177,7 +180,7 @@ def test_first_run_loads_every_entity_with_types(
     assert sql(f"SELECT count(*) FROM {DATASET}.jobs WHERE _sync_tombstone") == [(0,)]
     [(run_id,)] = sql(f"SELECT DISTINCT run_id FROM {DATASET}._sync_runs")
     runs = _runs(sql, run_id)
-    assert set(runs) == set(settings.ALL_TABLES)
+    assert set(runs) == set(ALL_TABLES)
     assert {name: row[0] for name, row in runs.items()} == dict.fromkeys(runs, "success")
     assert runs["jobs"][1:4] == (5, 0, 0)
     assert runs["webhook_deliveries"][1] == 5
@@ -438,7 +441,7 @@ def test_closing_a_walk_under_way_stops_it_promptly(api: FakeApi) -> None:
     import threading
     import time
 
-    from sources.drone_ops.walk import WalkPlan, WorkspaceWalk
+    from sources.drone_ops.plan import WalkPlan
 
     release = threading.Event()
 
@@ -448,7 +451,9 @@ def test_closing_a_walk_under_way_stops_it_promptly(api: FakeApi) -> None:
         return api.handle(request)
 
     client = DroneOpsClient(BASE_URL, API_KEY, transport=httpx.MockTransport(slow))
-    walk = WorkspaceWalk(client, WalkPlan(projects=True, jobs=True), run_id="r", max_workers=4)
+    walk = WorkspaceWalk(
+        client, WalkPlan(tables=frozenset({"projects", "jobs"})), run_id="r", max_workers=4
+    )
     walk.start()
     time.sleep(0.2)
     started = time.monotonic()
@@ -506,7 +511,7 @@ def test_rows_a_replayed_append_wrote_twice_are_removed_by_the_next_run(
 )
 def test_invalid_sync_settings_name_the_setting(setting: str, value: object, why: str) -> None:
     with pytest.raises(ConfigError) as info:
-        drone_ops(base_url="http://127.0.0.1:9", api_key="k", **{setting: value})
+        checked_config(base_url="http://127.0.0.1:9", api_key="k", **{setting: value})
     assert f"sources.drone_ops.{setting}" in str(info.value) and why in str(info.value)
 
 
@@ -588,5 +593,5 @@ def test_a_failing_deletion_check_fails_only_its_table_naming_endpoint_and_cause
         f"SELECT resource, status, error FROM {DATASET}._sync_runs"
         f" WHERE run_id = '{outcome.report.run_id}' ORDER BY resource"
     )
-    assert len(recorded) == len(settings.ALL_TABLES)
+    assert len(recorded) == len(ALL_TABLES)
     assert all(status == "success" or error for _, status, error in recorded), recorded
