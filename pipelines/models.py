@@ -275,7 +275,7 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
                 round(history.duration_seconds / 86400.0, 1) as days_delayed,
                 projects.jobs_open,
                 projects.jobs_weather_delayed
-            from {marts}.project_status_history as history
+            from {marts}.fct_project_status_history as history
             inner join {marts}.dim_projects as projects
                 on history.project_id = projects.project_id
             where
@@ -297,7 +297,7 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
                 round(1 - sum(health.failures) * 1.0 / sum(health.deliveries), 3)
                     as success_rate,
                 max(health.p95_duration_ms) as worst_daily_p95_ms
-            from {marts}.webhook_delivery_health_daily as health
+            from {marts}.fct_webhook_delivery_health_daily as health
             where health.delivery_date >= current_date - 30
             group by health.webhook_id
             order by success_rate, deliveries desc

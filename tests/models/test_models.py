@@ -157,13 +157,13 @@ def test_fct_jobs_carries_project_type_and_calendar(con: duckdb.DuckDBPyConnecti
     assert renamed == [("Solar roof",)]  # the job type's current name
 
 
-def test_project_status_history_merges_and_closes_intervals(
+def test_fct_project_status_history_merges_and_closes_intervals(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
     got = rows(
         con,
         f"select project_id, interval_number, status, valid_from, valid_to, versions,"
-        f" is_closed_by_retirement from {MARTS}.project_status_history"
+        f" is_closed_by_retirement from {MARTS}.fct_project_status_history"
         f" where project_id in ('p1', 'p4') order by project_id, interval_number",
     )
     assert got == [
@@ -174,17 +174,17 @@ def test_project_status_history_merges_and_closes_intervals(
     ]
     durations = rows(
         con,
-        f"select duration_seconds from {MARTS}.project_status_history"
+        f"select duration_seconds from {MARTS}.fct_project_status_history"
         f" where project_id = 'p1' and valid_to is not null order by interval_number",
     )
     assert durations == [(2.5 * 86400,), ((T4 - T2).total_seconds(),)]
 
 
-def test_job_status_history_of_a_retired_job(con: duckdb.DuckDBPyConnection) -> None:
+def test_fct_job_status_history_of_a_retired_job(con: duckdb.DuckDBPyConnection) -> None:
     got = rows(
         con,
         f"select status, valid_from, valid_to, is_current, is_closed_by_retirement,"
-        f" duration_seconds from {MARTS}.job_status_history where job_id = 'j9'"
+        f" duration_seconds from {MARTS}.fct_job_status_history where job_id = 'j9'"
         f" order by interval_number",
     )
     assert got == [
@@ -193,11 +193,11 @@ def test_job_status_history_of_a_retired_job(con: duckdb.DuckDBPyConnection) -> 
     ]
 
 
-def test_webhook_delivery_health_daily(con: duckdb.DuckDBPyConnection) -> None:
+def test_fct_webhook_delivery_health_daily(con: duckdb.DuckDBPyConnection) -> None:
     got = rows(
         con,
         f"select webhook_id, delivery_date, deliveries, failures, success_rate,"
-        f" p50_duration_ms, p95_duration_ms from {MARTS}.webhook_delivery_health_daily"
+        f" p50_duration_ms, p95_duration_ms from {MARTS}.fct_webhook_delivery_health_daily"
         f" order by webhook_id, delivery_date",
     )
     assert got == [
@@ -257,9 +257,15 @@ def test_other_dataset_and_horizon_var(tmp_path: pathlib.Path) -> None:
 
 
 def test_data_dictionary_lists_every_mart_column() -> None:
-    """docs/data-dictionary.md is written from the marts yml; catch drift when a column changes."""
+    """docs/data-dictionary.md is written from the marts' yml; catch drift when a column changes."""
     root = pathlib.Path(__file__).resolve().parents[2]
-    marts = yaml.safe_load((root / "models" / "marts" / "_marts.yml").read_text())["models"]
+    folder = root / "models" / "models" / "marts"
+    marts = [
+        model
+        for path in sorted(folder.glob("*.yml"))
+        for model in yaml.safe_load(path.read_text())["models"]
+    ]
+    assert len(marts) == len(list(folder.glob("*.sql"))), "one yml per mart"
     dictionary = (root / "docs" / "data-dictionary.md").read_text()
     sections = dictionary.split("\n### ")[1:]
     listed = {section.split("\n", 1)[0]: section for section in sections}
@@ -267,6 +273,24 @@ def test_data_dictionary_lists_every_mart_column() -> None:
         assert model["name"] in listed, model["name"]
         for column in model["columns"]:
             assert f"| `{column['name']}` |" in listed[model["name"]], (model["name"], column)
+
+
+def test_one_yml_per_model_and_the_naming_convention() -> None:
+    """Every model's SQL has a yml of the same name beside it, declaring that model alone (plus
+    its unit tests); staging models are stg_drone_ops__<entity>, marts dim_* or fct_*
+    (docs/models.md)."""
+    root = pathlib.Path(__file__).resolve().parents[2] / "models" / "models"
+    prefixes = {"staging": ("stg_drone_ops__",), "marts": ("dim_", "fct_")}
+    assert sorted(path.name for path in root.iterdir()) == sorted(prefixes)
+    for folder, allowed in prefixes.items():
+        for sql in sorted((root / folder).glob("*.sql")):
+            assert sql.stem.startswith(allowed), sql.name
+            properties = yaml.safe_load(sql.with_suffix(".yml").read_text())
+            assert [model["name"] for model in properties["models"]] == [sql.stem]
+            tested = {test["model"] for test in properties.get("unit_tests", [])}
+            assert tested <= {sql.stem}, sql.name
+        for yml in (root / folder).glob("*.yml"):
+            assert yml.with_suffix(".sql").is_file() or yml.name.endswith("__sources.yml"), yml
 
 
 def test_build_without_a_database_file_says_so(tmp_path: pathlib.Path) -> None:

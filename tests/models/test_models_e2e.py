@@ -14,7 +14,8 @@ import duckdb
 import pytest
 
 from pipelines.models import answer_questions, build_models
-from pipelines.sync import Target, run_sync
+from pipelines.sync import run_sync
+from pipelines.target import Target
 from simulator.testing import running_simulator
 from tests.pipelines.warehouse_check import api_snapshot
 
@@ -43,7 +44,7 @@ def test_marts_agree_with_the_api(tmp_path: pathlib.Path) -> None:
             )
             delivery_rows = con.execute(
                 f"select webhook_id, sum(deliveries), sum(failures)"
-                f" from {marts}.webhook_delivery_health_daily group by webhook_id"
+                f" from {marts}.fct_webhook_delivery_health_daily group by webhook_id"
             ).fetchall()
             calendar = dict(
                 con.execute(f"select job_id, planned_occurrences from {marts}.fct_jobs").fetchall()

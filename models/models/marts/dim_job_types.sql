@@ -1,13 +1,11 @@
-{{ config(materialized='table') }}
-
 with
 
 job_types as (
-    select * from {{ ref('stg_job_types') }}
+    select * from {{ ref('stg_drone_ops__job_types') }}
 ),
 
 jobs as (
-    select * from {{ ref('stg_jobs') }}
+    select * from {{ ref('stg_drone_ops__jobs') }}
 ),
 
 job_counts as (

@@ -1,17 +1,15 @@
-{{ config(materialized='table') }}
-
 with
 
 projects as (
-    select * from {{ ref('stg_projects') }}
+    select * from {{ ref('stg_drone_ops__projects') }}
 ),
 
 users as (
-    select * from {{ ref('stg_users') }}
+    select * from {{ ref('stg_drone_ops__users') }}
 ),
 
 jobs as (
-    select * from {{ ref('stg_jobs') }}
+    select * from {{ ref('stg_drone_ops__jobs') }}
 ),
 
 job_counts as (

@@ -1,9 +1,7 @@
-{{ config(materialized='table') }}
-
 with
 
 team_members as (
-    select * from {{ ref('stg_team_members') }}
+    select * from {{ ref('stg_drone_ops__team_members') }}
 ),
 
 final as (

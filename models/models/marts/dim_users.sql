@@ -1,17 +1,15 @@
-{{ config(materialized='table') }}
-
 with
 
 users as (
-    select * from {{ ref('stg_users') }}
+    select * from {{ ref('stg_drone_ops__users') }}
 ),
 
 projects as (
-    select * from {{ ref('stg_projects') }}
+    select * from {{ ref('stg_drone_ops__projects') }}
 ),
 
 webhooks as (
-    select * from {{ ref('stg_webhooks') }}
+    select * from {{ ref('stg_drone_ops__webhooks') }}
 ),
 
 projects_created as (

@@ -1,17 +1,15 @@
-{{ config(materialized='table') }}
-
 with
 
 webhooks as (
-    select * from {{ ref('stg_webhooks') }}
+    select * from {{ ref('stg_drone_ops__webhooks') }}
 ),
 
 event_types as (
-    select * from {{ ref('stg_webhook_event_types') }}
+    select * from {{ ref('stg_drone_ops__webhook_event_types') }}
 ),
 
 users as (
-    select * from {{ ref('stg_users') }}
+    select * from {{ ref('stg_drone_ops__users') }}
 ),
 
 event_type_counts as (

@@ -1,5 +1,3 @@
-{{ config(materialized='table') }}
-
 {#-
     Expands each current job's recurrence rule into dated occurrences, exactly as
     docs/occurrence-rules.md defines them (the simulator implements the same rules).
@@ -12,15 +10,15 @@
 with
 
 jobs as (
-    select * from {{ ref('stg_jobs') }}
+    select * from {{ ref('stg_drone_ops__jobs') }}
 ),
 
 days_of_week as (
-    select * from {{ ref('stg_job_selected_days_of_week') }}
+    select * from {{ ref('stg_drone_ops__job_selected_days_of_week') }}
 ),
 
 weeks_of_month as (
-    select * from {{ ref('stg_job_weeks_of_month') }}
+    select * from {{ ref('stg_drone_ops__job_weeks_of_month') }}
 ),
 
 rules as (
@@ -31,7 +29,7 @@ rules as (
         case
             when job_pattern is null or job_pattern <> 'recurring' then 'one_time'
             when recurring_frequency is null then 'one_time'
-            when recurring_frequency in ('daily', 'weekly', 'monthly', 'yearly', 'flexible')
+            when recurring_frequency in ('{{ var("recurring_frequencies") | join("', '") }}')
                 then recurring_frequency
             else 'one_time'
         end as occurrence_rule,

@@ -1,21 +1,19 @@
-{{ config(materialized='table') }}
-
 with
 
 jobs as (
-    select * from {{ ref('stg_jobs') }}
+    select * from {{ ref('stg_drone_ops__jobs') }}
 ),
 
 projects as (
-    select * from {{ ref('stg_projects') }}
+    select * from {{ ref('stg_drone_ops__projects') }}
 ),
 
 job_types as (
-    select * from {{ ref('stg_job_types') }}
+    select * from {{ ref('stg_drone_ops__job_types') }}
 ),
 
 capture_types as (
-    select * from {{ ref('stg_job_capture_types') }}
+    select * from {{ ref('stg_drone_ops__job_capture_types') }}
 ),
 
 occurrences as (

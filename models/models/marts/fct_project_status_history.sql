@@ -1,5 +1,3 @@
-{{ config(materialized='table') }}
-
 {#- One row per status interval of a project (see macros/status_intervals.sql). -#}
 
-{{ status_intervals(ref('stg_project_versions'), 'project_id') }}
+{{ status_intervals(ref('stg_drone_ops__project_versions'), 'project_id') }}

@@ -1,13 +1,11 @@
-{{ config(materialized='table') }}
-
 with
 
 deliveries as (
-    select * from {{ ref('stg_webhook_deliveries') }}
+    select * from {{ ref('stg_drone_ops__webhook_deliveries') }}
 ),
 
 webhooks as (
-    select * from {{ ref('stg_webhooks') }}
+    select * from {{ ref('stg_drone_ops__webhooks') }}
 ),
 
 final as (

@@ -1,7 +1,7 @@
 with
 
 parent as (
-    select * from {{ ref('stg_jobs') }}
+    select * from {{ ref('stg_drone_ops__jobs') }}
     where capture_types is not null
 ),
 

@@ -1,7 +1,7 @@
 with
 
 parent as (
-    select * from {{ ref('stg_jobs') }}
+    select * from {{ ref('stg_drone_ops__jobs') }}
     where weeks_of_month is not null
 ),
 

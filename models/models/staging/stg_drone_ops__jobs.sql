@@ -1,15 +1,15 @@
 {{ config(materialized=source_staging_materialization()) }}
 
 {#-
-    The current version of each job. The renaming lives in stg_job_versions; this view only
-    keeps the current rows and its own columns. Materialized like the models that read raw
-    tables, as it always was.
+    The current version of each job. The renaming lives in stg_drone_ops__job_versions;
+    this view only keeps the current rows and its own columns. Materialized like the models
+    that read raw tables, as it always was.
 -#}
 
 with
 
 versions as (
-    select * from {{ ref('stg_job_versions') }}
+    select * from {{ ref('stg_drone_ops__job_versions') }}
     where is_current
 ),
 

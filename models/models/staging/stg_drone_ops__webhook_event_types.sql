@@ -1,7 +1,7 @@
 with
 
 parent as (
-    select * from {{ ref('stg_webhooks') }}
+    select * from {{ ref('stg_drone_ops__webhooks') }}
     where event_types is not null
 ),
 
