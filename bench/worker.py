@@ -32,14 +32,14 @@ VARIANTS = (
 )
 
 if TYPE_CHECKING:
-    from pipelines.sync import Target
+    from pipelines.target import Target
 
 
 def sync_target(spec: dict[str, Any], destination: str) -> Target:
     """The sync's target: the spec's DuckDB file, or the PostgreSQL database named by the
     environment's credentials; the spec's pipelines folder either way (per repetition, so each
     initial sync starts without local state; a model build needs none)."""
-    from pipelines.sync import Target
+    from pipelines.target import Target
 
     pipelines_dir = Path(spec["pipelines_dir"]) if spec.get("pipelines_dir") else None
     if destination == "postgres":
@@ -125,7 +125,7 @@ def run_models(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, A
 
     warehouse: Path | DbtTarget
     if destination == "postgres":
-        from pipelines.sync import dbt_target
+        from pipelines.target import dbt_target
 
         warehouse = dbt_target(sync_target(spec, destination))
     else:

@@ -4,7 +4,7 @@ dlt reads its runtime configuration once, when it is first imported, and starts 
 telemetry then. So the default that keeps a run from talking to anything but the API is set
 here, before any module of this package imports dlt: telemetry is off unless the environment
 turns it on (`RUNTIME__DLTHUB_TELEMETRY=true`). dlt's own SIGINT/SIGTERM handling is off too:
-the CLI handles the signals (see `pipelines.cli.SignalStop`).
+the CLI handles the signals (see `pipelines.signals.SignalStop`).
 """
 
 import os

@@ -2,7 +2,8 @@
 
 Exit codes (README "Running it on a schedule", docs/operations.md) let a scheduler tell what
 to do next without reading the output: 0 success, 1 a table failed or was refused (or dbt
-failed), 2 configuration error, 75 warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM.
+failed), 2 configuration error, 75 warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM
+(`signals.py`).
 """
 
 from __future__ import annotations
@@ -10,37 +11,32 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn
-
-from rich.console import Console
+from typing import TYPE_CHECKING, NoReturn
 
 from sources.drone_ops import ConfigError, DroneOpsError
-from sources.drone_ops import settings as source_settings
 from sources.drone_ops.check import check_access
 from sources.drone_ops.config import checked_tables
+from sources.drone_ops.entities import ALL_TABLES
 from sources.drone_ops.secrets import redact
 
-from .console import JsonOutput, Output, TextOutput, make_console, setup_logging
 from .dlt_tooling import link_for_dlt_cli
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
+from .logs import setup_logging
+from .output import JsonOutput, Output, TextOutput, make_console
+from .signals import SignalStop
 from .snapshot import CONFIG_KEY as SNAPSHOT_CONFIG_KEY
 from .snapshot import SnapshotError, SnapshotPlan, publish_snapshot, snapshot_plan
-from .sync import (
+from .sync import SyncOutcome, run_sync, source_config
+from .target import (
     DEFAULT_DATASET,
     MODEL_DESTINATIONS,
-    SyncOutcome,
     Target,
     apply_runtime_defaults,
     check_target,
     dbt_target,
     ensure_destination_reachable,
-    run_sync,
-    source_config,
 )
 
 if TYPE_CHECKING:
@@ -53,9 +49,6 @@ EXIT_CONFIG = 2
 """A setting or flag is wrong: the message names it. Retrying will not help."""
 EXIT_BUSY = 75
 """EX_TEMPFAIL: another run holds the warehouse, or another program holds the DuckDB file."""
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
-SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -127,8 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--resources",
         default=None,
-        help="comma-separated tables to sync (default: all of"
-        f" {','.join(source_settings.ALL_TABLES)})",
+        help=f"comma-separated tables to sync (default: all of {','.join(ALL_TABLES)})",
     )
     run.add_argument(
         "--full-refresh",
@@ -166,48 +158,6 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_sim_commands(commands)
     return parser
-
-
-class SignalStop:
-    """Turns SIGINT/SIGTERM into a cooperative stop while a sync runs (the walk ends, the
-    tables not yet loaded are recorded as interrupted); outside a sync, or at a second
-    signal, it interrupts at once."""
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.received: int | None = None
-        self.cooperative = False
-
-    def __call__(self, signum: int, frame: FrameType | None) -> None:
-        first = self.received is None
-        if first:
-            self.received = signum
-            self.event.set()
-        if not first or not self.cooperative:
-            raise KeyboardInterrupt
-
-    @contextmanager
-    def installed(self) -> Iterator[SignalStop]:
-        previous = {sig: signal.getsignal(sig) for sig in SIGNAL_EXIT}
-        for sig in SIGNAL_EXIT:
-            signal.signal(sig, self)
-        try:
-            yield self
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-    @contextmanager
-    def cooperating(self) -> Iterator[threading.Event]:
-        self.cooperative = True
-        try:
-            yield self.event
-        finally:
-            self.cooperative = False
-
-    @property
-    def exit_code(self) -> int:
-        return SIGNAL_EXIT.get(self.received or signal.SIGINT, EXIT_SIGINT)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -294,12 +244,6 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
         return _build_models(
             target, output, stop, run_tests=True, outcome=outcome, snapshot=snapshot
         )
-
-
-def sync_with_progress(target: Target, console: Console, **kwargs: Any) -> SyncOutcome:
-    """A sync with the live progress line, as the demo shows it."""
-    with TextOutput(console).progress() as counter:
-        return run_sync(target, progress=counter, **kwargs)
 
 
 def _check(output: Output) -> int:

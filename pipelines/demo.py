@@ -16,8 +16,8 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from .console import print_summary
-from .sync import DEFAULT_DATABASE, Target
+from .summary import print_summary
+from .target import DEFAULT_DATABASE, Target
 
 DEMO_QUERIES: tuple[tuple[str, str], ...] = (
     (
@@ -55,9 +55,9 @@ DEMO_QUERIES: tuple[tuple[str, str], ...] = (
 def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     from simulator.server import serve_in_thread
 
-    from .cli import sync_with_progress
     from .dlt_tooling import link_for_dlt_cli
     from .models import answer_questions, build_models
+    from .progress import sync_with_progress
     from .snapshot import default_snapshot_path, publish_snapshot
 
     database = directory / DEFAULT_DATABASE

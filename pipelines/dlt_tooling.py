@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dlt
 
-from .sync import PIPELINE_NAME, Target
+from .target import PIPELINE_NAME, Target
 
 
 def dlt_cli_folder() -> Path:

@@ -32,7 +32,7 @@ from sources.drone_ops import ConfigError, DroneOpsError
 from sources.drone_ops import settings as source_settings
 
 from .lock import busy_message
-from .sync import check_creatable
+from .target import check_creatable
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Hosting: build a runtime from options and serve it with uvicorn (httptools + uvloop).
 
 Uvicorn with httptools and uvloop was measured close to the cheapest host for this app (see
-shared pitfalls, item 9, and `python -m simulator.bench_serve`).
+shared pitfalls, item 9, and `python -m bench.serve`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
+import httpx
 import uvicorn
 
 from .app import Runtime, build_app
 from .events import DeliveryWorker
 from .faults import FaultInjector
 from .store import Options, Store
-from .testing import InProcessHandle
 
 
 @dataclass
@@ -115,6 +116,61 @@ def make_server(rt: Runtime) -> uvicorn.Server:
         backlog=2048,
     )
     return uvicorn.Server(config)
+
+
+class HandleBase:
+    """What every simulator handle offers: URL, keys and pre-authorised clients."""
+
+    base_url: str
+    read_key: str
+    full_key: str
+
+    def client(self, full: bool = True, timeout: float = 10.0) -> httpx.Client:
+        key = self.full_key if full else self.read_key
+        return httpx.Client(
+            base_url=self.base_url,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=timeout,
+            trust_env=False,
+        )
+
+    def _admin(self, method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
+        with self.client(full=True, timeout=timeout) as c:
+            r = c.request(method, path, json=body)
+            r.raise_for_status()
+            return r.json()
+
+
+class InProcessHandle(HandleBase):
+    """A simulator served from a thread of this process; admin methods act directly."""
+
+    def __init__(self, base_url: str, runtime: Runtime) -> None:
+        self.base_url = base_url
+        self.runtime = runtime
+        self.read_key = runtime.read_key
+        self.full_key = runtime.full_key
+        self.process = None
+
+    def set_faults(self, spec: str | None) -> None:
+        self.runtime.faults.set(spec)
+
+    def wait_for_deliveries(self, timeout: float = 10) -> None:
+        pending = self.runtime.worker.wait(timeout)
+        if pending:
+            raise TimeoutError(f"{pending} webhook deliveries still pending")
+
+    def stats(self) -> dict[str, Any]:
+        requests = dict(sorted(self.runtime.stats.items()))
+        return {"requests": requests, "total": sum(requests.values())}
+
+    def reset_stats(self) -> None:
+        self.runtime.stats.clear()
+
+    def churn(self, **kwargs: Any) -> dict[str, Any]:
+        return dict(self.runtime.store.churn(**kwargs))
+
+    def counts(self) -> dict[str, int]:
+        return self.runtime.store.counts()
 
 
 @dataclass

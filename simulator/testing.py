@@ -1,8 +1,8 @@
-"""Helpers that start a simulator for tests, benchmarks and the demo.
+"""Helpers that start a simulator in a subprocess, for tests and benchmarks.
 
 `running_simulator` runs `python -m simulator serve --port 0` as a subprocess and stops it by its
-own process handle; `server.serve_in_thread` runs it in this process and yields an
-`InProcessHandle` with the same methods.
+own process handle; its `SimulatorHandle` has the same methods as the `InProcessHandle` that
+`server.serve_in_thread` yields for a simulator in this process (the demo's).
 """
 
 from __future__ import annotations
@@ -17,38 +17,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
-
-from .app import Runtime
+from .server import HandleBase
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT_S = 120.0
 
 
-class _HandleBase:
-    """What every simulator handle offers: URL, keys and pre-authorised clients."""
-
-    base_url: str
-    read_key: str
-    full_key: str
-
-    def client(self, full: bool = True, timeout: float = 10.0) -> httpx.Client:
-        key = self.full_key if full else self.read_key
-        return httpx.Client(
-            base_url=self.base_url,
-            headers={"Authorization": f"Bearer {key}"},
-            timeout=timeout,
-            trust_env=False,
-        )
-
-    def _admin(self, method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
-        with self.client(full=True, timeout=timeout) as c:
-            r = c.request(method, path, json=body)
-            r.raise_for_status()
-            return r.json()
-
-
-class SimulatorHandle(_HandleBase):
+class SimulatorHandle(HandleBase):
     """A simulator running as a subprocess; admin methods need it started with --admin."""
 
     def __init__(
@@ -80,38 +55,6 @@ class SimulatorHandle(_HandleBase):
 
     def counts(self) -> dict[str, int]:
         return dict(self._admin("GET", "/_admin/counts"))
-
-
-class InProcessHandle(_HandleBase):
-    """A simulator served from a thread of this process; admin methods act directly."""
-
-    def __init__(self, base_url: str, runtime: Runtime) -> None:
-        self.base_url = base_url
-        self.runtime = runtime
-        self.read_key = runtime.read_key
-        self.full_key = runtime.full_key
-        self.process = None
-
-    def set_faults(self, spec: str | None) -> None:
-        self.runtime.faults.set(spec)
-
-    def wait_for_deliveries(self, timeout: float = 10) -> None:
-        pending = self.runtime.worker.wait(timeout)
-        if pending:
-            raise TimeoutError(f"{pending} webhook deliveries still pending")
-
-    def stats(self) -> dict[str, Any]:
-        requests = dict(sorted(self.runtime.stats.items()))
-        return {"requests": requests, "total": sum(requests.values())}
-
-    def reset_stats(self) -> None:
-        self.runtime.stats.clear()
-
-    def churn(self, **kwargs: Any) -> dict[str, Any]:
-        return dict(self.runtime.store.churn(**kwargs))
-
-    def counts(self) -> dict[str, int]:
-        return self.runtime.store.counts()
 
 
 def _read_line(stream: IO[str], deadline: float) -> str:

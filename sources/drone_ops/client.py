@@ -29,6 +29,7 @@ from .config import checked_api_key, validate_base_url
 from .exceptions import (
     DroneOpsError,
     Interrupted,
+    NotFoundError,
     PaginationError,
     ResponseError,
     RetriesExhaustedError,
@@ -206,6 +207,13 @@ class DroneOpsClient:
                 endpoint, retrying.statistics.get("attempt_number", 0), str(exc)
             ) from None
         raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def get_record(self, path: str, stats: RequestCounter) -> dict[str, Any] | None:
+        """A single record, or None when the API says it does not exist (404)."""
+        try:
+            return self.get_json(path, stats=stats)
+        except NotFoundError:
+            return None
 
     def _sleep(self, seconds: float) -> None:
         """A retry wait that ends early, with `Interrupted`, when the run is stopped."""

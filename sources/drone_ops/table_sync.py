@@ -153,7 +153,9 @@ class TableSync:
         if not paths:
             return [], []
         with ThreadPoolExecutor(max_workers=self.walk.max_workers) as pool:
-            found = list(pool.map(lambda path: self.walk.fetch_one(path, stats), paths.values()))
+            found = list(
+                pool.map(lambda path: self.walk.client.get_record(path, stats), paths.values())
+            )
         rows: list[Record] = []
         kept: list[str] = []
         for entity_id, record in zip(paths, found, strict=True):

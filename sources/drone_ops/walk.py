@@ -41,15 +41,6 @@ from .webhook_walk import WebhookWalks
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "SPILL_PREFIX",
-    "ProgressCallback",
-    "WalkPlan",
-    "WalkStats",
-    "WorkspaceWalk",
-    "open_walk",
-]
-
 
 @dataclass
 class WalkStats:
@@ -152,7 +143,6 @@ class WorkspaceWalk(WebhookWalks):
         self._stage_seconds: dict[str, float] = {}
         self._failure: BaseException | None = None
         self._cancel = threading.Event()
-        self.interrupted_webhooks = False
 
     def __enter__(self) -> WorkspaceWalk:
         return self
@@ -207,8 +197,6 @@ class WorkspaceWalk(WebhookWalks):
             for table, entity in ENTITIES.items():
                 if stage in entity.stages and table in self.tables:
                     self.tables[table].interrupt()
-            if stage == WEBHOOKS:
-                self.interrupted_webhooks = True
             done.set()
 
     @property
@@ -362,13 +350,7 @@ class WorkspaceWalk(WebhookWalks):
                 items_key=items_key,
             ):
                 self._check_cancelled()
-                records = []
-                for record in page_items(page, items_key, path):
-                    job_id = str(record["id"])
-                    if job_id in seen:
-                        continue
-                    seen.add(job_id)
-                    records.append(record)
+                records = _unseen(page_items(page, items_key, path), seen)
                 jobs.offer(records, parent_id=project_id)
                 self._report("jobs", len(records))
         except NotFoundError as exc:
@@ -393,12 +375,7 @@ class WorkspaceWalk(WebhookWalks):
                 path, stats=self.stats[table], critical=True, items_key=items_key
             ):
                 self._check_cancelled()
-                records = []
-                for record in page_items(page, items_key, path):
-                    if str(record["id"]) in seen:
-                        continue
-                    seen.add(str(record["id"]))
-                    records.append(record)
+                records = _unseen(page_items(page, items_key, path), seen)
                 snapshot.offer(records)
                 self._report(table, len(records))
         except DroneOpsError as exc:
@@ -406,9 +383,13 @@ class WorkspaceWalk(WebhookWalks):
         except Exception as exc:
             snapshot.fail(DroneOpsError(f"{table} walk failed: {type(exc).__name__}: {exc}"))
 
-    def fetch_one(self, path: str, stats: WalkStats) -> dict[str, Any] | None:
-        """A single record, or None when the API says it does not exist (404)."""
-        try:
-            return self.client.get_json(path, stats=stats)
-        except NotFoundError:
-            return None
+
+def _unseen(records: list[Record], seen: set[str]) -> list[Record]:
+    """The records whose id this walk has not met yet (a list may repeat one across pages)."""
+    fresh = []
+    for record in records:
+        record_id = str(record["id"])
+        if record_id not in seen:
+            seen.add(record_id)
+            fresh.append(record)
+    return fresh

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.sync import SyncOutcome
-from sources.drone_ops.schema import TABLE_COLUMNS
+from sources.drone_ops.entities import TABLE_COLUMNS
 
 from .fault_server import FaultServer, Workspace, workspace_snapshot
 from .harness import Warehouse

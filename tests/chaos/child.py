@@ -278,7 +278,8 @@ def main(argv: list[str]) -> int:
     out = Path(raw["out"])
     started = time.monotonic()
     try:
-        from pipelines.sync import Target, run_sync
+        from pipelines.sync import run_sync
+        from pipelines.target import Target
 
         outcome = run_sync(
             Target(

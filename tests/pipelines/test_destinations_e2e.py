@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.sync import Target
+from pipelines.target import Target
 from simulator.postgres_server import RunningPostgres, create_database, running_postgres
 from simulator.testing import SimulatorHandle
 

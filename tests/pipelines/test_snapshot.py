@@ -40,7 +40,8 @@ from pipelines.snapshot import (
     publish_snapshot,
     snapshot_plan,
 )
-from pipelines.sync import DEFAULT_DATABASE, Target, run_sync
+from pipelines.sync import run_sync
+from pipelines.target import DEFAULT_DATABASE, Target
 from simulator.testing import SimulatorHandle, running_simulator, stop_process
 from sources.drone_ops import ConfigError
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from pipelines.sync import Target, run_sync
-from sources.drone_ops.changes import job_slice_of
+from pipelines.sync import run_sync
+from pipelines.target import Target
+from sources.drone_ops.rolling import job_slice_of
 
 from .warehouse_check import EPOCH, Warehouse, api_snapshot, current_rows, mismatches, query
 

@@ -86,4 +86,4 @@ def test_count_overrides_and_generation_speed() -> None:
     elapsed = time.perf_counter() - start
     c = s.counts()
     assert c["projects"] == 2000 and 30_000 <= c["jobs"] <= 50_000 and c["logs"] == 20_000
-    assert elapsed < 10  # large (10x projects, 25x logs) is measured by bench_serve
+    assert elapsed < 10  # large (10x projects, 25x logs) is measured by bench/serve.py

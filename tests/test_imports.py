@@ -1,0 +1,219 @@
+"""How our packages import each other: no cycle, data flowing one way, modules kept small.
+
+The graph is read from the source with `ast`, not by importing it: every `import` and
+`from ... import` of our own modules, at module level and inside functions alike (a cycle
+through a function-level import is still a cycle, only a later one), with relative imports
+resolved. Imports under `if TYPE_CHECKING:` are left out: they never run.
+
+An edge goes to the module named, or to the package when the name is one of its attributes
+(`from sources.drone_ops import ConfigError` is an edge to `sources.drone_ops`). Importing
+`a.b.c` also runs `a/__init__.py` and `a/b/__init__.py`; those implicit edges are left out,
+as every import linter does, or every package that imports its own submodules would be a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("sources", "pipelines", "simulator", "bench")
+MAX_LINES = 400
+
+
+@dataclass(frozen=True)
+class Edge:
+    """`importer` imports `imported`, at `line` of the importer's file."""
+
+    importer: str
+    imported: str
+    line: int
+
+
+def _module_files() -> dict[str, Path]:
+    """Every module of our packages by dotted name (a package by its `__init__.py`)."""
+    modules: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+MODULES = _module_files()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run, wherever it is; `if TYPE_CHECKING:` bodies skipped."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+            continue
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _own_module(name: str) -> str | None:
+    """The module of ours that `name` (a module, or an attribute of one) belongs to."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _imported_names(module: str, path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """Absolute dotted names one import statement asks for."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        parts = package.split(".")
+        base = ".".join(parts[: len(parts) - (node.level - 1)])
+        stem = f"{base}.{node.module}" if node.module else base
+    else:
+        stem = node.module or ""
+    # `from package import submodule` imports the submodule; `from module import name`, the module
+    return [f"{stem}.{alias.name}" for alias in node.names]
+
+
+def _edges() -> list[Edge]:
+    edges: list[Edge] = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in _import_nodes(tree):
+            for name in _imported_names(module, path, node):
+                imported = _own_module(name)
+                if imported is not None and imported != module:
+                    edges.append(Edge(module, imported, node.lineno))
+    return edges
+
+
+EDGES = _edges()
+
+
+def _find_cycle(edges: list[Edge]) -> list[Edge] | None:
+    """One import cycle as the edges that close it, or None (depth-first search)."""
+    graph: dict[str, list[Edge]] = {}
+    for edge in edges:
+        graph.setdefault(edge.importer, []).append(edge)
+    state: dict[str, str] = {}  # "open" while on the current path, "done" after
+    path: list[Edge] = []
+
+    def visit(module: str) -> list[Edge] | None:
+        state[module] = "open"
+        for edge in sorted(graph.get(module, []), key=lambda e: (e.imported, e.line)):
+            if state.get(edge.imported) == "open":
+                start = next(i for i, e in enumerate(path) if e.importer == edge.imported)
+                return [*path[start:], edge] if path else [edge]
+            if edge.imported not in state:
+                path.append(edge)
+                found = visit(edge.imported)
+                if found is not None:
+                    return found
+                path.pop()
+        state[module] = "done"
+        return None
+
+    for module in sorted(graph):
+        if module not in state:
+            found = visit(module)
+            if found is not None:
+                return found
+    return None
+
+
+def _describe(edges: list[Edge]) -> str:
+    return "\n".join(
+        f"  {e.importer} -> {e.imported}  ({MODULES[e.importer].relative_to(REPO)}:{e.line})"
+        for e in edges
+    )
+
+
+def test_the_graph_is_read() -> None:
+    """A guard for the tests below: the parser finds edges of every kind it must resolve."""
+    pairs = {(e.importer, e.imported) for e in EDGES}
+    # relative (`from .lock import ...`) and absolute (`from sources.drone_ops import ...`)
+    assert ("pipelines.sync", "pipelines.lock") in pairs
+    assert ("pipelines.sync", "sources.drone_ops") in pairs
+    # inside a function: the demo starts the simulator only when it runs
+    assert ("pipelines.demo", "simulator.server") in pairs
+
+
+def test_no_import_cycle() -> None:
+    cycle = _find_cycle(EDGES)
+    assert cycle is None, "import cycle:\n" + _describe(cycle or [])
+
+
+def test_find_cycle_reports_a_cycle() -> None:
+    """The detector itself finds a cycle, also one closed by a function-level import."""
+    edges = [Edge("a", "b", 1), Edge("b", "c", 2), Edge("c", "a", 9), Edge("c", "d", 3)]
+    cycle = _find_cycle(edges)
+    assert cycle is not None
+    assert [e.importer for e in cycle] == ["a", "b", "c"]
+    assert _find_cycle(edges[:2] + edges[3:]) is None
+
+
+def _crossings(importer: str, imported: tuple[str, ...]) -> list[Edge]:
+    return [
+        e
+        for e in EDGES
+        if e.importer.split(".")[0] == importer and e.imported.split(".")[0] in imported
+    ]
+
+
+def test_sources_import_nothing_of_ours() -> None:
+    """Data flows simulator -> HTTP -> sources -> pipelines: the source stands alone."""
+    crossings = _crossings("sources", ("pipelines", "simulator", "bench"))
+    assert not crossings, "sources/ imports:\n" + _describe(crossings)
+
+
+def test_simulator_imports_nothing_of_ours() -> None:
+    """The simulator is the API's stand-in: it knows nothing of the code that reads it."""
+    crossings = _crossings("simulator", ("sources", "pipelines", "bench"))
+    assert not crossings, "simulator/ imports:\n" + _describe(crossings)
+
+
+# the demo serves a simulated workspace in-process; `drone-sync sim serve` registers its CLI
+SIMULATOR_USERS = ("pipelines.demo", "pipelines.cli")
+
+
+def test_pipelines_use_the_simulator_only_for_demo_and_sim() -> None:
+    crossings = [
+        e for e in _crossings("pipelines", ("simulator",)) if e.importer not in SIMULATOR_USERS
+    ]
+    assert not crossings, "pipelines/ imports the simulator outside the demo:\n" + _describe(
+        crossings
+    )
+    assert not _crossings("pipelines", ("bench",)), "pipelines/ imports the benchmark"
+
+
+def _line_counts(package: str) -> dict[str, int]:
+    return {
+        str(path.relative_to(REPO)): len(path.read_text(encoding="utf-8").splitlines())
+        for module, path in MODULES.items()
+        if module.split(".")[0] == package
+    }
+
+
+@pytest.mark.parametrize("package", ["sources", "pipelines"])
+def test_modules_are_small(package: str) -> None:
+    """A module over ~400 lines does more than one job: split it by responsibility."""
+    large = {path: n for path, n in _line_counts(package).items() if n > MAX_LINES}
+    assert not large, f"over {MAX_LINES} lines: {large}"
