@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import pyarrow as pa
-
 from . import settings
-from .schema import ARROW_TYPES, Contract, columns
+from .schema import Contract, columns
 from .transforms import RowBuilder, creator_flattened_row, entity_row, job_row
 
 LISTS, WEBHOOKS = "lists", "webhooks"
@@ -66,9 +64,6 @@ class Entity:
         """What the warehouse reader reads of the current rows for change detection."""
         parent = (self.parent_column,) if self.parent_column else ()
         return (*self.key, settings.ROW_HASH_COLUMN, *parent)
-
-    def arrow_schema(self) -> pa.Schema:
-        return pa.schema([(c.name, ARROW_TYPES[c.kind]) for c in self.contract.columns])
 
 
 PROJECTS = Entity(

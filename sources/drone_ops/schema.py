@@ -65,10 +65,6 @@ class Contract:
     """Text lengths the spec allows, in characters, inclusive."""
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(column.name for column in self.columns)
-
 
 ISSUES = Contract(
     settings.ISSUES_TABLE,
@@ -90,6 +86,6 @@ def dlt_columns(contract: Contract) -> dict[str, TColumnSchema]:
                 "precision": 6,
                 "nullable": True,
             }
-        elif column.name == "id" and contract is not ISSUES:
+        elif column.name == "id":
             hints[column.name] = {"data_type": "text", "nullable": False}
     return hints

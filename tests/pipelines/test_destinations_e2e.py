@@ -5,7 +5,6 @@ test_sync_e2e.py::test_lifecycle_first_sync_changes_and_quiet_rerun."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from .cli_helpers import (
     closed_loopback_port,
     dlt_data_dir,
     run_cli,
+    run_command,
 )
 from .test_sync_e2e import assert_equals_api, row_counts
 from .test_unattended import summary_of
@@ -47,18 +47,12 @@ def postgres_run(
     return run_cli(args, env, tmp_path, timeout=timeout)
 
 
-def dlt_cli(command: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def dlt_cli(command: str, tmp_path: Path) -> Result:
     """`dlt pipeline drone_ops COMMAND` from the repository root, as a user types it (dlt's
     data folder is the test's, as it is for the runs)."""
-    env = cli_env(tmp_path)
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("dlt")), "pipeline", "drone_ops", command],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
+    dlt = str(Path(sys.executable).with_name("dlt"))
+    return run_command(
+        [dlt, "pipeline", "drone_ops", command], cli_env(tmp_path), REPO, timeout=120
     )
 
 
@@ -137,9 +131,9 @@ def test_postgres_full_churned_and_quiet_runs_with_models(
     # every dlt command is run in the DuckDB tooling test; here, that `info` finds the
     # postgres pipeline and shows no password
     info = dlt_cli("info", tmp_path)
-    assert info.returncode == 0, info.stderr
-    assert "postgres" in info.stdout and "dataset_name: drone_ops" in info.stdout, info.stdout
-    assert password not in info.stdout + info.stderr
+    assert info.code == 0, info.err
+    assert "postgres" in info.out and "dataset_name: drone_ops" in info.out, info.out
+    assert password not in info.out + info.err
 
 
 def test_postgres_credential_problems_are_one_line(
@@ -197,12 +191,12 @@ def test_dlt_tooling_finds_the_last_synced_duckdb_warehouse(
         assert link.resolve() == database.parent / ".dlt_pipelines" / database.name / "drone_ops"
     for command in DLT_COMMANDS:
         shown = dlt_cli(command, tmp_path)
-        assert shown.returncode == 0, f"dlt pipeline drone_ops {command}:\n{shown.stderr}"
+        assert shown.code == 0, f"dlt pipeline drone_ops {command}:\n{shown.err}"
         if command == "info":
-            assert "destination_type: dlt.destinations.duckdb" in shown.stdout, shown.stdout
+            assert "destination_type: dlt.destinations.duckdb" in shown.out, shown.out
         if command == "load-package":
             # dlt names the package's real folder: the working folder beside `second`
-            assert str(second.parent / ".dlt_pipelines") in shown.stdout, shown.stdout
+            assert str(second.parent / ".dlt_pipelines") in shown.out, shown.out
 
     link.unlink()
     link.mkdir()
