@@ -47,6 +47,8 @@ class Entity:
     (it lacks `status`): a member that still exists keeps its current version."""
     row: RowBuilder | None = None
     """Record (and its version and parent id) to row; None for tables built otherwise."""
+    made_from: tuple[str, ...] = ()
+    """Tables whose records this table is derived from, rather than listed by the API."""
     key: tuple[str, ...] = ("id",)
 
     @property
@@ -220,6 +222,7 @@ USERS = Entity(
     ),
     # no endpoint: the `created_by` objects of projects and webhooks (transforms.user_row)
     stages=(LISTS, WEBHOOKS),
+    made_from=("projects", "webhooks"),
 )
 
 ENTITIES: dict[str, Entity] = {

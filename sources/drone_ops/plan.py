@@ -47,7 +47,6 @@ class WalkPlan:
         if entity.table in self.tables:
             return True
         return any(
-            ENTITIES[name].parent == entity.table
-            or (name == "users" and "created_by" in entity.contract.flattened)
+            ENTITIES[name].parent == entity.table or entity.table in ENTITIES[name].made_from
             for name in self.tables
         )

@@ -224,7 +224,7 @@ class TableSync:
         result, walked = self._start("users")
         blocking = [
             self.walk.tables[name].error
-            for name in ("projects", "webhooks")
+            for name in USERS.made_from
             if self.walk.tables[name].error is not None
         ]
         if blocking:
