@@ -1,9 +1,8 @@
 """`drone-sync`: run, check, models, demo and the simulator, from one command.
 
-Exit codes (README "Running it on a schedule", docs/operations.md) let a scheduler tell what
-to do next without reading the output: 0 success, 1 a table failed or was refused (or dbt
-failed), 2 configuration error, 75 warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM
-(`signals.py`).
+Exit codes (`exit_codes.py`) let a scheduler tell what to do next without reading the output:
+0 success, 1 a table failed or was refused (or dbt failed), 2 configuration error, 75
+warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM (`signals.py`).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from sources.drone_ops import ConfigError, DroneOpsError
 from sources.drone_ops.check import check_access
@@ -22,13 +21,15 @@ from sources.drone_ops.entities import ALL_TABLES
 from sources.drone_ops.secrets import redact
 
 from .dlt_tooling import link_for_dlt_cli
-from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
+from .exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_OK
+from .lock import WarehouseBusy, warehouse_lock
 from .logs import setup_logging
 from .output import JsonOutput, Output, TextOutput, make_console
+from .publishing import build_models_step, command_snapshot_plan, finish_success
 from .signals import SignalStop
 from .snapshot import CONFIG_KEY as SNAPSHOT_CONFIG_KEY
-from .snapshot import SnapshotError, SnapshotPlan, publish_snapshot, snapshot_plan
-from .sync import SyncOutcome, run_sync, source_config
+from .snapshot import SnapshotPlan
+from .sync import run_sync, source_config
 from .target import (
     DEFAULT_DATASET,
     MODEL_DESTINATIONS,
@@ -36,19 +37,11 @@ from .target import (
     apply_runtime_defaults,
     check_target,
     dbt_target,
-    ensure_destination_reachable,
+    make_pipeline,
 )
+from .warehouse import read_data_version
 
-if TYPE_CHECKING:
-    from .models import ModelsResult
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-"""Some table failed or was refused, the API could not be reached, or dbt failed."""
-EXIT_CONFIG = 2
-"""A setting or flag is wrong: the message names it. Retrying will not help."""
-EXIT_BUSY = 75
-"""EX_TEMPFAIL: another run holds the warehouse, or another program holds the DuckDB file."""
+__all__ = ["EXIT_BUSY", "EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "build_parser", "main"]
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -135,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--no-models", action="store_true", help="skip building the dbt models after the load"
+    )
+    run.add_argument(
+        "--force-models",
+        action="store_true",
+        help="build the dbt models even when nothing changed since their last build (by"
+        " default a run that changed nothing keeps the current marts; docs/models.md)",
     )
     _snapshot_arguments(run)
 
@@ -240,9 +239,16 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
         if not outcome.ok:
             return output.finish(EXIT_FAILED, "failed", outcome)
         if args.no_models or target.destination not in MODEL_DESTINATIONS:
-            return _finish_success(target, snapshot, output, outcome)
-        return _build_models(
-            target, output, stop, run_tests=True, outcome=outcome, snapshot=snapshot
+            return finish_success(target, snapshot, output, outcome)
+        return build_models_step(
+            target,
+            output,
+            stop,
+            run_tests=True,
+            data_version=outcome.data_version,
+            reuse_current=not args.force_models,
+            outcome=outcome,
+            snapshot=snapshot,
         )
 
 
@@ -266,99 +272,31 @@ def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     dbt_target(target)
     snapshot = _snapshot_plan(target, args)
     with warehouse_lock(target.lock_path()):
-        return _build_models(target, output, stop, run_tests=not args.no_test, snapshot=snapshot)
-
-
-def _build_models(
-    target: Target,
-    output: Output,
-    stop: SignalStop,
-    *,
-    run_tests: bool,
-    outcome: SyncOutcome | None = None,
-    snapshot: SnapshotPlan | None = None,
-) -> int:
-    from .models import build_models
-
-    if target.destination == "duckdb":
-        ensure_duckdb_free(target.resolved_database().resolve())
-    ensure_destination_reachable(target)
-    with output.status("building dbt models"):
-        result = build_models(
-            dbt_target(target),
-            target.dataset,
-            run_tests=run_tests,
-            scratch_root=target.spill_root(),
+        return build_models_step(
+            target,
+            output,
+            stop,
+            run_tests=not args.no_test,
+            data_version=_data_version(target),
+            snapshot=snapshot,
         )
-    if target.destination == "duckdb" and result.error:
-        busy = busy_message(target.resolved_database().resolve(), Exception(result.error))
-        if busy is not None:
-            raise WarehouseBusy(busy)
-    output.models_summary(result, target.dataset)
-    if stop.received is not None:
-        # dbt turns the KeyboardInterrupt into a failed result; the signal decides the code
-        return output.finish(stop.exit_code, "interrupted", outcome, result)
-    if not result.ok:
-        return output.finish(EXIT_FAILED, "failed", outcome, result)
-    return _finish_success(target, snapshot, output, outcome, result)
+
+
+def _data_version(target: Target) -> str | None:
+    """What the warehouse holds now, for the build record; a missing DuckDB file is left to
+    the build to report (opening it here would create an empty one)."""
+    if target.destination == "duckdb" and not target.resolved_database().is_file():
+        return None
+    return read_data_version(make_pipeline(target))
 
 
 def _snapshot_plan(target: Target, args: argparse.Namespace) -> SnapshotPlan | None:
-    """The BI snapshot this command publishes, checked with the other settings before anything
-    is written. Only a DuckDB warehouse gets one: a server destination lets BI tools read while
-    a sync writes, so the snapshot flags are refused there."""
-    if target.destination != "duckdb":
-        if args.snapshot is not None or args.snapshot_raw:
-            flag = "--snapshot" if args.snapshot is not None else "--snapshot-raw"
-            raise ConfigError(
-                flag,
-                "a BI snapshot is made of a DuckDB warehouse only; BI tools can read"
-                f" {target.destination} while a sync writes",
-            )
-        return None
-    return snapshot_plan(
-        target.resolved_database(),
-        target.dataset,
+    return command_snapshot_plan(
+        target,
         path_flag=args.snapshot,
         off_flag=args.no_snapshot,
         include_raw=args.snapshot_raw,
     )
-
-
-def _publish_snapshot(target: Target, plan: SnapshotPlan | None, output: Output) -> str | None:
-    """Publishes the BI snapshot (when on); the one-line reason when it could not be."""
-    if plan is None:
-        return None
-    try:
-        with output.status("publishing the BI snapshot"):
-            result = publish_snapshot(
-                target.resolved_database().resolve(),
-                target.dataset,
-                plan.path,
-                include_raw=plan.include_raw,
-            )
-    except SnapshotError as exc:
-        message = redact(str(exc))
-        output.snapshot_failed(plan.path, message)
-        return message
-    output.snapshot_summary(result)
-    return None
-
-
-def _finish_success(
-    target: Target,
-    snapshot: SnapshotPlan | None,
-    output: Output,
-    outcome: SyncOutcome | None = None,
-    models: ModelsResult | None = None,
-) -> int:
-    """Ends a command that succeeded: publishes the BI snapshot, then the final summary. Only
-    here, so a failed or interrupted run never publishes half-updated data; a snapshot that
-    cannot be published fails the command (exit 1) and leaves the previous one in place."""
-    error = _publish_snapshot(target, snapshot, output)
-    if error is not None:
-        return output.finish(EXIT_FAILED, "failed", outcome, models, error=error)
-    return output.finish(EXIT_OK, "success", outcome, models)
 
 
 if __name__ == "__main__":

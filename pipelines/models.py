@@ -58,6 +58,8 @@ class ModelsResult:
     seconds: float = 0.0
     failures: list[NodeFailure] = field(default_factory=list)
     error: str | None = None
+    reused_from: str | None = None
+    """Set when nothing was built because the marts are current: when they were built (UTC)."""
 
 
 @contextmanager
@@ -82,6 +84,7 @@ def dbt_args(
     dbt_vars: Mapping[str, Any] | None = None,
     *,
     quiet: bool = True,
+    log_path: pathlib.Path | None = None,
 ) -> list[str]:
     """The dbt command line for our project; target and logs stay out of `models/`."""
     args = [
@@ -93,7 +96,7 @@ def dbt_args(
         "--target-path",
         str(target_path),
         "--log-path",
-        str(target_path / "logs"),
+        str(log_path if log_path is not None else target_path / "logs"),
         "--no-version-check",
         "--no-send-anonymous-usage-stats",
         "--no-use-colors",
@@ -200,7 +203,9 @@ def build_models(
     """Build staging views and marts (`dbt build`, or `dbt run` without tests) in-process.
 
     `select` is a dbt selector (e.g. "+fct_job_occurrences") to build part of the project.
-    dbt's target folder is a temporary folder in `scratch_root` (default: the system's).
+    dbt's target folder is `target_path` when given: kept between builds, it holds dbt's
+    partial-parse state, so a later build parses only what changed. Otherwise, and for dbt's
+    logs always, a temporary folder in `scratch_root` (default: the system's).
     """
     from dbt.cli.main import dbtRunner
 
@@ -215,7 +220,13 @@ def build_models(
         scratch_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, dir=scratch_root) as scratch:
         folder = pathlib.Path(target_path) if target_path is not None else pathlib.Path(scratch)
-        args = dbt_args("build" if run_tests else "run", folder, dbt_vars, quiet=quiet)
+        args = dbt_args(
+            "build" if run_tests else "run",
+            folder,
+            dbt_vars,
+            quiet=quiet,
+            log_path=pathlib.Path(scratch) / "logs",
+        )
         args += ["--target", target.name]
         if select:
             args += ["--select", select]

@@ -73,6 +73,10 @@ class Output:
         """The BI snapshot could not be published: one line saying why."""
         raise NotImplementedError
 
+    def snapshot_current(self, path: Path) -> None:
+        """The BI snapshot in place was published from the current marts: not published again."""
+        raise NotImplementedError
+
     def fail(self, kind: str, message: str, exit_code: int) -> int:
         """A run that ended before a summary: one line (or one event) and the exit code."""
         raise NotImplementedError
@@ -99,6 +103,13 @@ class TextOutput(Output):
         print_summary(self.console, outcome)
 
     def models_summary(self, result: ModelsResult, dataset: str) -> None:
+        if result.reused_from is not None:
+            self.console.print(
+                f"dbt: models not rebuilt: no data changed since their build at"
+                f" {result.reused_from} (marts in schema {dataset}_marts; --force-models"
+                " rebuilds)"
+            )
+            return
         self.console.print(
             f"dbt: {result.models_built} models built, {result.tests_passed} tests passed,"
             f" {result.tests_failed} failed in {result.seconds:.1f}s"
@@ -133,6 +144,13 @@ class TextOutput(Output):
 
     def snapshot_failed(self, path: Path, message: str) -> None:
         self.console.print(f"[bold red]BI snapshot failed[/bold red]: {escape(message)}")
+
+    def snapshot_current(self, path: Path) -> None:
+        self.console.print(
+            f"BI snapshot: {path} is current (published from these marts)",
+            markup=False,
+            highlight=False,
+        )
 
     def fail(self, kind: str, message: str, exit_code: int) -> int:
         # stderr, one line: what cron mails and what an orchestrator shows
@@ -181,6 +199,9 @@ class JsonOutput(Output):
             error=message,
         )
 
+    def snapshot_current(self, path: Path) -> None:
+        self._emit("snapshot", ok=True, path=str(path), current=True, error=None)
+
     def fail(self, kind: str, message: str, exit_code: int) -> int:
         self._emit("error", kind=kind, message=message)
         outcome_label = {"configuration error": "config_error", "warehouse busy": "busy"}.get(
@@ -225,6 +246,8 @@ def _models_fields(result: ModelsResult, dataset: str | None) -> dict[str, Any]:
         "seconds": round(result.seconds, 3),
         "failures": [f"{failure.node}: {failure.message}" for failure in result.failures],
         "error": redact(result.error) if result.error else None,
+        "rebuilt": result.reused_from is None,
+        "built_at": result.reused_from,
         **({"marts_schema": f"{dataset}_marts"} if dataset else {}),
     }
 

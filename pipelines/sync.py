@@ -43,7 +43,7 @@ from .target import (
     ensure_destination_reachable,
     make_pipeline,
 )
-from .warehouse import read_known_state, remove_replayed_rows
+from .warehouse import read_data_version, read_known_state, remove_replayed_rows
 
 
 @dataclass
@@ -55,6 +55,8 @@ class SyncOutcome:
     issues: int = 0
     database: Path | None = None
     notes: list[str] = field(default_factory=list)
+    data_version: str | None = None
+    """The warehouse's data version after the run (`warehouse.data_version`)."""
 
     @property
     def ok(self) -> bool:
@@ -175,6 +177,7 @@ def _locked_run(
     outcome.issues = report.issues = len(walk_issues)
     outcome.total_seconds = time.monotonic() - started
     _record_run(target, pipeline, report, walk_issues, outcome)
+    outcome.data_version = read_data_version(pipeline)
     return outcome
 
 

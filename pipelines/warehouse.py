@@ -7,6 +7,7 @@ compares again; nothing has to be repaired in a separate state store.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import warnings
 from datetime import UTC, datetime, timedelta
@@ -18,7 +19,7 @@ from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
 from sources.drone_ops import DeliveryMark, KnownState
 from sources.drone_ops import settings as source_settings
-from sources.drone_ops.entities import ENTITIES, ENTITY_TABLES
+from sources.drone_ops.entities import ALL_TABLES, ENTITIES, ENTITY_TABLES
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,37 @@ def remove_replayed_rows(pipeline: dlt.Pipeline) -> int:
             log.warning("removed %d replayed rows from %s", extra, name)
             removed += extra
     return removed
+
+
+def data_version(pipeline: dlt.Pipeline) -> str | None:
+    """A fingerprint of the raw tables the models read: per table its rows, its retired
+    versions and its newest load. Any load, retirement or repair changes it, whoever made it,
+    so equal fingerprints mean the marts built from one still hold (`build_record.py`).
+    None when the dataset does not exist yet."""
+    parts: list[str] = []
+    with pipeline.sql_client() as client:
+        if not client.has_dataset():
+            return None
+        for name in ALL_TABLES:
+            retired = 'count("_dlt_valid_to")' if ENTITIES[name].history else "0"
+            try:
+                rows = client.execute_sql(
+                    f'SELECT count(*), {retired}, max("_dlt_load_id")'
+                    f" FROM {client.make_qualified_table_name(name)}"
+                )
+            except DatabaseUndefinedRelation:
+                rows = None
+            parts.append(f"{name}={rows[0] if rows else None}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def read_data_version(pipeline: dlt.Pipeline) -> str | None:
+    """`data_version`, or None when it cannot be read (the models are then built)."""
+    try:
+        return data_version(pipeline)
+    except Exception as exc:
+        log.info("could not read the warehouse's data version: %s: %s", type(exc).__name__, exc)
+        return None
 
 
 def _epoch_ms(moment: datetime) -> int:

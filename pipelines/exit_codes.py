@@ -1,0 +1,16 @@
+"""The exit codes of `drone-sync` (README "Running it on a schedule", docs/operations.md).
+
+They let a scheduler tell what to do next without reading the output: 0 success, 1 a table
+failed or was refused (or dbt failed), 2 configuration error, 75 warehouse busy, 130 / 143
+interrupted by SIGINT / SIGTERM (`signals.py`).
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+"""Some table failed or was refused, the API could not be reached, or dbt failed."""
+EXIT_CONFIG = 2
+"""A setting or flag is wrong: the message names it. Retrying will not help."""
+EXIT_BUSY = 75
+"""EX_TEMPFAIL: another run holds the warehouse, or another program holds the DuckDB file."""

@@ -1,0 +1,152 @@
+"""What follows a successful sync (`drone-sync run`) or stands alone (`drone-sync models`): the
+dbt build, skipped when the marts are still current (`build_record.py`), then the BI snapshot,
+skipped when the one published from those marts is still in place. Only here is anything
+published, so a failed or interrupted run never publishes half-updated data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sources.drone_ops import ConfigError
+from sources.drone_ops.secrets import redact
+
+from .build_record import (
+    current_build,
+    dbt_folder,
+    forget_build,
+    remember_build,
+    remember_snapshot,
+    snapshot_current,
+)
+from .exit_codes import EXIT_FAILED, EXIT_OK
+from .lock import WarehouseBusy, busy_message, ensure_duckdb_free
+from .models import ModelsResult
+from .output import Output
+from .signals import SignalStop
+from .snapshot import SnapshotError, SnapshotPlan, publish_snapshot, snapshot_plan
+from .sync import SyncOutcome
+from .target import Target, dbt_target, ensure_destination_reachable
+
+
+def build_models_step(
+    target: Target,
+    output: Output,
+    stop: SignalStop,
+    *,
+    run_tests: bool,
+    data_version: str | None,
+    reuse_current: bool = False,
+    outcome: SyncOutcome | None = None,
+    snapshot: SnapshotPlan | None = None,
+) -> int:
+    """Builds (and tests) the models, or, with `reuse_current`, keeps marts that are current;
+    then publishes the snapshot and ends the command with its exit code."""
+    from .models import build_models
+
+    folder = dbt_folder(target.resolved_pipelines_dir())
+    if reuse_current:
+        record = current_build(folder, data_version, target.dataset)
+        if record is not None:
+            reused = ModelsResult(ok=True, reused_from=record.built_at)
+            output.models_summary(reused, target.dataset)
+            # a snapshot with raw tables carries _sync_runs, which every run changes
+            if (
+                snapshot is not None
+                and not snapshot.include_raw
+                and snapshot_current(record, snapshot.path)
+            ):
+                output.snapshot_current(snapshot.path)
+                snapshot = None
+            return finish_success(target, snapshot, output, outcome, reused)
+    if target.destination == "duckdb":
+        ensure_duckdb_free(target.resolved_database().resolve())
+    ensure_destination_reachable(target)
+    forget_build(folder)
+    with output.status("building dbt models"):
+        result = build_models(
+            dbt_target(target),
+            target.dataset,
+            run_tests=run_tests,
+            target_path=folder / "target",
+            scratch_root=target.spill_root(),
+        )
+    if target.destination == "duckdb" and result.error:
+        busy = busy_message(target.resolved_database().resolve(), Exception(result.error))
+        if busy is not None:
+            raise WarehouseBusy(busy)
+    output.models_summary(result, target.dataset)
+    if stop.received is not None:
+        # dbt turns the KeyboardInterrupt into a failed result; the signal decides the code
+        return output.finish(stop.exit_code, "interrupted", outcome, result)
+    if not result.ok:
+        return output.finish(EXIT_FAILED, "failed", outcome, result)
+    if run_tests:
+        remember_build(folder, data_version, target.dataset)
+    return finish_success(target, snapshot, output, outcome, result)
+
+
+def command_snapshot_plan(
+    target: Target,
+    *,
+    path_flag: Path | None,
+    off_flag: bool,
+    include_raw: bool,
+) -> SnapshotPlan | None:
+    """The BI snapshot this command publishes, checked with the other settings before anything
+    is written. Only a DuckDB warehouse gets one: a server destination lets BI tools read while
+    a sync writes, so the snapshot flags are refused there."""
+    if target.destination != "duckdb":
+        if path_flag is not None or include_raw:
+            flag = "--snapshot" if path_flag is not None else "--snapshot-raw"
+            raise ConfigError(
+                flag,
+                "a BI snapshot is made of a DuckDB warehouse only; BI tools can read"
+                f" {target.destination} while a sync writes",
+            )
+        return None
+    return snapshot_plan(
+        target.resolved_database(),
+        target.dataset,
+        path_flag=path_flag,
+        off_flag=off_flag,
+        include_raw=include_raw,
+    )
+
+
+def _publish_snapshot(target: Target, plan: SnapshotPlan | None, output: Output) -> str | None:
+    """Publishes the BI snapshot (when on); the one-line reason when it could not be."""
+    if plan is None:
+        return None
+    try:
+        with output.status("publishing the BI snapshot"):
+            result = publish_snapshot(
+                target.resolved_database().resolve(),
+                target.dataset,
+                plan.path,
+                include_raw=plan.include_raw,
+            )
+    except SnapshotError as exc:
+        message = redact(str(exc))
+        output.snapshot_failed(plan.path, message)
+        return message
+    output.snapshot_summary(result)
+    if not plan.include_raw:
+        remember_snapshot(dbt_folder(target.resolved_pipelines_dir()), plan.path)
+    return None
+
+
+def finish_success(
+    target: Target,
+    snapshot: SnapshotPlan | None,
+    output: Output,
+    outcome: SyncOutcome | None = None,
+    models: ModelsResult | None = None,
+) -> int:
+    """Ends a command that succeeded: publishes the BI snapshot, then the final summary. A
+    snapshot that cannot be published fails the command (exit 1) and leaves the previous one
+    in place."""
+    error = _publish_snapshot(target, snapshot, output)
+    if error is not None:
+        return output.finish(EXIT_FAILED, "failed", outcome, models, error=error)
+    return output.finish(EXIT_OK, "success", outcome, models)
