@@ -104,9 +104,9 @@ JOBS = Entity(
             "id:str project_id:str name:str description:str type:str status:str"
             " other_status_reason:str priority:str job_pattern:str start_date:date"
             " end_date:date latitude:float longitude:float inspection_notes:str"
-            " capture_types:json external_id:str created:ts updated:ts recurring_frequency:str"
-            " recurring_interval:int selected_days_of_week:json week_of_month:int"
-            " weeks_of_month:json flights_per_occurrence:int"
+            " capture_types:json[str] external_id:str created:ts updated:ts recurring_frequency:str"
+            " recurring_interval:int selected_days_of_week:json[int] week_of_month:int"
+            " weeks_of_month:json[int] flights_per_occurrence:int"
         ),
         history=True,
         required=("name", "status", "type", "start_date", "created", "updated"),
@@ -178,7 +178,7 @@ WEBHOOKS_TABLE = Entity(
     Contract(
         "webhooks",
         columns(
-            "id:str name:str url:str event_types:json status:str failure_count:int created:ts"
+            "id:str name:str url:str event_types:json[str] status:str failure_count:int created:ts"
             " updated:ts last_triggered_at:ts created_by_id:str"
         ),
         history=True,

@@ -34,14 +34,21 @@ ARROW_TYPES: dict[ColumnKind, pa.DataType] = {
 class Column:
     name: str
     kind: ColumnKind
+    items: ColumnKind | None = None
+    """For a json column the spec gives as a list (`json[str]`): the kind of its items, which
+    lets the fast path read it typed (`lines.py`). The column still holds the list's JSON text."""
 
 
 def columns(spec: str) -> tuple[Column, ...]:
-    """Parses 'name:kind name:kind ...' so a table's columns stay a few readable lines."""
+    """Parses 'name:kind name:kind ...' (a list column: 'name:json[str]') so a table's
+    columns stay a few readable lines."""
     parsed = []
     for item in spec.split():
         name, kind = item.split(":")
-        parsed.append(Column(name, kind))  # type: ignore[arg-type]
+        items = None
+        if kind.endswith("]"):
+            kind, items = kind[:-1].split("[")
+        parsed.append(Column(name, kind, items))  # type: ignore[arg-type]
     return tuple(parsed)
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.feather as feather
@@ -20,7 +21,8 @@ from . import settings
 from .breaches import Issue
 from .entities import Entity
 from .exceptions import DroneOpsError, Interrupted
-from .transforms import Record, row_hash, to_arrow
+from .lines import typed_lines
+from .transforms import Record, line_hash, record_line, to_arrow
 
 SPILL_PREFIX = "drone-ops-walk-"
 """Spill folders are named so a later run can find and remove those a killed run left."""
@@ -35,6 +37,15 @@ class SpilledBatch:
     hashes: pa.Array | None
     authoritative: bool = False
     """Rows fetched one by one to settle a conflict; they replace list rows of the same ids."""
+
+
+@dataclass
+class PendingLines:
+    """Records of one table waiting to be typed: their JSON lines, row hashes and parents."""
+
+    lines: list[bytes] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    parents: list[str | None] = field(default_factory=list)
 
 
 class TableSnapshot:
@@ -54,12 +65,15 @@ class TableSnapshot:
         """Row hashes the warehouse holds as current: such records are kept as id + hash only."""
         self._unchanged_ids: list[str] = []
         self._unchanged_hashes: list[str] = []
+        self._unchanged_batches: list[SpilledBatch] = []
+        """Unchanged records already moved from Python lists into Arrow arrays (a quarter of
+        the memory: at `large` 400,000 ids and hashes as Python strings took about 60 MB)."""
         self.error: DroneOpsError | None = None
         self.rows_seen = 0
         self._spill_dir = spill_dir
         self._run_id = run_id
         self._issues = issues
-        self._pending: list[Record] = []
+        self._pending = PendingLines()
         self._batches: list[SpilledBatch] = []
         self._replaced = pa.array([], pa.string())
         self._file_number = 0
@@ -79,46 +93,73 @@ class TableSnapshot:
         with self._lock:
             self.error = Interrupted(f"the walk of {self.name}")
 
-    def add(self, rows: list[Record]) -> None:
-        """Buffers rows; converts and spills a batch once enough have arrived."""
-        batch: list[Record] | None = None
-        with self._lock:
-            self._pending.extend(rows)
-            self.rows_seen += len(rows)
-            if len(self._pending) >= settings.ARROW_BATCH_ROWS:
-                batch, self._pending = self._pending, []
-        if batch:
-            self.adopt([self.spill(batch)])
-
     def offer(self, records: list[Record], parent_id: str | None = None) -> None:
-        """Adds records, building full rows (with the entity's row builder) only for those the
-        warehouse does not already hold unchanged (so a quiet run types and spills almost
-        nothing)."""
-        to_row = self.entity.row
-        assert to_row is not None, f"{self.name} rows are not built from listed records"
-        rows: list[Record] = []
-        ids: list[str] = []
-        hashes: list[str] = []
+        """Adds records listed by the API (under `parent_id`). Those the warehouse already holds
+        unchanged are kept as id and hash only (so a quiet run types and spills almost nothing);
+        the others as JSON lines, typed and spilled in batches."""
         known = self.known_versions
+        unchanged_ids: list[str] = []
+        unchanged_hashes: list[str] = []
+        lines: list[bytes] = []
+        versions: list[str] = []
         for record in records:
-            version = row_hash(record)
+            line = record_line(record)
+            version = line_hash(line)
             if version in known:
-                ids.append(str(record["id"]))
-                hashes.append(version)
+                unchanged_ids.append(str(record["id"]))
+                unchanged_hashes.append(version)
             else:
-                rows.append(to_row(record, version=version, parent_id=parent_id))
-        if ids:
-            with self._lock:
-                self._unchanged_ids.extend(ids)
-                self._unchanged_hashes.extend(hashes)
-                self.rows_seen += len(ids)
-        self.add(rows)
+                lines.append(line)
+                versions.append(version)
+        batch: PendingLines | None = None
+        with self._lock:
+            self._unchanged_ids.extend(unchanged_ids)
+            self._unchanged_hashes.extend(unchanged_hashes)
+            if len(self._unchanged_ids) >= settings.ARROW_BATCH_ROWS:
+                self._unchanged_batches.append(self._unchanged_pending())
+                self._unchanged_ids, self._unchanged_hashes = [], []
+            self.rows_seen += len(records)
+            pending = self._pending
+            pending.lines.extend(lines)
+            pending.versions.extend(versions)
+            pending.parents.extend([parent_id] * len(lines))
+            if len(pending.lines) >= settings.ARROW_BATCH_ROWS:
+                batch, self._pending = pending, PendingLines()
+        if batch is not None:
+            self.adopt([self._spill_lines(batch)])
 
     def finish(self) -> None:
         with self._lock:
-            batch, self._pending = self._pending, []
-        if batch:
-            self.adopt([self.spill(batch)])
+            batch, self._pending = self._pending, PendingLines()
+        if batch.lines:
+            self.adopt([self._spill_lines(batch)])
+
+    def _spill_lines(self, batch: PendingLines) -> SpilledBatch:
+        return self.spill_table(lambda issues: self._typed(batch, issues))
+
+    def _typed(self, batch: PendingLines, issues: list[Issue]) -> pa.Table:
+        """The batch typed from its lines by Arrow, or, when any value needs reporting, row
+        by row through the entity's row builder (`transforms.to_arrow`)."""
+        entity = self.entity
+        fast = typed_lines(
+            entity.contract,
+            batch.lines,
+            versions=batch.versions,
+            run_id=self._run_id,
+            issues=issues,
+            parent_column=entity.parent_column,
+            parent_ids=batch.parents,
+        )
+        if fast is not None:
+            return fast
+        to_row = entity.row
+        assert to_row is not None, f"{self.name} rows are not built from listed records"
+        listed = zip(batch.lines, batch.versions, batch.parents, strict=True)
+        rows = [
+            to_row(orjson.loads(line), version=version, parent_id=parent)
+            for line, version, parent in listed
+        ]
+        return to_arrow(entity.contract, rows, self._run_id, issues)
 
     def spill(self, rows: list[Record]) -> SpilledBatch:
         """Types and writes a batch without making it part of the snapshot yet."""
@@ -159,24 +200,27 @@ class TableSnapshot:
             return None
         return pc.invert(pc.is_in(ids, value_set=self._replaced))
 
-    def _unchanged(self) -> SpilledBatch:
-        """The unchanged records as a batch of ids and hashes (never read back from disk)."""
+    def _unchanged_pending(self) -> SpilledBatch:
+        """Unchanged records as a batch of ids and hashes (never written to disk)."""
         return SpilledBatch(
             Path(),
             pa.array(self._unchanged_ids, pa.string()),
             pa.array(self._unchanged_hashes, pa.string()),
         )
 
+    def _unchanged(self) -> list[SpilledBatch]:
+        return [*self._unchanged_batches, self._unchanged_pending()]
+
     def _all_ids(self) -> pa.Array:
         arrays = []
-        for batch in [*self._batches, self._unchanged()]:
+        for batch in [*self._batches, *self._unchanged()]:
             keep = self._keep(batch, batch.ids)
             arrays.append(batch.ids if keep is None else batch.ids.filter(keep))
         return pa.concat_arrays(arrays)
 
     def _all_hashes(self) -> pa.Array:
         arrays = []
-        for batch in [*self._batches, self._unchanged()]:
+        for batch in [*self._batches, *self._unchanged()]:
             if batch.hashes is None:
                 continue
             keep = self._keep(batch, batch.ids)

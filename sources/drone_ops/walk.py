@@ -15,6 +15,7 @@ pages walked until it reaches what the warehouse already holds.
 from __future__ import annotations
 
 import logging
+import queue
 import tempfile
 import threading
 import time
@@ -25,21 +26,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import settings
 from .breaches import Issue
 from .client import DroneOpsClient, page_items
 from .config import SourceConfig
 from .creators import Creators
-from .entities import ENTITIES, JOBS, LISTS, PROJECTS, WEBHOOKS, WEBHOOKS_TABLE, Entity
-from .exceptions import DroneOpsError, Interrupted, NotFoundError
+from .entities import ENTITIES, LISTS, PROJECTS, WEBHOOKS, WEBHOOKS_TABLE, Entity
+from .exceptions import DroneOpsError, Interrupted
 from .plan import WalkPlan
-from .rolling import job_slice_of
+from .project_walk import ProjectWalks, unseen
 from .run import ProgressCallback, RunOptions
 from .spill import SPILL_PREFIX, TableSnapshot
-from .transforms import Record, row_hash
 from .webhook_walk import WebhookWalks
 
 log = logging.getLogger(__name__)
+
+JOB_QUEUE_PER_WORKER = 4
+"""Projects waiting for their job walk, per job worker: a bounded queue, so the project list
+waits for the job walks instead of queueing one task per project (20,000 at `large`)."""
 
 
 @dataclass
@@ -82,7 +85,7 @@ def open_walk(config: SourceConfig, run: RunOptions) -> WorkspaceWalk:
     )
 
 
-class WorkspaceWalk(WebhookWalks):
+class WorkspaceWalk(ProjectWalks, WebhookWalks):
     """Runs a `WalkPlan` with bounded concurrency and keeps every table's snapshot.
 
     A context manager: whoever opens the walk (`open_walk`, from `run_sync`) closes it, which
@@ -143,6 +146,9 @@ class WorkspaceWalk(WebhookWalks):
         self._stage_seconds: dict[str, float] = {}
         self._failure: BaseException | None = None
         self._cancel = threading.Event()
+        self._job_queue: queue.Queue[str | None] = queue.Queue(
+            maxsize=JOB_QUEUE_PER_WORKER * self.max_workers
+        )
 
     def __enter__(self) -> WorkspaceWalk:
         return self
@@ -210,27 +216,45 @@ class WorkspaceWalk(WebhookWalks):
     def _run(self) -> None:
         try:
             # project walks hold a thread each while feeding job walks, so the pool is larger
-            # than the in-flight request limit, which the client's limiter enforces;
+            # than the in-flight request limit, which the client's limiter enforces; job walks
+            # have workers of their own, so they never keep a delivery-log chain from starting;
             # spills get their own pool: a walk thread waits for its spills, and waiting on
             # work queued behind itself in the same pool could deadlock
             with (
                 ThreadPoolExecutor(
                     max_workers=self.max_workers + 4, thread_name_prefix="drone-ops"
                 ) as pool,
+                ThreadPoolExecutor(
+                    max_workers=self.max_workers, thread_name_prefix="drone-ops-jobs"
+                ) as job_pool,
                 ThreadPoolExecutor(max_workers=2, thread_name_prefix="drone-ops-spill") as spills,
             ):
                 self._pool = pool
                 self._spill_pool = spills
+                job_workers = []
+                if "jobs" in self.plan.tables:
+                    job_workers = [
+                        job_pool.submit(self._job_worker) for _ in range(self.max_workers)
+                    ]
+                project_walks: list[Future[None]] = []
                 for entity in ENTITIES.values():
                     if entity.list_path is None or entity.parent or not self.plan.walks(entity):
                         continue
                     if entity is PROJECTS:
-                        for params in PROJECTS.list_variants:
-                            self._submit(LISTS, self._walk_projects, params)
+                        project_walks += [
+                            pool.submit(self._walk_projects, params)
+                            for params in PROJECTS.list_variants
+                        ]
                     elif entity is WEBHOOKS_TABLE:
                         self._submit(WEBHOOKS, self._walk_webhooks)
                     else:
                         self._submit(LISTS, self._walk_list, entity)
+                for walk in project_walks:
+                    walk.result()
+                for _ in job_workers:
+                    self._job_queue.put(None)
+                for worker in job_workers:
+                    worker.result()
                 for stage in (LISTS, WEBHOOKS):
                     self._finish_stage(stage)
         except BaseException as exc:  # surfaced by wait(); the run fails with it
@@ -265,106 +289,6 @@ class WorkspaceWalk(WebhookWalks):
         if self.progress is not None and rows:
             self.progress(table, rows)
 
-    def _walk_projects(self, params: dict[str, str]) -> None:
-        projects = self.tables["projects"]
-        jobs = self.tables["jobs"]
-        try:
-            path, items_key = str(PROJECTS.list_path), str(PROJECTS.items_key)
-            for page in self.client.paginate(
-                path,
-                params=params,
-                stats=self.stats["projects"],
-                critical=True,
-                items_key=items_key,
-            ):
-                self._check_cancelled()
-                records = []
-                for record in page_items(page, items_key, path):
-                    first = self._first_sighting(str(record["id"]))
-                    # a rolling run may skip a project's first sighting and still owe a walk
-                    # to its second, changed one
-                    if (
-                        "jobs" in self.plan.tables
-                        and not jobs.failed
-                        and self._walks_jobs_of(record, first)
-                    ):
-                        self._submit(LISTS, self._walk_jobs, str(record["id"]))
-                    if not first:
-                        continue
-                    records.append(record)
-                    self.creators.remember(record.get("created_by"), record.get("created"))
-                projects.offer(records)
-                self._report("projects", len(records))
-        except DroneOpsError as exc:
-            projects.fail(exc)
-            jobs.fail(DroneOpsError(f"job walk incomplete because the project list failed: {exc}"))
-        except Exception as exc:  # a bug or an unexpected body: fail the table, not silently
-            projects.fail(DroneOpsError(f"project walk failed: {type(exc).__name__}: {exc}"))
-            jobs.fail(DroneOpsError("job walk incomplete because the project list failed"))
-
-    def _first_sighting(self, project_id: str) -> bool:
-        """False when the other project list already had this id: it moved between the
-        lists during the walk, so the resource asks for it by id instead."""
-        with self._project_ids_lock:
-            if project_id in self._project_ids:
-                self.conflicts.setdefault("projects", set()).add(project_id)
-                return False
-            self._project_ids.add(project_id)
-            return True
-
-    def _walks_jobs_of(self, project: Record, first_sighting: bool) -> bool:
-        """Whether to walk this project's jobs now: at its first sighting on an exact run; on a
-        rolling one, once, for new and changed projects and this run's slice (an unchanged
-        project can still have changed jobs: job writes do not move the project's `updated`)."""
-        rolling = self.plan.job_slice
-        if rolling is None:
-            return first_sighting
-        project_id = str(project["id"])
-        wanted = (
-            job_slice_of(project_id, rolling[1]) == rolling[0]
-            or row_hash(project) not in self.tables["projects"].known_versions
-        )
-        with self._project_ids_lock:
-            if not wanted or project_id in self.job_walked_projects:
-                return False
-            self.job_walked_projects.add(project_id)
-            return True
-
-    def skipped_job_projects(self) -> set[str]:
-        """Projects the API listed whose jobs this run did not walk (rolling refresh)."""
-        with self._project_ids_lock:
-            return self._project_ids - self.job_walked_projects
-
-    def _walk_jobs(self, project_id: str) -> None:
-        jobs = self.tables["jobs"]
-        if jobs.failed or self.cancelled:
-            return
-        path = self.plan.jobs_path.format(project_id=project_id)
-        seen: set[str] = set()
-        try:
-            items_key = str(JOBS.items_key)
-            for page in self.client.paginate(
-                path,
-                stats=self.stats["jobs"],
-                not_found_fix=f"check {settings.CONFIG_SECTION}.jobs_path ({self.plan.jobs_path})",
-                items_key=items_key,
-            ):
-                self._check_cancelled()
-                records = _unseen(page_items(page, items_key, path), seen)
-                jobs.offer(records, parent_id=project_id)
-                self._report("jobs", len(records))
-        except NotFoundError as exc:
-            if exc.api_message == "Project not found":
-                # deleted while we walked: it has no jobs now; its jobs are retired once a
-                # single-record check confirms each of them is gone
-                log.info("project %s disappeared during the walk", project_id)
-                return
-            jobs.fail(exc)
-        except DroneOpsError as exc:
-            jobs.fail(exc)
-        except Exception as exc:
-            jobs.fail(DroneOpsError(f"job walk failed: {type(exc).__name__}: {exc}"))
-
     def _walk_list(self, entity: Entity) -> None:
         """A plain list (team members, job types): every page, each id once."""
         table, path, items_key = entity.table, str(entity.list_path), str(entity.items_key)
@@ -375,21 +299,10 @@ class WorkspaceWalk(WebhookWalks):
                 path, stats=self.stats[table], critical=True, items_key=items_key
             ):
                 self._check_cancelled()
-                records = _unseen(page_items(page, items_key, path), seen)
+                records = unseen(page_items(page, items_key, path), seen)
                 snapshot.offer(records)
                 self._report(table, len(records))
         except DroneOpsError as exc:
             snapshot.fail(exc)
         except Exception as exc:
             snapshot.fail(DroneOpsError(f"{table} walk failed: {type(exc).__name__}: {exc}"))
-
-
-def _unseen(records: list[Record], seen: set[str]) -> list[Record]:
-    """The records whose id this walk has not met yet (a list may repeat one across pages)."""
-    fresh = []
-    for record in records:
-        record_id = str(record["id"])
-        if record_id not in seen:
-            seen.add(record_id)
-            fresh.append(record)
-    return fresh

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+import orjson
+
 from . import settings
 from .client import DroneOpsClient, page_items
 from .creators import Creators
@@ -20,7 +22,6 @@ from .exceptions import DroneOpsError, NotFoundError
 from .payloads import delivery_table
 from .plan import WalkPlan
 from .spill import SpilledBatch, TableSnapshot
-from .transforms import Record
 
 if TYPE_CHECKING:
     from .walk import WalkStats
@@ -80,7 +81,7 @@ class WebhookWalks:
             if configured
             else f"webhook {webhook_id!r} was deleted during the walk; the next run retires it"
         )
-        pending: list[Record] = []
+        pending: list[bytes] = []
         spills: list[Future[SpilledBatch]] = []
         rows_seen = 0
         try:
@@ -110,7 +111,8 @@ class WebhookWalks:
                             break
                         if str(entry.get("id")) in mark.known_ids:
                             continue
-                    pending.append(entry)
+                    # kept as its JSON line: a third of the dict's memory, typed outside the GIL
+                    pending.append(orjson.dumps(entry))
                 if len(pending) >= settings.ARROW_BATCH_ROWS:
                     # typing happens beside the walk: this thread goes straight on to the next
                     # page of a chain that nothing else can shorten
@@ -141,9 +143,9 @@ class WebhookWalks:
         self.completed_webhooks.add(webhook_id)
         self._report("webhook_deliveries", rows_seen)
 
-    def _spill_deliveries(self, entries: list[Record], webhook_id: str) -> SpilledBatch:
+    def _spill_deliveries(self, lines: list[bytes], webhook_id: str) -> SpilledBatch:
         return self.tables["webhook_deliveries"].spill_table(
             lambda issues: delivery_table(
-                WEBHOOK_DELIVERIES.contract, entries, webhook_id, self.run_id, issues
+                WEBHOOK_DELIVERIES.contract, lines, webhook_id, self.run_id, issues
             )
         )

@@ -6,12 +6,13 @@ import json
 from datetime import UTC, date, datetime
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pytest
 
 from sources.drone_ops import settings
 from sources.drone_ops.entities import TABLE_COLUMNS, contract_of
-from sources.drone_ops.payloads import _delivery_table_in_duckdb, delivery_table
+from sources.drone_ops.payloads import _delivery_table_fast, delivery_table
 from sources.drone_ops.schema import ISSUES
 from sources.drone_ops.transforms import (
     Issue,
@@ -482,6 +483,11 @@ def _delivery_entry(log_id: str, payload: Any, **fields: Any) -> dict[str, Any]:
     return entry
 
 
+def as_lines(entries: list[dict[str, Any]]) -> list[bytes]:
+    """Log entries as the walk keeps them: one JSON line each."""
+    return [orjson.dumps(entry) for entry in entries]
+
+
 PAYLOADS: list[Any] = [
     {
         "delivery_id": "d1",
@@ -505,7 +511,7 @@ def test_delivery_batches_typed_in_duckdb_equal_the_row_by_row_path(shift: int) 
     for valid, empty, invalid, non-object and missing payloads."""
     payloads = PAYLOADS[shift:] + PAYLOADS[:shift]
     entries = [_delivery_entry(f"l{n}", payload) for n, payload in enumerate(payloads)]
-    fast = _delivery_table_in_duckdb(DELIVERIES, entries, "wh1")
+    fast = _delivery_table_fast(DELIVERIES, as_lines(entries), "wh1")
     assert fast is not None, "well-typed input takes the fast path"
     slow = to_arrow(
         contract_of("webhook_deliveries"), [delivery_row(e, "wh1") for e in entries], "r", []
@@ -535,8 +541,8 @@ def test_delivery_batches_typed_in_duckdb_equal_the_row_by_row_path(shift: int) 
 def test_unusual_delivery_batches_take_the_reporting_path(odd: dict[str, Any]) -> None:
     """Anything the fast path cannot type exactly goes row by row, where breaches are reported."""
     entries = [_delivery_entry("ok", PAYLOADS[0]), {**_delivery_entry("odd", None), **odd}]
-    assert _delivery_table_in_duckdb(DELIVERIES, entries, "wh1") is None
-    table = delivery_table(DELIVERIES, entries, "wh1", "r", [])
+    assert _delivery_table_fast(DELIVERIES, as_lines(entries), "wh1") is None
+    table = delivery_table(DELIVERIES, as_lines(entries), "wh1", "r", [])
     expected = to_arrow(
         contract_of("webhook_deliveries"), [delivery_row(e, "wh1") for e in entries], "r", []
     )
@@ -553,8 +559,8 @@ def test_a_failing_fast_path_falls_back_to_the_row_by_row_path() -> None:
     entries = [_delivery_entry(f"l{n}", big) for n in range(20)]
     payloads._duckdb.connection = duckdb.connect(config={"memory_limit": "1MB", "threads": 1})
     try:
-        assert payloads._delivery_table_in_duckdb(DELIVERIES, entries, "wh1") is None
-        table = delivery_table(DELIVERIES, entries, "wh1", "r", [])
+        assert payloads._delivery_table_fast(DELIVERIES, as_lines(entries), "wh1") is None
+        table = delivery_table(DELIVERIES, as_lines(entries), "wh1", "r", [])
     finally:
         del payloads._duckdb.connection
     slow = to_arrow(
