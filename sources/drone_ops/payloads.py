@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
 
 import duckdb
 import orjson
@@ -18,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .breaches import Issue
-from .lines import read_lines
+from .lines import LineBuffer, read_lines
 from .schema import ARROW_TYPES, Contract
 from .transforms import MAX_TIMESTAMP_MS, delivery_row, to_arrow, with_required_fields
 
@@ -95,7 +94,7 @@ def _payload_engine() -> duckdb.DuckDBPyConnection:
 
 
 def delivery_table(
-    contract: Contract, lines: Sequence[bytes], webhook_id: str, run_id: str, issues: list[Issue]
+    contract: Contract, lines: LineBuffer, webhook_id: str, run_id: str, issues: list[Issue]
 ) -> pa.Table:
     """The typed webhook_deliveries batch of one webhook's log entries, given as JSON lines.
 
@@ -109,13 +108,11 @@ def delivery_table(
     fast = _delivery_table_fast(contract, lines, webhook_id)
     if fast is not None:
         return fast
-    rows = [delivery_row(orjson.loads(line), webhook_id) for line in lines]
+    rows = [delivery_row(orjson.loads(line), webhook_id) for line in lines.lines()]
     return to_arrow(contract, rows, run_id, issues)
 
 
-def _delivery_table_fast(
-    contract: Contract, lines: Sequence[bytes], webhook_id: str
-) -> pa.Table | None:
+def _delivery_table_fast(contract: Contract, lines: LineBuffer, webhook_id: str) -> pa.Table | None:
     declared = contract.columns
     from_entry = [c for c in declared if c.name != "webhook_id" and c.name not in PAYLOAD_COLUMNS]
     arrays = read_lines(from_entry, lines)
@@ -142,7 +139,7 @@ def _delivery_table_fast(
     parsed = pa.concat_tables(parts)
     if not pc.all(parsed.column("well_typed")).as_py():
         return None
-    arrays["webhook_id"] = pa.array([webhook_id] * len(lines), pa.string())
+    arrays["webhook_id"] = pa.array([webhook_id] * lines.count, pa.string())
     timestamps = parsed.column("event_timestamp").combine_chunks()
     arrays["event_timestamp"] = timestamps.cast(pa.timestamp("ms", tz="UTC")).cast(
         ARROW_TYPES["ts"]

@@ -21,7 +21,7 @@ from . import settings
 from .breaches import Issue
 from .entities import Entity
 from .exceptions import DroneOpsError, Interrupted
-from .lines import typed_lines
+from .lines import LineBuffer, typed_lines
 from .transforms import Record, line_hash, record_line, to_arrow
 
 SPILL_PREFIX = "drone-ops-walk-"
@@ -43,7 +43,7 @@ class SpilledBatch:
 class PendingLines:
     """Records of one table waiting to be typed: their JSON lines, row hashes and parents."""
 
-    lines: list[bytes] = field(default_factory=list)
+    lines: LineBuffer = field(default_factory=LineBuffer)
     versions: list[str] = field(default_factory=list)
     parents: list[str | None] = field(default_factory=list)
 
@@ -100,8 +100,7 @@ class TableSnapshot:
         known = self.known_versions
         unchanged_ids: list[str] = []
         unchanged_hashes: list[str] = []
-        lines: list[bytes] = []
-        versions: list[str] = []
+        changed: list[tuple[bytes, str]] = []
         for record in records:
             line = record_line(record)
             version = line_hash(line)
@@ -109,8 +108,7 @@ class TableSnapshot:
                 unchanged_ids.append(str(record["id"]))
                 unchanged_hashes.append(version)
             else:
-                lines.append(line)
-                versions.append(version)
+                changed.append((line, version))
         batch: PendingLines | None = None
         with self._lock:
             self._unchanged_ids.extend(unchanged_ids)
@@ -120,9 +118,10 @@ class TableSnapshot:
                 self._unchanged_ids, self._unchanged_hashes = [], []
             self.rows_seen += len(records)
             pending = self._pending
-            pending.lines.extend(lines)
-            pending.versions.extend(versions)
-            pending.parents.extend([parent_id] * len(lines))
+            for line, version in changed:
+                pending.lines.append(line)
+                pending.versions.append(version)
+            pending.parents.extend([parent_id] * len(changed))
             if len(pending.lines) >= settings.ARROW_BATCH_ROWS:
                 batch, self._pending = pending, PendingLines()
         if batch is not None:
@@ -154,7 +153,7 @@ class TableSnapshot:
             return fast
         to_row = entity.row
         assert to_row is not None, f"{self.name} rows are not built from listed records"
-        listed = zip(batch.lines, batch.versions, batch.parents, strict=True)
+        listed = zip(batch.lines.lines(), batch.versions, batch.parents, strict=True)
         rows = [
             to_row(orjson.loads(line), version=version, parent_id=parent)
             for line, version, parent in listed

@@ -19,6 +19,7 @@ from .client import DroneOpsClient, page_items
 from .creators import Creators
 from .entities import WEBHOOK_DELIVERIES, WEBHOOKS, WEBHOOKS_TABLE
 from .exceptions import DroneOpsError, NotFoundError
+from .lines import LineBuffer
 from .payloads import delivery_table
 from .plan import WalkPlan
 from .spill import SpilledBatch, TableSnapshot
@@ -81,7 +82,7 @@ class WebhookWalks:
             if configured
             else f"webhook {webhook_id!r} was deleted during the walk; the next run retires it"
         )
-        pending: list[bytes] = []
+        pending = LineBuffer()
         spills: list[Future[SpilledBatch]] = []
         rows_seen = 0
         try:
@@ -111,7 +112,7 @@ class WebhookWalks:
                             break
                         if str(entry.get("id")) in mark.known_ids:
                             continue
-                    # kept as its JSON line: a third of the dict's memory, typed outside the GIL
+                    # kept as its JSON line: a fraction of the dict's memory, typed outside the GIL
                     pending.append(orjson.dumps(entry))
                 if len(pending) >= settings.ARROW_BATCH_ROWS:
                     # typing happens beside the walk: this thread goes straight on to the next
@@ -120,7 +121,7 @@ class WebhookWalks:
                     spills.append(
                         self._spill_pool.submit(self._spill_deliveries, pending, webhook_id)
                     )
-                    pending = []
+                    pending = LineBuffer()
                 if reached_known:
                     break
             if pending:
@@ -143,7 +144,7 @@ class WebhookWalks:
         self.completed_webhooks.add(webhook_id)
         self._report("webhook_deliveries", rows_seen)
 
-    def _spill_deliveries(self, lines: list[bytes], webhook_id: str) -> SpilledBatch:
+    def _spill_deliveries(self, lines: LineBuffer, webhook_id: str) -> SpilledBatch:
         return self.tables["webhook_deliveries"].spill_table(
             lambda issues: delivery_table(
                 WEBHOOK_DELIVERIES.contract, lines, webhook_id, self.run_id, issues

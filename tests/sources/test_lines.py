@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sources.drone_ops.entities import ENTITIES, JOBS, PROJECTS, WEBHOOKS_TABLE, Entity
-from sources.drone_ops.lines import list_json_text, typed_lines
+from sources.drone_ops.lines import LineBuffer, list_json_text, typed_lines
 from sources.drone_ops.transforms import Issue, line_hash, record_line, row_hash, to_arrow
 from tests.sources.fake_api import job, project
 
@@ -28,8 +28,12 @@ def both_paths(
     entity: Entity, records: list[dict[str, Any]], parent: str | None = None
 ) -> tuple[pa.Table | None, pa.Table, list[Issue], list[Issue]]:
     """(fast table or None, slow table, fast issues, slow issues) for one batch."""
-    lines = [record_line(r) for r in records]
-    versions = [line_hash(line) for line in lines]
+    lines = LineBuffer()
+    versions = []
+    for record in records:
+        line = record_line(record)
+        lines.append(line)
+        versions.append(line_hash(line))
     fast_issues: list[Issue] = []
     fast = typed_lines(
         entity.contract,
@@ -57,6 +61,14 @@ def assert_same(entity: Entity, records: list[dict[str, Any]], parent: str | Non
         assert fast.column(name).to_pylist() == slow.column(name).to_pylist(), name
     assert fast.equals(slow)
     assert fast_issues == slow_issues, "value breaches are reported alike"
+
+
+def test_a_line_buffer_gives_back_each_line() -> None:
+    lines = LineBuffer()
+    for record in ({"a": 1}, {"b": "x\ny"}, {}):
+        lines.append(orjson.dumps(record))
+    assert len(lines) == 3
+    assert [orjson.loads(line) for line in lines.lines()] == [{"a": 1}, {"b": "x\ny"}, {}]
 
 
 def test_the_line_is_what_the_row_hash_is_made_of() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from sources.drone_ops import settings
 from sources.drone_ops.entities import TABLE_COLUMNS, contract_of
+from sources.drone_ops.lines import LineBuffer
 from sources.drone_ops.payloads import _delivery_table_fast, delivery_table
 from sources.drone_ops.schema import ISSUES
 from sources.drone_ops.transforms import (
@@ -483,9 +484,12 @@ def _delivery_entry(log_id: str, payload: Any, **fields: Any) -> dict[str, Any]:
     return entry
 
 
-def as_lines(entries: list[dict[str, Any]]) -> list[bytes]:
+def as_lines(entries: list[dict[str, Any]]) -> LineBuffer:
     """Log entries as the walk keeps them: one JSON line each."""
-    return [orjson.dumps(entry) for entry in entries]
+    lines = LineBuffer()
+    for entry in entries:
+        lines.append(orjson.dumps(entry))
+    return lines
 
 
 PAYLOADS: list[Any] = [
