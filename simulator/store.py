@@ -23,7 +23,9 @@ from typing import Any
 
 import orjson
 
-from .generator import SCALES, Counts, Generator, LazyJob, LazyLog
+from .deliveries import LazyLog
+from .generator import SCALES, Counts, Generator
+from .jobs import LazyJob
 from .occurrences import DEFAULT_HORIZON_DAYS, occurrence_count
 from .validation import (
     ROLES,
@@ -200,7 +202,7 @@ class Store:
             self.job_type_created[jt["id"]] = created
         self.job_type_index = KeyIndex((c, i) for i, c in self.job_type_created.items())
 
-        self.projects = {p["id"]: dict(p) for p in gen.build_projects()}
+        self.projects = {p["id"]: p for p in gen.build_projects()}
         self.project_index = KeyIndex((p["created"], p["id"]) for p in self.projects.values())
         self.project_enc: dict[str, bytes] = {}
 
@@ -219,8 +221,7 @@ class Store:
         self.log_index: dict[str, KeyIndex] = {}
         self.log_enc: dict[str, bytes] = {}
         self._webhook_by_index: list[dict[str, Any]] = []
-        for w, wh in enumerate(gen.webhooks()):
-            keys = gen.log_keys(w, wh)
+        for wh, keys in gen.webhooks():
             self._webhook_by_index.append(copy.deepcopy(wh))
             self._add_webhook_row(wh)
             self.logs[wh["id"]] = dict(keys)
@@ -740,7 +741,8 @@ class Store:
             n_pd = round(len(pids) * delete_fraction)
             n_jd = round(len(jids) * delete_fraction)
             statuses = [s for s in STATUSES if s != "other"]
-            for pid in rng.sample(pids, n_pu):
+            updated = rng.sample(pids, n_pu)
+            for pid in updated:
                 p = self.projects[pid]
                 self._touch_project(
                     p,
@@ -773,11 +775,15 @@ class Store:
                 self.delete_job(owner, jid)
                 jobs_deleted += 1
             logs_added = 0
+            # deliveries report the projects as they are now, updates only (a project is
+            # created once); the ones just edited first
+            touched = [pid for pid in updated if pid in self.projects] or list(self.projects)
             for wid, wh in list(self.webhooks.items()):
+                if not touched or "project.updated" not in wh["event_types"]:
+                    continue
                 for _ in range(new_deliveries_per_webhook):
-                    event = rng.choice(wh["event_types"])
-                    pid = rng.choice(pids)
-                    data = self.projects.get(pid) or self.gen.projects[0]
+                    event = "project.updated"
+                    data = self.projects[rng.choice(touched)]
                     failed = rng.random() < 0.05
                     self.record_delivery(
                         wid,
