@@ -8,8 +8,6 @@ cheap.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
 import random
 import threading
@@ -23,15 +21,15 @@ from typing import Any
 
 import orjson
 
+from .bodies import ARCHIVED_FILTER, CURSOR_KINDS, ROLE_FILTER, STATUS_FILTER, cursor_field
 from .deliveries import LazyLog
 from .generator import SCALES, Counts, Generator
 from .jobs import LazyJob
 from .occurrences import DEFAULT_HORIZON_DAYS, occurrence_count
 from .validation import (
-    ROLES,
-    STATUS_MESSAGE,
     STATUSES,
     ApiError,
+    check_query,
     today_utc,
     validate_archive,
     validate_job,
@@ -66,29 +64,22 @@ def encode_row(row: Any) -> bytes:
 
 
 def encode_cursor(tag: str, key: Key) -> str:
-    raw = orjson.dumps([tag, key[0], key[1]])
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    """`<list>.<created>.<id>` of the last row served: opaque to clients, and a regular
+    language, so the OpenAPI document can state exactly which cursors a list accepts."""
+    return f"{tag}.{key[0]}.{key[1]}"
+
+
+_CURSOR_RULES = {kind: cursor_field(kind) for kind in CURSOR_KINDS}
 
 
 def decode_cursor(tag: str, cursor: str | None) -> Key | None:
-    """The (created, id) key a cursor points after; 400 `Invalid cursor` when it is not ours."""
-    if not cursor:
+    """The (created, id) key a cursor points after; 400 `Invalid cursor` when it is not one
+    of this list's cursors. An empty cursor is the first page."""
+    value = check_query(cursor, _CURSOR_RULES[tag])
+    if value is None:
         return None
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        val = orjson.loads(raw)
-    except (binascii.Error, ValueError, orjson.JSONDecodeError):
-        raise ApiError(400, "Invalid cursor") from None
-    if (
-        not isinstance(val, list)
-        or len(val) != 3
-        or val[0] != tag
-        or not isinstance(val[1], int)
-        or isinstance(val[1], bool)
-        or not isinstance(val[2], str)
-    ):
-        raise ApiError(400, "Invalid cursor")
-    return (val[1], val[2])
+    _, created, row_id = value.split(".", 2)
+    return (int(created), row_id)
 
 
 class KeyIndex:
@@ -191,6 +182,10 @@ class Store:
         self._last_ms = 0
 
         self.team = {m["id"]: m for m in gen.build_team()}
+        # API keys are issued by the workspace's root member: a webhook created with the key
+        # shows that member (spec 2.5 gives webhooks no API-key creator), a project the key
+        root = gen.team[0]
+        self.key_owner = {k: root[k] or "" for k in ("id", "email", "first_name", "last_name")}
         self.team_index = KeyIndex((m["created"], m["id"]) for m in self.team.values())
         self.team_enc: dict[str, bytes] = {}
         self.member_enc: dict[str, bytes] = {}
@@ -282,17 +277,9 @@ class Store:
     # -- projects ----------------------------------------------------------------------------
     def list_projects(self, cursor: str | None, status: str | None, archived: str | None) -> bytes:
         after = decode_cursor("projects", cursor)
-        if archived is None or archived == "false":
-            want_archived = False
-        elif archived == "true":
-            want_archived = True
-        else:
-            raise ApiError(400, 'archived must be "true" or "false"')
-        statuses: set[str] | None = None
-        if status:
-            statuses = {s.strip() for s in status.split(",") if s.strip()}
-            if not statuses or not statuses <= set(STATUSES):
-                raise ApiError(400, STATUS_MESSAGE)
+        want_archived = check_query(archived, ARCHIVED_FILTER) == "true"
+        wanted = check_query(status, STATUS_FILTER)
+        statuses = None if wanted is None else set(wanted.split(","))
         with self.lock:
             projects = self.projects
             if statuses is None:
@@ -490,7 +477,7 @@ class Store:
         return occurrence_count(self._job_row(job_id), self.horizon_days)
 
     def assign(self, project_id: str, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        pilots = validate_pilots(body, "pilots array is required and must not be empty")
+        pilots = validate_pilots(body, assign=True)
         with self.lock:
             self._job_in(project_id, job_id, "One or more pilots not found")
             for p in pilots:
@@ -512,9 +499,7 @@ class Store:
         }
 
     def unassign(self, project_id: str, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        pilots = validate_pilots(
-            body, "pilots array is required and must contain at least one pilot ID"
-        )
+        pilots = validate_pilots(body, assign=False)
         message = "No pilot assignments found for this job"
         with self.lock:
             self._job_in(project_id, job_id, message)
@@ -538,6 +523,11 @@ class Store:
         cur = None if last is None else encode_cursor("job_types", last)
         return self._list_body("job_types", encs, cur, "count")
 
+    def job_type_ids(self) -> list[str]:
+        """Configured job type ids in list order (the enum of a job's `type`)."""
+        with self.lock:
+            return [k[1] for k in self.job_type_index.keys]
+
     def get_job_type(self, type_id: str) -> bytes:
         with self.lock:
             jt = self.job_types.get(type_id)
@@ -558,8 +548,7 @@ class Store:
     # -- team --------------------------------------------------------------------------------
     def list_team(self, cursor: str | None, role: str | None) -> bytes:
         after = decode_cursor("team", cursor)
-        if role is not None and role != "all" and role not in ROLES:
-            raise ApiError(400, "role must be one of: " + ", ".join((*ROLES, "all")))
+        role = check_query(role, ROLE_FILTER)
         team = self.team
         keep = None if role is None or role == "all" else lambda i: team[i]["role"] == role
         with self.lock:
@@ -638,7 +627,7 @@ class Store:
                     "failure_count": 0,
                     "created": t,
                     "updated": t,
-                    "created_by": dict(self.api_key_creator),
+                    "created_by": dict(self.key_owner),
                     "last_triggered_at": None,
                 }
             )

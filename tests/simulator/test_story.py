@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import orjson
@@ -120,16 +121,9 @@ def served_by_store(store: Store) -> Workspace:
         *pages(lambda c: store.list_projects(c, None, None), "projects"),
         *pages(lambda c: store.list_projects(c, None, "true"), "projects"),
     ]
-    jobs = [
-        j
-        for p in projects
-        for j in pages(lambda c, pid=p["id"]: store.list_jobs(pid, c), "jobs")  # type: ignore[misc]
-    ]
+    jobs = [j for p in projects for j in pages(partial(store.list_jobs, p["id"]), "jobs")]
     webhooks = list(pages(store.list_webhooks, "webhooks"))
-    logs = {
-        w["id"]: list(pages(lambda c, wid=w["id"]: store.get_webhook(wid, c), "logs"))  # type: ignore[misc]
-        for w in webhooks
-    }
+    logs = {w["id"]: list(pages(partial(store.get_webhook, w["id"]), "logs")) for w in webhooks}
     return Workspace(
         projects,
         jobs,
