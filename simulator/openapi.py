@@ -351,8 +351,10 @@ def _operation(op: Op, examples: dict[str, str], job_types: list[str]) -> Schema
         "responses": {str(op.status): ok, **_errors(op.errors)},
     }
     if op.body is not None:
-        schema = request_schema(op.body, job_types)
-        out["requestBody"] = {"required": op.body_required, **_json(schema)}
+        content = _json(request_schema(op.body, job_types))
+        if "pilots" in op.body.fields and "pilotId" in examples:
+            content["content"]["application/json"]["example"] = {"pilots": [examples["pilotId"]]}
+        out["requestBody"] = {"required": op.body_required, **content}
     return out
 
 

@@ -795,7 +795,7 @@ class Store:
         }
 
     def example_ids(self) -> dict[str, str]:
-        """Ids of real generated rows, used as OpenAPI path examples."""
+        """Ids of real generated rows, used as OpenAPI examples (path ids, a pilot to assign)."""
         with self.lock:
             out: dict[str, str] = {"jobTypeId": "wind_turbine"}
             for _, pid in self.project_index.keys:
@@ -807,6 +807,9 @@ class Store:
                 out["teamMemberId"] = self.team_index.keys[0][1]
             if self.webhook_index.keys:
                 out["webhookId"] = self.webhook_index.keys[0][1]
+            pilot = next((m for m in self.team.values() if m["role"] == "pilot"), None)
+            if pilot is not None:
+                out["pilotId"] = pilot["id"]
             return out
 
     # -- counts (for tests and benchmarks) ---------------------------------------------------

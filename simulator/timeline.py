@@ -145,10 +145,12 @@ class Planner:
     def plan(self, i: int) -> ProjectPlan:
         """Project `i`'s final state and milestones; indices past `visible` are deleted ones.
 
-        The first ten draws are made in a fixed order (creation time, kind, place, number,
-        programme, intended status, start offset, duration, open end, archived) so that each
-        seed keeps the creation times and archived flags it always had: the job counts per
-        project and the list page counts depend on them.
+        The first draws are made in the order the generator made them before it simulated
+        histories (creation time, kind, place, number, programme, intended status, start
+        offset, duration, open end, archived, creator, API-key creator, two spent draws, id,
+        CRM id, LAANC number), so each seed keeps its creation times, archived flags, ids and
+        numbers: job counts per project, list page counts and the rolling job refresh's
+        slices (by project id) depend on them.
         """
         rng = row_rng(self.seed, "project", i)
         deleted = i >= self.visible
@@ -175,9 +177,21 @@ class Planner:
             end = None
         if end is not None:
             end = max(end, created_on + timedelta(days=1))
-        until = self.end_ms + 1
-        if deleted:
-            until = created + DAY_MS + rng.randrange(self.end_ms - created - DAY_MS)
+        pick = rng.randrange(len(self.staff))
+        r = rng.random()
+        life = rng.randrange(max(self.end_ms - created, 1))
+        rng.random()  # drawn here before histories were simulated; spent to keep the order
+        project_id = hex_id(rng, "prj_")
+        external_id = f"CRM-{rng.randrange(10000, 99999)}" if rng.random() < 0.6 else None
+        laanc_number = f"LAANC-{rng.randrange(10**7):07d}" if rng.random() < 0.3 else None
+        until = created + max(life, DAY_MS) if deleted else self.end_ms + 1
+        # a staff member who had joined by then (the root member always had)
+        eligible = max(bisect_right(self.staff_times, created), 1)
+        creator: dict[str, Any] | None = self.staff[pick % eligible][1]
+        if r < 0.08 or i == 0:
+            creator = dict(self.api_key_creator)
+        elif r < 0.1:
+            creator = None
 
         places = PLACES_OF_KIND[kind]
         place = PLACES[places[place_draw % len(places)]]
@@ -192,15 +206,9 @@ class Planner:
             description = UNICODE_DESCRIPTION
         elif i == 4:
             description = (LONG_DESCRIPTION * (1000 // len(LONG_DESCRIPTION) + 1))[:1000]
-        creator: dict[str, Any] | None = self._creator(rng, created)
-        r = rng.random()
-        if r < 0.08 or i == 0:
-            creator = dict(self.api_key_creator)
-        elif r < 0.1:
-            creator = None
         plan = ProjectPlan(
             index=i,
-            id=hex_id(rng, "prj_"),
+            id=project_id,
             created=created,
             until=until,
             kind=kind,
@@ -214,8 +222,8 @@ class Planner:
             start=start,
             end=end,
             archived=archived,
-            external_id=f"CRM-{rng.randrange(10000, 99999)}" if rng.random() < 0.6 else None,
-            laanc_number=f"LAANC-{rng.randrange(10**7):07d}" if rng.random() < 0.3 else None,
+            external_id=external_id,
+            laanc_number=laanc_number,
             created_by=creator,
             other_status_reason=None,
             pre_status=None,
@@ -229,11 +237,6 @@ class Planner:
         if plan.status == "other":
             plan.other_status_reason = OTHER_REASONS[rng.randrange(len(OTHER_REASONS))]
         return plan
-
-    def _creator(self, rng: random.Random, before: int) -> dict[str, Any]:
-        """A staff member who had joined before `before` (the root member always has)."""
-        eligible = max(bisect_right(self.staff_times, before), 1)
-        return self.staff[rng.randrange(eligible)][1]
 
     def _milestones(self, plan: ProjectPlan, rng: random.Random) -> None:
         """Final status (from the intended one and where `until` falls) and its milestones."""
