@@ -17,7 +17,7 @@ from typing import Any
 from .catalog import EXTRA_CAPTURES, NOTES, OTHER_REASONS, SITE_KINDS, TASKS, Task
 from .seeded import DAY_MS, HOUR_MS, between, date_ms, ms_to_date, row_rng
 from .timeline import PAUSES, PRE_START, ProjectPlan, offset
-from .validation import CAPTURE_TYPES
+from .validation import CAPTURE_TYPES, RECURRING_FIELDS
 
 WEEK_CHOICES = [1, 2, 3, 4, -1]
 Weighted = tuple[tuple[str, int], ...]
@@ -130,7 +130,7 @@ class JobMaker:
         else:
             phase = "current"
         status = weighted(rng, JOB_STATUS[plan.status][phase])
-        rec = recurrence(rng) if recurring else dict.fromkeys(RECURRING_KEYS)
+        rec = recurrence(rng) if recurring else dict.fromkeys(RECURRING_FIELDS)
         lat: float | None = None
         lon: float | None = None
         if rng.random() < 0.88:
@@ -203,19 +203,9 @@ class JobMaker:
         return min(max(t, created), max(self.end_ms, created))
 
 
-RECURRING_KEYS = (
-    "recurring_frequency",
-    "recurring_interval",
-    "selected_days_of_week",
-    "week_of_month",
-    "weeks_of_month",
-    "flights_per_occurrence",
-)
-
-
 def recurrence(rng: random.Random) -> dict[str, Any]:
     """Valid recurrence fields for a recurring job (every frequency and monthly variant)."""
-    rec: dict[str, Any] = dict.fromkeys(RECURRING_KEYS)
+    rec: dict[str, Any] = dict.fromkeys(RECURRING_FIELDS)
     freq = ("daily", "weekly", "weekly", "monthly", "monthly", "yearly", "flexible")[
         rng.randrange(7)
     ]

@@ -72,6 +72,22 @@ def _created_links(targets: dict[str, str], params: dict[str, str]) -> dict[str,
     return {name: (op, params) for name, op in targets.items()}
 
 
+def _update(path: str, op_id: str, noun: str, body: Body) -> Op:
+    """A PATCH: any of the body's fields, none required, and no body at all is no change."""
+    summary = f"Update a {noun} (no body: no change)"
+    return Op(
+        "patch",
+        path,
+        op_id,
+        summary,
+        200,
+        ref("Message"),
+        (*WRITE_ERRORS, 404),
+        body=body,
+        body_required=False,
+    )
+
+
 _NEW_PROJECT = {"projectId": "$response.body#/id"}
 _NEW_JOB = {"projectId": "$request.path.projectId", "jobId": "$response.body#/id"}
 _NEW_HOOK = {"webhookId": "$response.body#/id"}
@@ -108,17 +124,7 @@ OPERATIONS: tuple[Op, ...] = (
         ),
     ),
     Op("get", PROJECT, "getProject", "Get a project", 200, ref("Project"), (*GET_ERRORS, 404)),
-    Op(
-        "patch",
-        PROJECT,
-        "updateProject",
-        "Update a project (no body: no change)",
-        200,
-        ref("Message"),
-        (*WRITE_ERRORS, 404),
-        body=PROJECT_PATCH,
-        body_required=False,
-    ),
+    _update(PROJECT, "updateProject", "project", PROJECT_PATCH),
     Op("delete", PROJECT, "deleteProject", "Delete a project", 204, None, DELETE_ERRORS),
     Op(
         "post",
@@ -159,17 +165,7 @@ OPERATIONS: tuple[Op, ...] = (
         ),
     ),
     Op("get", JOB_PATH, "getJob", "Get a job", 200, ref("Job"), (*GET_ERRORS, 404)),
-    Op(
-        "patch",
-        JOB_PATH,
-        "updateJob",
-        "Update a job (no body: no change)",
-        200,
-        ref("Message"),
-        (*WRITE_ERRORS, 404),
-        body=JOB_PATCH,
-        body_required=False,
-    ),
+    _update(JOB_PATH, "updateJob", "job", JOB_PATCH),
     Op("delete", JOB_PATH, "deleteJob", "Delete a job", 204, None, DELETE_ERRORS),
     Op(
         "post",
@@ -280,17 +276,7 @@ OPERATIONS: tuple[Op, ...] = (
         (*GET_ERRORS, 400, 404),
         (cursor_field("logs"),),
     ),
-    Op(
-        "patch",
-        WEBHOOK,
-        "updateWebhook",
-        "Update a webhook (no body: no change)",
-        200,
-        ref("Message"),
-        (*WRITE_ERRORS, 404),
-        body=WEBHOOK_PATCH,
-        body_required=False,
-    ),
+    _update(WEBHOOK, "updateWebhook", "webhook", WEBHOOK_PATCH),
     Op("delete", WEBHOOK, "deleteWebhook", "Delete a webhook", 204, None, DELETE_ERRORS),
 )
 
