@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .validation import CAPTURE_TYPES
+from .rules import CAPTURE_TYPES
 
 
 @dataclass(frozen=True)

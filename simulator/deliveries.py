@@ -84,12 +84,15 @@ def log_keys(
 ) -> list[tuple[str, LazyLog]]:
     """Ids and ordering keys of a webhook's log entries, oldest first.
 
-    A delivery is logged up to a second after its event (never after the anchor).
+    A delivery is logged up to a second after its event, after the webhook's previous delivery
+    (one worker delivers in order) and never after the anchor.
     """
     rng = random.Random(f"{seed}:logkeys:{w}")
     out = []
+    previous = -1
     for e in delivered:
-        created = min(stream.ts[e] + 20 + rng.randrange(980), end_ms)
+        created = min(max(stream.ts[e] + 20 + rng.randrange(980), previous + 1), end_ms)
+        previous = created
         log_id = f"whl_{rng.getrandbits(64):016x}"
         out.append((log_id, LazyLog(e, w, created, rng.random() < 0.04)))
     return out

@@ -15,9 +15,10 @@ from datetime import date, timedelta
 from typing import Any
 
 from .catalog import EXTRA_CAPTURES, NOTES, OTHER_REASONS, SITE_KINDS, TASKS, Task
+from .rules import CAPTURE_TYPES
 from .seeded import DAY_MS, HOUR_MS, between, date_ms, ms_to_date, row_rng
 from .timeline import PAUSES, PRE_START, ProjectPlan, offset
-from .validation import CAPTURE_TYPES, RECURRING_FIELDS
+from .validation import RECURRING_FIELDS
 
 WEEK_CHOICES = [1, 2, 3, 4, -1]
 Weighted = tuple[tuple[str, int], ...]

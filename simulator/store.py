@@ -26,8 +26,8 @@ from .deliveries import LazyLog
 from .generator import SCALES, Counts, Generator
 from .jobs import LazyJob
 from .occurrences import DEFAULT_HORIZON_DAYS, occurrence_count
+from .rules import STATUSES
 from .validation import (
-    STATUSES,
     ApiError,
     check_query,
     today_utc,
@@ -220,7 +220,7 @@ class Store:
             self._webhook_by_index.append(copy.deepcopy(wh))
             self._add_webhook_row(wh)
             self.logs[wh["id"]] = dict(keys)
-            self.log_index[wh["id"]].keys = [(lk.created, lid) for lid, lk in keys]
+            self.log_index[wh["id"]].keys = sorted((lk.created, lid) for lid, lk in keys)
             wh["failure_count"] = sum(1 for _, lk in keys if lk.failed)
             if keys:
                 wh["last_triggered_at"] = keys[-1][1].created

@@ -21,18 +21,8 @@ from .bodies import (
     UNASSIGN,
     WEBHOOK_CREATE,
     WEBHOOK_PATCH,
-    Body,
-    Field,
 )
-from .rules import CAPTURE_TYPES as CAPTURE_TYPES
-from .rules import EVENT_TYPES as EVENT_TYPES
-from .rules import FREQUENCIES as FREQUENCIES
-from .rules import ROLES as ROLES
-from .rules import STATUS_MESSAGE as STATUS_MESSAGE
-from .rules import STATUSES as STATUSES
-from .rules import Context
-from .rules import parse_date as parse_date
-from .rules import six_months_before as six_months_before
+from .rules import Body, Context, Field
 
 
 class ApiError(Exception):

@@ -240,7 +240,9 @@ def check_deliveries(ws: Workspace, logs_per_webhook: int) -> int:
     gone: set[str] = set()
     for w in ws.webhooks:
         logs = ws.logs[w["id"]]
-        assert len(logs) == logs_per_webhook
+        assert len(logs) == logs_per_webhook == len({e["id"] for e in logs})
+        keys = [(e["created"], e["id"]) for e in logs]
+        assert keys == sorted(keys, reverse=True), "log pages are newest first"
         assert set(w["created_by"]) == {"id", "email", "first_name", "last_name"}
         assert all(isinstance(v, str) for v in w["created_by"].values())
         assert members[w["created_by"]["id"]]["created"] <= w["created"]
