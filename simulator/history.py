@@ -31,47 +31,27 @@ from .timeline import (
     Version,
 )
 
+# optional edits, and how often each is picked when a project has updates to spend
+EDIT_WEIGHTS = {
+    "plan": 3,  # a step along draft -> not_started -> planned
+    "reschedule": 2,  # the end date moves later, before work starts
+    "rename": 1,  # the year is added to the name
+    "external": 2,  # the CRM id is set
+    "laanc": 2,  # the LAANC number is set, then renewed
+    "detour": 3,  # a pause and the resumption (two updates)
+    "describe": 2,  # a description revision
+}
+
 
 def expand(plan: ProjectPlan, updates: int, seed: int) -> list[Version]:
     """The project's versions: creation, then `updates` (at least `min_updates`) changes."""
     rng = row_rng(seed, "history", plan.index)
     chain_top = PRE_START.index(plan.pre_status) if plan.pre_status else 0
     started = plan.t_start if plan.t_start is not None else plan.created
-    working = plan.pre_status is None or plan.t_start is not None
     work_to = plan.t_term if plan.t_term is not None else plan.until
     first_move = min(t for t in (plan.t_start, plan.t_term, plan.until) if t is not None)
-    planning = first_move - plan.created if plan.pre_status else 0
     end_span = (plan.end - plan.start).days if plan.end is not None else 0
-    caps = {
-        "plan": chain_top if planning > 10 else 0,
-        "reschedule": 2 if planning > 10 and end_span >= 3 else 0,
-        "rename": 1,
-        "external": 1 if plan.external_id else 0,
-        "laanc": 3 if plan.laanc_number else 0,
-        "detour": 1 << 30 if working and work_to - started > 1000 else 0,
-        "describe": 1 << 30,
-    }
-    weights = {
-        "plan": 3,
-        "reschedule": 2,
-        "rename": 1,
-        "external": 2,
-        "laanc": 2,
-        "detour": 3,
-        "describe": 2,
-    }
-    spent = dict.fromkeys(caps, 0)
-    left = max(updates - plan.min_updates, 0)
-    while left > 0:
-        kinds = [k for k in caps if spent[k] < caps[k] and (k != "detour" or left >= 2)]
-        total = sum(weights[k] for k in kinds)
-        pick = rng.randrange(total)
-        for k in kinds:
-            pick -= weights[k]
-            if pick < 0:
-                break
-        spent[k] += 1
-        left -= 2 if k == "detour" else 1
+    spent = _spend(plan, updates - plan.min_updates, rng, first_move, end_span)
 
     changes: list[tuple[int, int, tuple[tuple[int, Any], ...]]] = []
 
@@ -144,8 +124,44 @@ def expand(plan: ProjectPlan, updates: int, seed: int) -> list[Version]:
     return versions
 
 
+def _spend(
+    plan: ProjectPlan, extra: int, rng: random.Random, first_move: int, end_span: int
+) -> dict[str, int]:
+    """How many of each optional edit a project gets for `extra` updates.
+
+    Only edits the project's timeline has room for are picked: planning steps and reschedules
+    need a planning window, pauses a period of work; revisions always fit.
+    """
+    planning = first_move - plan.created if plan.pre_status else 0
+    started = plan.t_start if plan.t_start is not None else plan.created
+    working = plan.pre_status is None or plan.t_start is not None
+    work_to = plan.t_term if plan.t_term is not None else plan.until
+    unbounded = 1 << 30
+    caps = {
+        "plan": PRE_START.index(plan.pre_status) if plan.pre_status and planning > 10 else 0,
+        "reschedule": 2 if planning > 10 and end_span >= 3 else 0,
+        "rename": 1,
+        "external": 1 if plan.external_id else 0,
+        "laanc": 3 if plan.laanc_number else 0,
+        "detour": unbounded if working and work_to - started > 1000 else 0,
+        "describe": unbounded,
+    }
+    spent = dict.fromkeys(caps, 0)
+    left = max(extra, 0)
+    while left > 0:
+        kinds = [k for k in caps if spent[k] < caps[k] and (k != "detour" or left >= 2)]
+        pick = rng.randrange(sum(EDIT_WEIGHTS[k] for k in kinds))
+        for kind in kinds:
+            pick -= EDIT_WEIGHTS[kind]
+            if pick < 0:
+                break
+        spent[kind] += 1
+        left -= 2 if kind == "detour" else 1
+    return spent
+
+
 def draws(rng: random.Random, lo: int, hi: int, k: int) -> list[int]:
-    """`k` distinct instants in [lo, hi) (fewer only if the window is smaller than `k`)."""
+    """`k` distinct instants in [lo, hi); past `hi` only if the window holds fewer than `k`."""
     if k <= 0:
         return []
     return rng.sample(range(lo, max(hi, lo + k)), k)
