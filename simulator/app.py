@@ -272,10 +272,10 @@ def build_app(rt: Runtime) -> Starlette:
         api("/v1/webhooks/{webhookId}", "PATCH", patch_webhook),
         api("/v1/webhooks/{webhookId}", "DELETE", delete_webhook),
     ]
-    document = orjson.dumps(build_document(store.example_ids()))
+    examples = store.example_ids()
 
     async def openapi(_: Request) -> Response:
-        return json_response(document)
+        return json_response(build_document(examples, store.job_type_ids()))
 
     routes.append(Route("/openapi.json", openapi, methods=["GET"]))
     if rt.admin:

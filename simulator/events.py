@@ -22,7 +22,10 @@ DELIVERY_TIMEOUT_S = 2.0
 
 
 def is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
     if host == "localhost":
         return True
     try:
@@ -115,7 +118,7 @@ class DeliveryWorker:
                     error = f"Receiver responded with HTTP {status}"
             except httpx.TimeoutException:
                 error = f"Timed out after {int(self.timeout * 1000)} ms"
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
                 error = f"Transport error: {type(exc).__name__}"
             duration = int((time.perf_counter() - started) * 1000)
         else:

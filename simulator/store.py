@@ -8,8 +8,6 @@ cheap.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
 import random
 import threading
@@ -23,13 +21,15 @@ from typing import Any
 
 import orjson
 
-from .generator import SCALES, Counts, Generator, LazyJob, LazyLog
+from .bodies import ARCHIVED_FILTER, CURSOR_KINDS, ROLE_FILTER, STATUS_FILTER, cursor_field
+from .deliveries import LazyLog
+from .generator import SCALES, Counts, Generator
+from .jobs import LazyJob
 from .occurrences import DEFAULT_HORIZON_DAYS, occurrence_count
+from .rules import STATUSES
 from .validation import (
-    ROLES,
-    STATUS_MESSAGE,
-    STATUSES,
     ApiError,
+    check_query,
     today_utc,
     validate_archive,
     validate_job,
@@ -64,29 +64,22 @@ def encode_row(row: Any) -> bytes:
 
 
 def encode_cursor(tag: str, key: Key) -> str:
-    raw = orjson.dumps([tag, key[0], key[1]])
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    """`<list>.<created>.<id>` of the last row served: opaque to clients, and a regular
+    language, so the OpenAPI document can state exactly which cursors a list accepts."""
+    return f"{tag}.{key[0]}.{key[1]}"
+
+
+_CURSOR_RULES = {kind: cursor_field(kind) for kind in CURSOR_KINDS}
 
 
 def decode_cursor(tag: str, cursor: str | None) -> Key | None:
-    """The (created, id) key a cursor points after; 400 `Invalid cursor` when it is not ours."""
-    if not cursor:
+    """The (created, id) key a cursor points after; 400 `Invalid cursor` when it is not one
+    of this list's cursors. An empty cursor is the first page."""
+    value = check_query(cursor, _CURSOR_RULES[tag])
+    if value is None:
         return None
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        val = orjson.loads(raw)
-    except (binascii.Error, ValueError, orjson.JSONDecodeError):
-        raise ApiError(400, "Invalid cursor") from None
-    if (
-        not isinstance(val, list)
-        or len(val) != 3
-        or val[0] != tag
-        or not isinstance(val[1], int)
-        or isinstance(val[1], bool)
-        or not isinstance(val[2], str)
-    ):
-        raise ApiError(400, "Invalid cursor")
-    return (val[1], val[2])
+    _, created, row_id = value.split(".", 2)
+    return (int(created), row_id)
 
 
 class KeyIndex:
@@ -189,6 +182,10 @@ class Store:
         self._last_ms = 0
 
         self.team = {m["id"]: m for m in gen.build_team()}
+        # API keys are issued by the workspace's root member: a webhook created with the key
+        # shows that member (spec 2.5 gives webhooks no API-key creator), a project the key
+        root = gen.team[0]
+        self.key_owner = {k: root[k] or "" for k in ("id", "email", "first_name", "last_name")}
         self.team_index = KeyIndex((m["created"], m["id"]) for m in self.team.values())
         self.team_enc: dict[str, bytes] = {}
         self.member_enc: dict[str, bytes] = {}
@@ -200,7 +197,7 @@ class Store:
             self.job_type_created[jt["id"]] = created
         self.job_type_index = KeyIndex((c, i) for i, c in self.job_type_created.items())
 
-        self.projects = {p["id"]: dict(p) for p in gen.build_projects()}
+        self.projects = {p["id"]: p for p in gen.build_projects()}
         self.project_index = KeyIndex((p["created"], p["id"]) for p in self.projects.values())
         self.project_enc: dict[str, bytes] = {}
 
@@ -219,12 +216,11 @@ class Store:
         self.log_index: dict[str, KeyIndex] = {}
         self.log_enc: dict[str, bytes] = {}
         self._webhook_by_index: list[dict[str, Any]] = []
-        for w, wh in enumerate(gen.webhooks()):
-            keys = gen.log_keys(w, wh)
+        for wh, keys in gen.webhooks():
             self._webhook_by_index.append(copy.deepcopy(wh))
             self._add_webhook_row(wh)
             self.logs[wh["id"]] = dict(keys)
-            self.log_index[wh["id"]].keys = [(lk.created, lid) for lid, lk in keys]
+            self.log_index[wh["id"]].keys = sorted((lk.created, lid) for lid, lk in keys)
             wh["failure_count"] = sum(1 for _, lk in keys if lk.failed)
             if keys:
                 wh["last_triggered_at"] = keys[-1][1].created
@@ -281,17 +277,9 @@ class Store:
     # -- projects ----------------------------------------------------------------------------
     def list_projects(self, cursor: str | None, status: str | None, archived: str | None) -> bytes:
         after = decode_cursor("projects", cursor)
-        if archived is None or archived == "false":
-            want_archived = False
-        elif archived == "true":
-            want_archived = True
-        else:
-            raise ApiError(400, 'archived must be "true" or "false"')
-        statuses: set[str] | None = None
-        if status:
-            statuses = {s.strip() for s in status.split(",") if s.strip()}
-            if not statuses or not statuses <= set(STATUSES):
-                raise ApiError(400, STATUS_MESSAGE)
+        want_archived = check_query(archived, ARCHIVED_FILTER) == "true"
+        wanted = check_query(status, STATUS_FILTER)
+        statuses = None if wanted is None else set(wanted.split(","))
         with self.lock:
             projects = self.projects
             if statuses is None:
@@ -489,7 +477,7 @@ class Store:
         return occurrence_count(self._job_row(job_id), self.horizon_days)
 
     def assign(self, project_id: str, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        pilots = validate_pilots(body, "pilots array is required and must not be empty")
+        pilots = validate_pilots(body, assign=True)
         with self.lock:
             self._job_in(project_id, job_id, "One or more pilots not found")
             for p in pilots:
@@ -511,9 +499,7 @@ class Store:
         }
 
     def unassign(self, project_id: str, job_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        pilots = validate_pilots(
-            body, "pilots array is required and must contain at least one pilot ID"
-        )
+        pilots = validate_pilots(body, assign=False)
         message = "No pilot assignments found for this job"
         with self.lock:
             self._job_in(project_id, job_id, message)
@@ -537,6 +523,11 @@ class Store:
         cur = None if last is None else encode_cursor("job_types", last)
         return self._list_body("job_types", encs, cur, "count")
 
+    def job_type_ids(self) -> list[str]:
+        """Configured job type ids in list order (the enum of a job's `type`)."""
+        with self.lock:
+            return [k[1] for k in self.job_type_index.keys]
+
     def get_job_type(self, type_id: str) -> bytes:
         with self.lock:
             jt = self.job_types.get(type_id)
@@ -557,8 +548,7 @@ class Store:
     # -- team --------------------------------------------------------------------------------
     def list_team(self, cursor: str | None, role: str | None) -> bytes:
         after = decode_cursor("team", cursor)
-        if role is not None and role != "all" and role not in ROLES:
-            raise ApiError(400, "role must be one of: " + ", ".join((*ROLES, "all")))
+        role = check_query(role, ROLE_FILTER)
         team = self.team
         keep = None if role is None or role == "all" else lambda i: team[i]["role"] == role
         with self.lock:
@@ -637,7 +627,7 @@ class Store:
                     "failure_count": 0,
                     "created": t,
                     "updated": t,
-                    "created_by": dict(self.api_key_creator),
+                    "created_by": dict(self.key_owner),
                     "last_triggered_at": None,
                 }
             )
@@ -740,7 +730,8 @@ class Store:
             n_pd = round(len(pids) * delete_fraction)
             n_jd = round(len(jids) * delete_fraction)
             statuses = [s for s in STATUSES if s != "other"]
-            for pid in rng.sample(pids, n_pu):
+            updated = rng.sample(pids, n_pu)
+            for pid in updated:
                 p = self.projects[pid]
                 self._touch_project(
                     p,
@@ -773,11 +764,15 @@ class Store:
                 self.delete_job(owner, jid)
                 jobs_deleted += 1
             logs_added = 0
+            # deliveries report the projects as they are now, updates only (a project is
+            # created once); the ones just edited first
+            touched = [pid for pid in updated if pid in self.projects] or list(self.projects)
             for wid, wh in list(self.webhooks.items()):
+                if not touched or "project.updated" not in wh["event_types"]:
+                    continue
                 for _ in range(new_deliveries_per_webhook):
-                    event = rng.choice(wh["event_types"])
-                    pid = rng.choice(pids)
-                    data = self.projects.get(pid) or self.gen.projects[0]
+                    event = "project.updated"
+                    data = self.projects[rng.choice(touched)]
                     failed = rng.random() < 0.05
                     self.record_delivery(
                         wid,
@@ -800,7 +795,7 @@ class Store:
         }
 
     def example_ids(self) -> dict[str, str]:
-        """Ids of real generated rows, used as OpenAPI path examples."""
+        """Ids of real generated rows, used as OpenAPI examples (path ids, a pilot to assign)."""
         with self.lock:
             out: dict[str, str] = {"jobTypeId": "wind_turbine"}
             for _, pid in self.project_index.keys:
@@ -812,6 +807,9 @@ class Store:
                 out["teamMemberId"] = self.team_index.keys[0][1]
             if self.webhook_index.keys:
                 out["webhookId"] = self.webhook_index.keys[0][1]
+            pilot = next((m for m in self.team.values() if m["role"] == "pilot"), None)
+            if pilot is not None:
+                out["pilotId"] = pilot["id"]
             return out
 
     # -- counts (for tests and benchmarks) ---------------------------------------------------

@@ -60,7 +60,8 @@ def test_edge_rows_present_at_tiny() -> None:
     assert any(len(p["description"]) == 1000 for p in projects)
     assert any(not p["description"].isascii() for p in projects)
     assert any((p["created_by"] or {}).get("type") == "api_key" for p in projects)
-    assert any(w["created_by"].get("type") == "api_key" for w in s.webhooks.values())
+    creator_fields = {"id", "email", "first_name", "last_name"}
+    assert all(set(w["created_by"]) == creator_fields for w in s.webhooks.values())
     assert sum(len(v) for v in s.logs.values()) == 30
     roles = Counter(m["role"] for m in s.team.values())
     assert roles["pilot"] >= 2 and roles["root"] == 1 and roles["client"] >= 1

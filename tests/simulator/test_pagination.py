@@ -72,6 +72,10 @@ def test_status_and_archived_filters(small: SimulatorHandle) -> None:
         assert r.status_code == 400
         assert r.json() == {"message": 'archived must be "true" or "false"'}
         assert walk(c, "/v1/projects?archived=false", "projects") == all_rows
+        # an empty value is an absent one: the default applies (spec 4.1: non-archived, all)
+        assert walk(c, "/v1/projects?archived=&status=", "projects") == all_rows
+        r = c.get("/v1/projects", params={"status": "completed, in_progress"})
+        assert r.status_code == 400  # a comma list, as the document's pattern says
 
 
 def test_role_filter(small: SimulatorHandle) -> None:
@@ -87,6 +91,18 @@ def test_role_filter(small: SimulatorHandle) -> None:
         assert single == {k: v for k, v in everyone[0].items() if k != "status"}
         r = c.get("/v1/team?role=admin")
         assert r.status_code == 400
+        assert walk(c, "/v1/team?role=", "team") == everyone
+
+
+def test_cursor_is_this_lists_key_and_empty_is_the_first_page(small: SimulatorHandle) -> None:
+    with small.client(full=False) as c:
+        first = c.get("/v1/projects").json()
+        assert c.get("/v1/projects", params={"cursor": ""}).json() == first
+        last = first["projects"][-1]
+        assert first["cursor"] == f"projects.{last['created']}.{last['id']}"
+        team_cursor = c.get("/v1/team").json()["cursor"]
+        r = c.get("/v1/projects", params={"cursor": team_cursor})
+        assert r.status_code == 400 and r.json() == {"message": "Invalid cursor"}
 
 
 @pytest.mark.parametrize(
@@ -97,6 +113,9 @@ def test_role_filter(small: SimulatorHandle) -> None:
         base64.urlsafe_b64encode(orjson.dumps(["team", 1, "x"])).decode(),
         base64.urlsafe_b64encode(orjson.dumps(["projects", "1", "x"])).decode(),
         "%%%",
+        "projects.12.x.y!",
+        "projects..prj_1",
+        "projects.1.",
     ],
 )
 def test_invalid_cursor(small: SimulatorHandle, cursor: str) -> None:

@@ -186,6 +186,11 @@ def test_webhook_crud(full: httpx.Client) -> None:
     wid = r.json()["id"]
     got = full.get(f"/v1/webhooks/{wid}").json()
     assert got["webhook"]["status"] == "active" and got["logs"] == [] and got["cursor"] is None
+    # created through the API key: the key's owner, the root member, in spec 2.5's shape
+    root = full.get("/v1/team", params={"role": "root"}).json()["team"][0]
+    assert got["webhook"]["created_by"] == {
+        k: root[k] for k in ("id", "email", "first_name", "last_name")
+    }
     assert got["webhook"]["failure_count"] == 0 and got["log_count"] == 0
     assert full.patch(f"/v1/webhooks/{wid}", json={"status": "disabled"}).status_code == 200
     assert full.get(f"/v1/webhooks/{wid}").json()["webhook"]["status"] == "disabled"

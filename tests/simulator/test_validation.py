@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.validation import STATUSES, six_months_before
+from simulator.rules import STATUSES, six_months_before
 
 pytestmark = pytest.mark.e2e
 
@@ -178,6 +178,27 @@ def test_unknown_project(
 def test_archive_not_boolean(full: httpx.Client, project_id: str, value: Any) -> None:
     r = full.post(f"/v1/projects/{project_id}/archive", json={"archived": value})
     expect(r, 400, "archived must be a boolean")
+
+
+def test_unknown_body_fields_are_ignored_and_patch_needs_no_body(
+    full: httpx.Client, project_id: str, job_id: str
+) -> None:
+    before = full.get(f"/v1/projects/{project_id}").json()
+    for path in (f"/v1/projects/{project_id}", f"/v1/projects/{project_id}/jobs/{job_id}"):
+        r = full.patch(path)  # no body at all: nothing to change
+        assert r.status_code == 200, r.text
+    assert full.get(f"/v1/projects/{project_id}").json() == before
+    r = full.post(f"/v1/projects/{project_id}/archive", json={"archived": False, "x": 1})
+    assert r.status_code == 200
+    r = full.patch(f"/v1/projects/{project_id}/jobs/{job_id}", json={"status": None})
+    assert r.status_code == 200  # null means "not given", as on creation
+    r = full.post("/v1/job-types", json={"name": "Null icon", "icon": None})
+    assert full.get(f"/v1/job-types/{r.json()['id']}").json()["icon"] == "settings"
+    r = full.post(
+        "/v1/webhooks",
+        json={"name": "h", "url": "https://x.example", "event_types": ["project.created"] * 2},
+    )
+    assert r.status_code == 400 and r.json()["message"].startswith("event_types must be")
 
 
 # -- part 7/8: job types ------------------------------------------------------------------------
