@@ -33,6 +33,7 @@ from sources.drone_ops.schema import ISSUES
 from sources.drone_ops.secrets import redact
 from sources.drone_ops.transforms import issue_table
 
+from .delivery_waves import load_waves, marks_resource, record_marks_first
 from .errors import root_cause
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
 from .recovery import finish_pending, remove_leftovers
@@ -57,6 +58,8 @@ class SyncOutcome:
     notes: list[str] = field(default_factory=list)
     data_version: str | None = None
     """The warehouse's data version after the run (`warehouse.data_version`)."""
+    delivery_waves: int = 0
+    """Loads of deliveries made while the chains still walked (`delivery_waves.py`)."""
 
     @property
     def ok(self) -> bool:
@@ -78,13 +81,15 @@ def run_sync(
     progress: ProgressCallback | None = None,
     source_overrides: dict[str, Any] | None = None,
     stop: threading.Event | None = None,
+    delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
 ) -> SyncOutcome:
     """Runs one sync and records it in `_sync_runs`; never raises for a failed table.
 
     Raises `ConfigError` for a bad setting and `WarehouseBusy` when another run or process
     holds the warehouse, in both cases before anything is changed. `stop`, once set (by a
     signal handler), interrupts the run: tables whose walk had not finished load nothing
-    and are recorded as `interrupted`."""
+    and are recorded as `interrupted`. `delivery_wave_rows` is how many typed deliveries make
+    a wave load while the chains still walk (`delivery_waves.py`)."""
     apply_runtime_defaults()
     config = source_config(source_overrides)
     tables = checked_tables(tables)
@@ -96,7 +101,15 @@ def run_sync(
         ensure_destination_reachable(target)
         try:
             return _locked_run(
-                target, config, outcome, tables, full_refresh, allow_mass_delete, progress, stop
+                target,
+                config,
+                outcome,
+                tables,
+                full_refresh,
+                allow_mass_delete,
+                progress,
+                stop,
+                delivery_wave_rows,
             )
         except DroneOpsError:
             raise
@@ -120,6 +133,7 @@ def _locked_run(
     allow_mass_delete: bool,
     progress: ProgressCallback | None,
     stop: threading.Event | None,
+    delivery_wave_rows: int,
 ) -> SyncOutcome:
     started = time.monotonic()
     # Arrow's default pool (jemalloc/mimalloc) keeps freed batches mapped; the system pool
@@ -154,29 +168,46 @@ def _locked_run(
         report=report,
         spill_root=target.spill_root(),
         stop=stop,
+        delivery_wave_rows=delivery_wave_rows,
     )
     load_started = time.monotonic()
+    record_marks_first(target, pipeline, options)
+    marks: dict[str, int] = {}
     # this run owns the walk: it starts with the first table's wait and is stopped, and its
     # spill files removed, when the block ends, however it ends
     with open_walk(config, options) as walk:
         source = build_source(walk, options, config)
-        # the list tables load while the delivery-log chains are still walking
+        # the list tables load while the delivery-log chains are still walking, then the
+        # deliveries typed so far, in waves, until the chains end
         for group in LOAD_GROUPS:
             selected = [name for name in group if name in source.resources]
             if not selected:
                 continue
+            wave_error = None
+            if "webhook_deliveries" in selected:
+                outcome.delivery_waves, wave_error = load_waves(
+                    target, pipeline, walk, options, config, stop
+                )
             if stop is not None and stop.is_set():
                 walk.interrupt()
                 _mark_interrupted(report, selected)
                 continue
-            _load(target, pipeline, source.with_resources(*selected), report, selected, outcome)
+            loaded = _load(
+                target, pipeline, source.with_resources(*selected), report, selected, outcome
+            )
+            if "webhook_deliveries" in selected and loaded and wave_error is None:
+                # every entry the completed chains walked is loaded: their marks may move
+                marks = dict(walk.completed_marks)
+            if wave_error is not None and outcome.load_error is None:
+                outcome.load_error = wave_error
         walk_issues = list(walk.issues)
     if stop is not None and stop.is_set():
         _mark_interrupted(report, tables)
+        marks = {}
     outcome.load_seconds = time.monotonic() - load_started
     outcome.issues = report.issues = len(walk_issues)
     outcome.total_seconds = time.monotonic() - started
-    _record_run(target, pipeline, report, walk_issues, outcome)
+    _record_run(target, pipeline, report, walk_issues, outcome, marks)
     outcome.data_version = read_data_version(pipeline)
     return outcome
 
@@ -197,8 +228,9 @@ def _load(
     report: SyncReport,
     tables: Sequence[str],
     outcome: SyncOutcome,
-) -> None:
-    """Extracts, normalizes and loads one group of tables; a failure fails only that group."""
+) -> bool:
+    """Extracts, normalizes and loads one group of tables; a failure fails only that group.
+    Returns whether the group loaded."""
     try:
         pipeline.run(source, loader_file_format=target.loader_file_format())  # type: ignore[arg-type]
     except PipelineStepFailed as exc:
@@ -209,10 +241,11 @@ def _load(
             if result.status in ("success", "skipped"):
                 result.status = "failed"
                 result.error = f"{name}: {error}"
-        return
+        return False
     for name in tables:
         result = report.table(name)
         result.loaded = result.status == "success"
+    return True
 
 
 def build_source(walk: WorkspaceWalk, options: RunOptions, config: SourceConfig) -> Any:
@@ -226,8 +259,10 @@ def _record_run(
     report: SyncReport,
     issues: list[dict[str, str | None]],
     outcome: SyncOutcome,
+    marks: dict[str, int],
 ) -> None:
-    """Appends one `_sync_runs` row per table (and the run's `_sync_issues`)."""
+    """Appends one `_sync_runs` row per table, the run's `_sync_issues`, and the delivery marks
+    that moved (`delivery_waves.py`), in one load."""
     finished = datetime.now(UTC)
     rows = [
         {
@@ -269,6 +304,8 @@ def _record_run(
             columns=issue_columns(),
         )
     )
+    if marks:
+        resources.append(marks_resource(report.run_id, marks))
     try:
         pipeline.run(resources, loader_file_format=target.loader_file_format())  # type: ignore[arg-type]
     except PipelineStepFailed as exc:

@@ -30,7 +30,8 @@ def read_known_state(
     """Current versions, users, delivery high-water marks and the count of job syncs (which
     picks a rolling refresh's slice); empty on a first run. A full refresh ignores the marks
     and the count, so every delivery page and every project's jobs are walked."""
-    known = KnownState()
+    # a new warehouse has no marks yet: its (empty) marks table is created before any load
+    known = KnownState(marks_recorded=False)
     with pipeline.sql_client() as client:
         if not client.has_dataset():
             return known
@@ -60,24 +61,24 @@ def read_known_state(
         known.users = query(f"SELECT id, _row_hash FROM {table('users')}")
         if known.users is not None:
             known.existing.add("users")
-        newest = query(
+        loaded = query(
             f"SELECT webhook_id, max(created) AS newest FROM {table('webhook_deliveries')}"
             " GROUP BY webhook_id"
         )
-        if newest is None:
+        recorded = query(
+            f"SELECT webhook_id, max(newest_ms) AS newest"
+            f" FROM {table(source_settings.DELIVERY_MARKS_TABLE)} GROUP BY webhook_id"
+        )
+        known.marks_recorded = recorded is not None
+        if loaded is None:
+            # no deliveries (or none left): every log is walked whole, whatever a mark says
             return known
         known.existing.add("webhook_deliveries")
         if full_refresh:
             return known
-        overlap = timedelta(seconds=delivery_overlap_seconds)
-        for webhook_id, newest_at in zip(
-            newest.column("webhook_id").to_pylist(),
-            newest.column("newest").to_pylist(),
-            strict=True,
-        ):
-            if webhook_id is None or not isinstance(newest_at, datetime):
-                continue
-            stop_before = newest_at - overlap
+        overlap_ms = delivery_overlap_seconds * 1000
+        for webhook_id, newest_ms in _newest_per_webhook(recorded, loaded).items():
+            stop_before = _from_epoch_ms(newest_ms - overlap_ms)
             recent = query(
                 f"SELECT id FROM {table('webhook_deliveries')}"
                 " WHERE webhook_id = %s AND created >= %s",
@@ -86,7 +87,7 @@ def read_known_state(
             )
             ids = frozenset(recent.column("id").to_pylist()) if recent is not None else frozenset()
             known.delivery_marks[webhook_id] = DeliveryMark(
-                stop_before_ms=_epoch_ms(stop_before), known_ids=ids
+                stop_before_ms=newest_ms - overlap_ms, known_ids=ids, newest_ms=newest_ms
             )
     return known
 
@@ -175,6 +176,33 @@ def read_data_version(pipeline: dlt.Pipeline) -> str | None:
     except Exception as exc:
         log.info("could not read the warehouse's data version: %s: %s", type(exc).__name__, exc)
         return None
+
+
+def _newest_per_webhook(recorded: pa.Table | None, loaded: pa.Table) -> dict[str, int]:
+    """Each webhook's mark in ms: recorded in `_sync_delivery_marks` when that table exists
+    (the only trustworthy source once deliveries load in waves); else, for a warehouse last
+    synced before waves, the newest delivery loaded (its loads were all or nothing per
+    webhook, so nothing older is missing)."""
+    marks: dict[str, int] = {}
+    if recorded is not None:
+        for webhook_id, newest in zip(
+            recorded.column("webhook_id").to_pylist(),
+            recorded.column("newest").to_pylist(),
+            strict=True,
+        ):
+            if webhook_id is not None and isinstance(newest, int):
+                marks[str(webhook_id)] = newest
+        return marks
+    for webhook_id, newest_at in zip(
+        loaded.column("webhook_id").to_pylist(), loaded.column("newest").to_pylist(), strict=True
+    ):
+        if webhook_id is not None and isinstance(newest_at, datetime):
+            marks[str(webhook_id)] = _epoch_ms(newest_at)
+    return marks
+
+
+def _from_epoch_ms(ms: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
 
 
 def _epoch_ms(moment: datetime) -> int:

@@ -52,15 +52,20 @@ VALIDITY_COLUMNS: dict[str, TColumnSchema] = {
 
 
 @dlt.source(name=settings.SOURCE_NAME, max_table_nesting=0)
-def drone_ops(walk: Any, config: Any, run: Any) -> list[DltResource]:
+def drone_ops(walk: Any, config: Any, run: Any, delivery_wave: bool = False) -> list[DltResource]:
     """Projects, jobs, job types, team, webhooks, deliveries and users of one workspace.
 
     `walk` (a `WorkspaceWalk`), `config` (a checked `SourceConfig`) and `run` (`RunOptions`)
     come from `pipelines/sync.py`, which reads every setting once, before anything starts.
-    (Typed `Any` for dlt, which builds a config spec from the signature.)"""
+    With `delivery_wave` the source is one wave of deliveries: those typed since the last
+    load, loaded while the chains still walk. (Typed `Any` for dlt, which builds a config spec
+    from the signature.)"""
     assert isinstance(walk, WorkspaceWalk) and isinstance(config, SourceConfig)
     assert isinstance(run, RunOptions)
     sync = TableSync(walk, run, config.max_retire_share)
+    if delivery_wave:
+        entity = ENTITIES["webhook_deliveries"]
+        return [_one_row_per_id(sync, entity, sync.delivery_wave())]
     wanted = set(checked_tables(run.tables))
     tables = (projects, jobs, job_types, team_members, webhooks, webhook_deliveries, users)
     return [table(sync) for table in tables if table.__name__ in wanted]

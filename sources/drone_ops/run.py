@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pyarrow as pa
 
+from . import settings
 from .entities import ALL_TABLES
 from .report import SyncReport
 
@@ -30,6 +31,9 @@ class DeliveryMark:
     """Entries older than this are loaded already; the walk stops when it reaches them."""
     known_ids: frozenset[str] = frozenset()
     """Ids loaded at or after `stop_before_ms` (the overlap window), skipped when seen again."""
+    newest_ms: int | None = None
+    """The mark itself: everything created up to it is loaded (`stop_before_ms` is it minus
+    the overlap). A chain that walks nothing new keeps it."""
 
 
 @dataclass
@@ -39,6 +43,11 @@ class KnownState:
     current: dict[str, pa.Table] = field(default_factory=dict)
     """Per entity table: the `Entity.current_columns` of its current rows."""
     delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
+    marks_recorded: bool = True
+    """Whether the marks come from `_sync_delivery_marks`. False for a warehouse last synced
+    before deliveries loaded in waves: its marks are read from the deliveries themselves, and
+    recorded before anything else is loaded, so no wave ever runs on marks that a partial
+    load could move."""
     users: pa.Table | None = None
     """`id`, `_row_hash` of the users table."""
     existing: set[str] = field(default_factory=set)
@@ -72,6 +81,8 @@ class RunOptions:
     run left."""
     stop: threading.Event | None = None
     """Set (by a signal handler) to interrupt the run: unfinished tables load nothing."""
+    delivery_wave_rows: int = settings.DELIVERY_WAVE_ROWS
+    """Typed deliveries that make the pipeline load a wave while the chains still walk."""
 
     def __post_init__(self) -> None:
         if self.report is None:

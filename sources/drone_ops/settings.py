@@ -37,6 +37,10 @@ MAX_JOB_REFRESH_SLICES: Final = 1_000
 # Hard ceilings that keep every request loop bounded.
 MAX_PAGES_PER_WALK: Final = 100_000
 ARROW_BATCH_ROWS: Final = 5_000
+# Typed delivery-log entries that make the pipeline load a wave of them while the chains are
+# still walking, so little is left to load when the last chain ends.
+DELIVERY_WAVE_ROWS: Final = 50_000
+DELIVERY_MARKS_TABLE: Final = "_sync_delivery_marks"
 
 USER_AGENT: Final = "drone-ops-sync/0.1"
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})

@@ -75,6 +75,10 @@ class TableSnapshot:
         self._issues = issues
         self._pending = PendingLines()
         self._batches: list[SpilledBatch] = []
+        self._taken = 0
+        """Batches handed out by `take_loadable` (deliveries load in waves)."""
+        self._emitted: list[pa.Array] = []
+        """Ids `take_loadable` handed out, when it drops repeats (an appended first load)."""
         self._replaced = pa.array([], pa.string())
         self._file_number = 0
         self._lock = threading.Lock()
@@ -262,14 +266,10 @@ class TableSnapshot:
         )
         return repeated, kept
 
-    def batches(
-        self, only_ids: pa.Array | None = None, *, drop_repeated_ids: bool = False
-    ) -> Iterator[pa.Table]:
-        """Reads the spilled batches back, keeping only `only_ids` when given. An id the walk
-        saw more than once yields one row: the chosen version (see `_versions`) of an entity,
-        the first sighting of a delivery (when `drop_repeated_ids`)."""
+    def batches(self, only_ids: pa.Array | None = None) -> Iterator[pa.Table]:
+        """Reads the spilled batches back, keeping only `only_ids` when given. An entity the
+        walk saw more than once yields one row: its chosen version (see `_versions`)."""
         chosen = self._chosen_versions() if self.entity.history else None
-        repeated = self._repeated_ids() if drop_repeated_ids and chosen is None else None
         emitted: set[str] = set()
         for batch in self._batches:
             table = feather.read_table(batch.path, memory_map=False)
@@ -280,8 +280,32 @@ class TableSnapshot:
                 table = table.filter(pc.is_in(table.column("id"), value_set=only_ids))
             if chosen is not None:
                 table = _chosen_rows(table, *chosen, emitted)
-            elif repeated is not None and len(repeated):
+            if table.num_rows:
+                yield table
+
+    def loadable_rows(self) -> int:
+        """Rows typed but not handed out by `take_loadable` yet."""
+        with self._lock:
+            return sum(len(batch.ids) for batch in self._batches[self._taken :])
+
+    def take_loadable(self, *, drop_repeated_ids: bool) -> Iterator[pa.Table]:
+        """The spilled batches not handed out before, read back: deliveries load in waves while
+        the walk goes on, and each call takes what was typed since the last one. With
+        `drop_repeated_ids` every id is handed out once across all calls (a log that shifts
+        during the walk shows an entry on two pages; an append would load it twice)."""
+        with self._lock:
+            batches, self._taken = self._batches[self._taken :], len(self._batches)
+        repeated = self._repeated_ids() if drop_repeated_ids and batches else None
+        emitted: set[str] = set()
+        if repeated is not None and len(repeated) and self._emitted:
+            before = pa.chunked_array(self._emitted, pa.string())
+            emitted = set(before.filter(pc.is_in(before, value_set=repeated)).to_pylist())
+        for batch in batches:
+            table = feather.read_table(batch.path, memory_map=False)
+            if repeated is not None and len(repeated):
                 table = _first_sightings(table, repeated, emitted)
+            if drop_repeated_ids:
+                self._emitted.append(table.column("id").combine_chunks())
             if table.num_rows:
                 yield table
 

@@ -196,14 +196,24 @@ class TableSync:
             if parent_id is not None
         }
 
+    def delivery_wave(self) -> Iterator[pa.Table]:
+        """The deliveries typed since the last load, while the chains still walk."""
+        yield from self._loadable_deliveries()
+
+    def _loadable_deliveries(self) -> Iterator[pa.Table]:
+        # appended when the table is new: a repeated id (which the merge on id would collapse)
+        # is dropped here instead
+        appended = "webhook_deliveries" not in self.options.known.existing
+        snapshot = self.walk.tables["webhook_deliveries"]
+        yield from snapshot.take_loadable(drop_repeated_ids=appended)
+
     def delivery_rows(self) -> Iterator[pa.Table]:
+        """The last deliveries once every chain is done (earlier waves loaded the rest), and
+        the table's outcome."""
         result, walked = self._start("webhook_deliveries")
         snapshot = self.walk.tables["webhook_deliveries"]
         try:
-            # appended when the table is new: a repeated id (which the merge on id would
-            # collapse) is dropped here instead
-            appended = "webhook_deliveries" not in self.options.known.existing
-            yield from snapshot.batches(drop_repeated_ids=appended)
+            yield from self._loadable_deliveries()
             result.rows_seen = result.new = snapshot.rows_seen
             failures = self.walk.delivery_failures
             if snapshot.error is not None or failures:

@@ -136,6 +136,8 @@ class WorkspaceWalk(ProjectWalks, WebhookWalks):
         """On a rolling refresh, the projects whose jobs this run walked (an exact run walks
         every project's, once, at its first sighting, and does not keep this set)."""
         self.completed_webhooks: set[str] = set()
+        self.completed_marks: dict[str, int] = {}
+        """Per webhook whose chain reached known ground: the newest entry it walked."""
         self.delivery_failures: dict[str, DroneOpsError] = {}
         self._run_lock = threading.Lock()
         self._futures: dict[str, deque[Future[None]]] = {LISTS: deque(), WEBHOOKS: deque()}
@@ -191,6 +193,12 @@ class WorkspaceWalk(ProjectWalks, WebhookWalks):
                 f"the workspace walk failed: {type(self._failure).__name__}: {self._failure}"
             ) from self._failure
         return max(self._stage_seconds.get(stage, 0.0) for stage in stages)
+
+    def walking(self, stage: str, timeout: float) -> bool:
+        """Waits up to `timeout` seconds for a stage to finish; True while it is still walking
+        (the pipeline loads delivery waves meanwhile)."""
+        self.start()
+        return not self._stage_done[stage].wait(timeout)
 
     def interrupt(self) -> None:
         """Stops the walk now: requests in flight are abandoned, and every table whose walk

@@ -1,9 +1,11 @@
 """The webhooks half of the walk: the webhook list, then each webhook's delivery log.
 
 A log is one long chain of cursor pages, newest first, that nothing can split; each chain is
-walked until it reaches the entries the warehouse already holds (its `DeliveryMark`), and its
-entries join the snapshot only once the chain got there, so a failed chain never moves that
-webhook's high-water mark past a gap.
+walked until it reaches the entries the warehouse already holds (its `DeliveryMark`). Its
+entries are loadable as soon as they are typed, so the pipeline can load them in waves while
+the chains are still walking; what keeps a failed chain from leaving a gap is the mark: a
+webhook's mark moves only when its chain reached known ground and everything it walked was
+loaded (`completed_marks`, recorded by the pipeline in `_sync_delivery_marks`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from .exceptions import DroneOpsError, NotFoundError
 from .lines import LineBuffer
 from .payloads import delivery_table
 from .plan import WalkPlan
-from .spill import SpilledBatch, TableSnapshot
+from .spill import TableSnapshot
 
 if TYPE_CHECKING:
     from .walk import WalkStats
@@ -38,6 +40,7 @@ class WebhookWalks:
     stats: dict[str, WalkStats]
     creators: Creators
     completed_webhooks: set[str]
+    completed_marks: dict[str, int]
     delivery_failures: dict[str, DroneOpsError]
     _spill_pool: ThreadPoolExecutor
     _submit: Callable[..., None]
@@ -72,7 +75,6 @@ class WebhookWalks:
 
     def _walk_webhook(self, webhook_id: str, configured: bool) -> None:
         webhooks = self.tables["webhooks"]
-        deliveries = self.tables["webhook_deliveries"]
         path = str(WEBHOOK_DELIVERIES.list_path).format(webhook_id=webhook_id)
         items_key = str(WEBHOOK_DELIVERIES.items_key)
         mark = self.plan.delivery_marks.get(webhook_id)
@@ -83,8 +85,8 @@ class WebhookWalks:
             else f"webhook {webhook_id!r} was deleted during the walk; the next run retires it"
         )
         pending = LineBuffer()
-        spills: list[Future[SpilledBatch]] = []
-        rows_seen = 0
+        spills: list[Future[None]] = []
+        newest = mark.newest_ms if mark is not None else None
         try:
             for number, page in enumerate(
                 self.client.paginate(
@@ -106,6 +108,8 @@ class WebhookWalks:
                 reached_known = False
                 for entry in page_items(page, items_key, path):
                     created = entry.get("created")
+                    if isinstance(created, int) and not isinstance(created, bool):
+                        newest = created if newest is None else max(newest, created)
                     if mark is not None and isinstance(created, int):
                         if created < mark.stop_before_ms:
                             reached_known = True
@@ -117,7 +121,6 @@ class WebhookWalks:
                 if len(pending) >= settings.ARROW_BATCH_ROWS:
                     # typing happens beside the walk: this thread goes straight on to the next
                     # page of a chain that nothing else can shorten
-                    rows_seen += len(pending)
                     spills.append(
                         self._spill_pool.submit(self._spill_deliveries, pending, webhook_id)
                     )
@@ -125,9 +128,9 @@ class WebhookWalks:
                 if reached_known:
                     break
             if pending:
-                rows_seen += len(pending)
                 spills.append(self._spill_pool.submit(self._spill_deliveries, pending, webhook_id))
-            spilled = [future.result() for future in spills]
+            for future in spills:
+                future.result()
         except DroneOpsError as exc:
             if configured or not isinstance(exc, NotFoundError):
                 webhooks.fail(exc)
@@ -138,15 +141,19 @@ class WebhookWalks:
             webhooks.fail(error)
             self.delivery_failures[webhook_id] = error
             return
-        # a webhook's entries join the snapshot only once its walk reached known ground, so a
-        # failed walk never moves that webhook's high-water mark past a gap
-        deliveries.adopt(spilled, rows_seen)
         self.completed_webhooks.add(webhook_id)
-        self._report("webhook_deliveries", rows_seen)
+        if newest is not None:
+            # the mark may move here only if every entry walked is loaded: the pipeline
+            # records it after the run's last delivery load succeeded
+            self.completed_marks[webhook_id] = newest
 
-    def _spill_deliveries(self, lines: LineBuffer, webhook_id: str) -> SpilledBatch:
-        return self.tables["webhook_deliveries"].spill_table(
+    def _spill_deliveries(self, lines: LineBuffer, webhook_id: str) -> None:
+        """Types a batch and makes it loadable at once (the next wave may load it)."""
+        deliveries = self.tables["webhook_deliveries"]
+        batch = deliveries.spill_table(
             lambda issues: delivery_table(
                 WEBHOOK_DELIVERIES.contract, lines, webhook_id, self.run_id, issues
             )
         )
+        deliveries.adopt([batch], len(lines))
+        self._report("webhook_deliveries", len(lines))

@@ -1,0 +1,110 @@
+"""Deliveries loaded while the chains still walk, and the marks that keep that safe.
+
+Why: the delivery logs are the walk's longest part (at `large`, 50 ms: five chains of 2,000
+pages, one page after the other), and their 500,000 entries were loaded only after the last
+chain ended: 10 to 12 s in which nothing else happened. Loading them in waves while the chains
+walk leaves only the last few thousand for the end.
+
+A wave loads entries of chains that may still fail. What keeps a failure from leaving a gap is
+where a webhook's high-water mark comes from: no longer the newest delivery loaded, but the
+newest entry of a chain that reached known ground, recorded in `_sync_delivery_marks` only
+after every load of that run's deliveries succeeded. A run that fails or is killed records
+nothing, so the next one walks from the previous mark again and the merge on id drops what
+the waves had already loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+import dlt
+from dlt.common.schema.typing import TColumnSchema
+from dlt.extract.resource import DltResource
+from dlt.pipeline.exceptions import PipelineStepFailed
+
+from sources.drone_ops import DroneOpsError, RunOptions, WorkspaceWalk, drone_ops
+from sources.drone_ops import settings as source_settings
+from sources.drone_ops.config import SourceConfig
+from sources.drone_ops.entities import WEBHOOKS
+
+from .errors import root_cause
+from .target import Target
+
+log = logging.getLogger(__name__)
+
+MARKS_TABLE = source_settings.DELIVERY_MARKS_TABLE
+MARK_COLUMNS: dict[str, TColumnSchema] = {
+    "run_id": {"data_type": "text", "nullable": False},
+    "webhook_id": {"data_type": "text", "nullable": False},
+    "newest_ms": {"data_type": "bigint", "nullable": False},
+    "recorded_at": {"data_type": "timestamp", "timezone": True, "nullable": False},
+}
+WAVE_POLL_SECONDS = 0.5
+
+
+def marks_resource(run_id: str, marks: dict[str, int]) -> DltResource:
+    """One `_sync_delivery_marks` row per webhook whose mark moves (the table is created even
+    when none does: its existence says the marks are recorded)."""
+    recorded_at = datetime.now(UTC)
+    rows = [
+        {"run_id": run_id, "webhook_id": hook, "newest_ms": ms, "recorded_at": recorded_at}
+        for hook, ms in sorted(marks.items())
+    ]
+    items: list[Any] = list(rows) if rows else [dlt.mark.materialize_table_schema()]
+    return dlt.resource(
+        items,
+        name=MARKS_TABLE,
+        write_disposition="append",
+        columns=MARK_COLUMNS,
+    )
+
+
+def record_marks_first(target: Target, pipeline: dlt.Pipeline, options: RunOptions) -> None:
+    """Before the first load of a warehouse whose marks are not recorded yet (first sync, or
+    last synced before waves): records the marks it has, read from its deliveries, so that no
+    wave ever runs on marks that a partial load could move."""
+    known = options.known
+    if known.marks_recorded or "webhook_deliveries" not in options.tables:
+        return
+    marks = {
+        hook: mark.newest_ms
+        for hook, mark in known.delivery_marks.items()
+        if mark.newest_ms is not None
+    }
+    pipeline.run(
+        marks_resource(options.run_id, marks),
+        loader_file_format=target.loader_file_format(),  # type: ignore[arg-type]
+    )
+
+
+def load_waves(
+    target: Target,
+    pipeline: dlt.Pipeline,
+    walk: WorkspaceWalk,
+    options: RunOptions,
+    config: SourceConfig,
+    stop: threading.Event | None,
+) -> tuple[int, str | None]:
+    """Loads the typed deliveries in waves of at least `options.delivery_wave_rows` while the
+    chains walk; returns how many waves loaded and the error of one that failed (the run then
+    records no marks, and the table fails with that error)."""
+    deliveries = walk.tables["webhook_deliveries"]
+    waves = 0
+    while walk.walking(WEBHOOKS, WAVE_POLL_SECONDS):
+        if stop is not None and stop.is_set():
+            break
+        if deliveries.loadable_rows() < options.delivery_wave_rows:
+            continue
+        wave: Any = drone_ops(walk, config, options, delivery_wave=True)
+        try:
+            pipeline.run(wave, loader_file_format=target.loader_file_format())  # type: ignore[arg-type]
+        except PipelineStepFailed as exc:
+            error = f"a wave of deliveries failed to load: {exc.step} failed: {root_cause(exc)}"
+            deliveries.fail(DroneOpsError(error))
+            log.error("%s", error)
+            return waves, error
+        waves += 1
+    return waves, None

@@ -1,0 +1,136 @@
+"""Deliveries load in waves while the chains still walk (pipelines/delivery_waves.py): the
+warehouse equals the API afterwards, a chain that fails after waves loaded leaves no gap, and
+a warehouse synced before waves gets its marks recorded before any wave runs."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import dlt
+import pytest
+
+import pipelines.sync as sync_module
+from pipelines.target import Target
+from simulator.testing import SimulatorHandle, running_simulator
+from sources.drone_ops.spill import TableSnapshot
+
+from .conftest import SyncFn
+from .test_sync_e2e import assert_equals_api, warehouse_of
+from .warehouse_check import query
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+WAVE_ROWS = 500
+LOGS = 12_000
+MARKS = "drone_ops._sync_delivery_marks"
+
+
+@pytest.fixture
+def long_logs() -> Iterator[SimulatorHandle]:
+    """Two webhooks with 240 log pages each at 10 ms a page: the list tables are loaded long
+    before the chains end, and each chain types a batch every 5,000 entries, so the
+    deliveries load in waves meanwhile."""
+    with running_simulator(
+        seed=7, scale="small", latency_ms=10, extra_args=("--logs-per-webhook", str(LOGS))
+    ) as handle:
+        yield handle
+
+
+def recorded_marks(target: Target) -> dict[str, int]:
+    rows = query(
+        warehouse_of(target), f"SELECT webhook_id, max(newest_ms) AS ms FROM {MARKS} GROUP BY 1"
+    )
+    return {row["webhook_id"]: row["ms"] for row in rows}
+
+
+def newest_per_webhook(api: dict[str, dict[str, dict[str, Any]]]) -> dict[str, int]:
+    newest: dict[str, int] = {}
+    for entry in api["webhook_deliveries"].values():
+        hook = entry["webhook_id"]
+        newest[hook] = max(newest.get(hook, 0), entry["created"])
+    return newest
+
+
+def test_deliveries_load_in_waves_and_the_warehouse_equals_the_api(
+    long_logs: SimulatorHandle, sync: Callable[..., SyncFn], target: Target
+) -> None:
+    run = sync(long_logs)
+    first = run(delivery_wave_rows=WAVE_ROWS)
+    assert first.ok, first.report.tables
+    assert first.delivery_waves >= 2, "the deliveries loaded while the chains walked"
+    api = assert_equals_api(long_logs, target)
+    assert recorded_marks(target) == newest_per_webhook(api)
+
+    long_logs.churn(seed=3, new_deliveries_per_webhook=40)
+    again = run(delivery_wave_rows=WAVE_ROWS)
+    assert again.ok and again.report.tables["webhook_deliveries"].new == 80
+    assert recorded_marks(target) == newest_per_webhook(assert_equals_api(long_logs, target))
+
+
+def test_a_chain_failing_after_waves_loaded_leaves_no_gap(
+    long_logs: SimulatorHandle,
+    sync: Callable[..., SyncFn],
+    target: Target,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every request fails from the first batch typed after a wave started: the chains fail
+    half-way, no mark moves, and the next run loads the rest exactly once."""
+    waved = threading.Event()
+    broken = threading.Event()
+    take_loadable = TableSnapshot.take_loadable
+
+    def noting_the_wave(self: TableSnapshot, **kwargs: Any) -> Iterator[Any]:
+        waved.set()
+        yield from take_loadable(self, **kwargs)
+
+    def break_the_api(table: str, rows: int) -> None:
+        if table == "webhook_deliveries" and waved.is_set() and not broken.is_set():
+            broken.set()
+            long_logs.set_faults("503:1.0")
+
+    monkeypatch.setattr(TableSnapshot, "take_loadable", noting_the_wave)
+
+    run = sync(long_logs, max_attempts=1)
+    failed = run(delivery_wave_rows=WAVE_ROWS, progress=break_the_api)
+    assert broken.is_set() and failed.delivery_waves >= 1
+    assert failed.report.tables["webhook_deliveries"].status == "failed"
+    loaded = query(warehouse_of(target), "SELECT count(*) AS n FROM drone_ops.webhook_deliveries")
+    assert 0 < loaded[0]["n"] < 2 * LOGS, "the waves loaded part of the logs"
+    assert recorded_marks(target) == {}, "a failed chain moves no mark"
+
+    long_logs.set_faults(None)
+    repaired = run(delivery_wave_rows=WAVE_ROWS)
+    assert repaired.ok, repaired.report.tables
+    api = assert_equals_api(long_logs, target)
+    assert len(api["webhook_deliveries"]) == 2 * LOGS
+    assert recorded_marks(target) == newest_per_webhook(api)
+
+
+def test_a_warehouse_synced_before_waves_gets_its_marks_before_any_wave(
+    long_logs: SimulatorHandle,
+    sync: Callable[..., SyncFn],
+    target: Target,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A warehouse synced by a version without waves has no `_sync_delivery_marks`: its marks
+    are read from its deliveries and recorded before anything is loaded."""
+    run = sync(long_logs)
+    with monkeypatch.context() as older_version:
+        older_version.setattr(sync_module, "record_marks_first", lambda *args: None)
+        older_version.setattr(
+            sync_module, "marks_resource", lambda *args: dlt.resource([], name="not_marks")
+        )
+        assert run().ok
+    tables = query(warehouse_of(target), "SELECT table_name FROM information_schema.tables")
+    assert "_sync_delivery_marks" not in {row["table_name"] for row in tables}
+    before = newest_per_webhook(assert_equals_api(long_logs, target))
+
+    long_logs.churn(seed=4, new_deliveries_per_webhook=LOGS)
+    later = run(delivery_wave_rows=WAVE_ROWS)
+    assert later.ok and later.delivery_waves >= 1
+    seeded = query(warehouse_of(target), f"SELECT webhook_id, newest_ms FROM {MARKS}")
+    assert {(r["webhook_id"], r["newest_ms"]) for r in seeded} >= set(before.items()), (
+        "the marks read from the deliveries were recorded first"
+    )
+    assert recorded_marks(target) == newest_per_webhook(assert_equals_api(long_logs, target))
