@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 VARIANTS = (
     "ours",
+    "cli",
     "postgres",
     "baseline",
     "tuned",
@@ -85,6 +86,41 @@ def run_ours(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, Any
             }
             for name, r in tables.items()
         },
+    }
+
+
+def run_cli(spec: dict[str, Any]) -> dict[str, Any]:
+    """`drone-sync run` as a scheduler starts it: a new process, models and snapshot included;
+    `seconds` is that process's whole wall time, interpreter start and imports included."""
+    import resource
+    import subprocess
+
+    script = Path(sys.executable).with_name("drone-sync")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "pipelines.cli"]
+    env = {
+        **os.environ,
+        "SOURCES__DRONE_OPS__BASE_URL": spec["base_url"],
+        "SOURCES__DRONE_OPS__API_KEY": spec["api_key"],
+        "SOURCES__DRONE_OPS__MAX_WORKERS": str(spec["max_workers"]),
+        # dlt's tooling link goes into this run's folder, not the machine's
+        "DLT_DATA_DIR": str(Path(spec["database"]).parent / "dlt-data"),
+    }
+    args = [*command, "run", "--database", spec["database"], "--log-format", "json"]
+    started = time.monotonic()
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=3600, check=False)
+    seconds = time.monotonic() - started
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    summary = next((e for e in reversed(events) if e.get("event") == "summary"), None)
+    if done.returncode != 0 or summary is None:
+        raise RuntimeError(f"drone-sync run exited {done.returncode}:\n{done.stderr[-4000:]}")
+    models = summary.get("models") or {}
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "seconds": seconds,
+        "rows_written": summary["rows_written"],
+        "models_rebuilt": models.get("rebuilt"),
+        "models_seconds": models.get("seconds"),
+        "child_peak_rss_mb": round(children.ru_maxrss / 1024, 1),
     }
 
 
@@ -168,6 +204,8 @@ def dispatch(spec: dict[str, Any]) -> dict[str, Any]:
         return run_ours(spec)
     if variant == "postgres":
         return run_ours(spec, "postgres")
+    if variant == "cli":
+        return run_cli(spec)
     if variant in ("baseline", "tuned"):
         return run_rest_api(spec, tuned=variant == "tuned")
     if variant == "floor":

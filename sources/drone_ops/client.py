@@ -119,7 +119,10 @@ class DroneOpsClient:
         self.backoff_initial_seconds = backoff_initial_seconds
         self.backoff_max_seconds = backoff_max_seconds
         self.limiter = AdaptiveLimiter(max_workers, max_requests_per_second)
-        pool = max_workers + 4
+        # a connection for every thread that may hold a limiter slot (job workers, list and
+        # chain walks, which may each be one over the limit): a request that acquired its slot
+        # never waits in httpx's pool, where it would outlast a Retry-After pause begun meanwhile
+        pool = 2 * max_workers + 4
         self._http = httpx.Client(
             base_url=self.base_url,
             auth=_BearerAuth(api_key),

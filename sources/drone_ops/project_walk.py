@@ -1,15 +1,14 @@
 """The projects half of the walk: both project lists, and each listed project's jobs.
 
-Projects feed the job walks as their pages arrive, through a bounded queue that the job workers
-drain, so the sequential project cursor and the parallel job walks overlap and the walk holds
-at most a few dozen waiting projects however large the workspace. A project seen in both lists
+Projects feed the job walks as their pages arrive, at most a few dozen queued at a time (the
+project list waits for a slot), so the sequential project cursor and the parallel job walks
+overlap and the walk holds little however large the workspace. A project seen in both lists
 (archived or restored during the walk) is settled by the resource, which asks for it by id.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
@@ -42,7 +41,7 @@ class ProjectWalks:
     job_walked_projects: set[str]
     _project_ids: set[str]
     _project_ids_lock: threading.Lock
-    _job_queue: queue.Queue[str | None]
+    _queue_job_walk: Callable[[str], None]
     _check_cancelled: Callable[[], None]
     _report: Callable[[str, int], None]
 
@@ -73,7 +72,7 @@ class ProjectWalks:
                         and not jobs.failed
                         and self._walks_jobs_of(record, first)
                     ):
-                        self._job_queue.put(str(record["id"]))
+                        self._queue_job_walk(str(record["id"]))
                     if not first:
                         continue
                     records.append(record)
@@ -119,11 +118,6 @@ class ProjectWalks:
         """Projects the API listed whose jobs this run did not walk (rolling refresh)."""
         with self._project_ids_lock:
             return self._project_ids - self.job_walked_projects
-
-    def _job_worker(self) -> None:
-        """Walks the jobs of queued projects until the project lists are done (None)."""
-        while (project_id := self._job_queue.get()) is not None:
-            self._walk_jobs(project_id)
 
     def _walk_jobs(self, project_id: str) -> None:
         jobs = self.tables["jobs"]

@@ -15,7 +15,6 @@ pages walked until it reaches what the warehouse already holds.
 from __future__ import annotations
 
 import logging
-import queue
 import tempfile
 import threading
 import time
@@ -41,8 +40,8 @@ from .webhook_walk import WebhookWalks
 log = logging.getLogger(__name__)
 
 JOB_QUEUE_PER_WORKER = 4
-"""Projects waiting for their job walk, per job worker: a bounded queue, so the project list
-waits for the job walks instead of queueing one task per project (20,000 at `large`)."""
+"""Job walks queued or under way at most, per worker: the project lists wait for the job walks
+instead of queueing one task per project (20,000 at `large`)."""
 
 
 @dataclass
@@ -148,9 +147,9 @@ class WorkspaceWalk(ProjectWalks, WebhookWalks):
         self._stage_seconds: dict[str, float] = {}
         self._failure: BaseException | None = None
         self._cancel = threading.Event()
-        self._job_queue: queue.Queue[str | None] = queue.Queue(
-            maxsize=JOB_QUEUE_PER_WORKER * self.max_workers
-        )
+        self._job_slots = threading.BoundedSemaphore(JOB_QUEUE_PER_WORKER * self.max_workers)
+        """Job walks queued or under way: a project list waits for a slot before it queues
+        another, so the pool never holds one task per project (20,000 at `large`)."""
 
     def __enter__(self) -> WorkspaceWalk:
         return self
@@ -224,26 +223,18 @@ class WorkspaceWalk(ProjectWalks, WebhookWalks):
     def _run(self) -> None:
         try:
             # project walks hold a thread each while feeding job walks, so the pool is larger
-            # than the in-flight request limit, which the client's limiter enforces; job walks
-            # have workers of their own, so they never keep a delivery-log chain from starting;
-            # spills get their own pool: a walk thread waits for its spills, and waiting on
-            # work queued behind itself in the same pool could deadlock
+            # than the in-flight request limit, which the client's limiter enforces (one pool
+            # for every walk keeps the process's threads, and their contention for the GIL, at
+            # what the limit needs); spills get their own pool: a walk thread waits for its
+            # spills, and waiting on work queued behind itself in the same pool could deadlock
             with (
                 ThreadPoolExecutor(
                     max_workers=self.max_workers + 4, thread_name_prefix="drone-ops"
                 ) as pool,
-                ThreadPoolExecutor(
-                    max_workers=self.max_workers, thread_name_prefix="drone-ops-jobs"
-                ) as job_pool,
                 ThreadPoolExecutor(max_workers=2, thread_name_prefix="drone-ops-spill") as spills,
             ):
                 self._pool = pool
                 self._spill_pool = spills
-                job_workers = []
-                if "jobs" in self.plan.tables:
-                    job_workers = [
-                        job_pool.submit(self._job_worker) for _ in range(self.max_workers)
-                    ]
                 project_walks: list[Future[None]] = []
                 for entity in ENTITIES.values():
                     if entity.list_path is None or entity.parent or not self.plan.walks(entity):
@@ -259,10 +250,7 @@ class WorkspaceWalk(ProjectWalks, WebhookWalks):
                         self._submit(LISTS, self._walk_list, entity)
                 for walk in project_walks:
                     walk.result()
-                for _ in job_workers:
-                    self._job_queue.put(None)
-                for worker in job_workers:
-                    worker.result()
+                self._wait_for_job_walks()
                 for stage in (LISTS, WEBHOOKS):
                     self._finish_stage(stage)
         except BaseException as exc:  # surfaced by wait(); the run fails with it
@@ -270,6 +258,21 @@ class WorkspaceWalk(ProjectWalks, WebhookWalks):
         finally:
             for done in self._stage_done.values():
                 done.set()
+
+    def _queue_job_walk(self, project_id: str) -> None:
+        """Queues a project's job walk once a slot is free (waiting while the queue is full)."""
+        while not self._job_slots.acquire(timeout=0.25):
+            self._check_cancelled()
+        future = self._pool.submit(self._walk_jobs, project_id)
+        future.add_done_callback(lambda _: self._job_slots.release())
+
+    def _wait_for_job_walks(self) -> None:
+        """Returns once every queued job walk has ended (all slots are free again)."""
+        slots = JOB_QUEUE_PER_WORKER * self.max_workers
+        for _ in range(slots):
+            self._job_slots.acquire()
+        for _ in range(slots):
+            self._job_slots.release()
 
     def _submit(self, stage: str, fn: Callable[..., None], *args: Any) -> None:
         future = self._pool.submit(fn, *args)
