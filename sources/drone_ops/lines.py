@@ -28,18 +28,9 @@ import pyarrow.json as pa_json
 
 from . import settings
 from .breaches import Issue, record_breaches
-from .schema import ARROW_TYPES, Column, ColumnKind, Contract
+from .schema import ARROW_TYPES, READ_TYPES, Column, Contract
 from .transforms import MAX_TIMESTAMP_MS, with_required_fields
 
-# How the reader types each column kind before the conversions below.
-READ_TYPES: dict[ColumnKind, pa.DataType] = {
-    "str": pa.string(),
-    "int": pa.int64(),
-    "ts": pa.int64(),
-    "float": pa.float64(),
-    "bool": pa.bool_(),
-    "date": pa.string(),
-}
 # The objects a row builder flattens to their id (`transforms.project_row`): a person or an API
 # key, every field optional; `<name>_id` is the column it becomes.
 FLATTENED_SHAPES: dict[str, pa.DataType] = {

@@ -30,6 +30,18 @@ ARROW_TYPES: dict[ColumnKind, pa.DataType] = {
 }
 
 
+READ_TYPES: dict[ColumnKind, pa.DataType] = {
+    "str": pa.string(),
+    "int": pa.int64(),
+    "ts": pa.int64(),
+    "float": pa.float64(),
+    "bool": pa.bool_(),
+    "date": pa.string(),
+}
+"""How a value of each kind is read from JSON, before timestamps and dates are converted to
+their `ARROW_TYPES` (json columns have no single reading: see `Column.items`)."""
+
+
 @dataclass(frozen=True)
 class Column:
     name: str

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from . import settings
 from .breaches import Issue, new_issue, record_breaches
-from .schema import ARROW_TYPES, ISSUES, Column, Contract
+from .schema import ARROW_TYPES, ISSUES, READ_TYPES, Column, Contract
 
 Record = dict[str, Any]
 RowBuilder = Callable[..., Record]
@@ -170,14 +170,6 @@ def to_arrow(
 
 
 _CONVERTIBLE = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
-_PYLIST_TYPES: dict[str, pa.DataType] = {
-    "str": pa.string(),
-    "int": pa.int64(),
-    "ts": pa.int64(),
-    "float": pa.float64(),
-    "bool": pa.bool_(),
-    "date": pa.string(),
-}
 
 
 def well_typed_arrays(
@@ -192,7 +184,7 @@ def well_typed_arrays(
     plain = [c for c in declared if c.kind != "json"]
     try:
         typed = pa.Table.from_pylist(
-            list(rows), schema=pa.schema([(c.name, _PYLIST_TYPES[c.kind]) for c in plain])
+            list(rows), schema=pa.schema([(c.name, READ_TYPES[c.kind]) for c in plain])
         )
         integers = [c.name for c in plain if c.kind in ("int", "ts")]
         if integers:
