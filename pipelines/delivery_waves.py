@@ -28,7 +28,6 @@ from dlt.pipeline.exceptions import PipelineStepFailed
 from sources.drone_ops import DroneOpsError, RunOptions, WorkspaceWalk, drone_ops
 from sources.drone_ops import settings as source_settings
 from sources.drone_ops.config import SourceConfig
-from sources.drone_ops.entities import WEBHOOKS
 
 from .errors import root_cause
 from .target import Target
@@ -80,31 +79,49 @@ def record_marks_first(target: Target, pipeline: dlt.Pipeline, options: RunOptio
     )
 
 
-def load_waves(
-    target: Target,
-    pipeline: dlt.Pipeline,
-    walk: WorkspaceWalk,
-    options: RunOptions,
-    config: SourceConfig,
-    stop: threading.Event | None,
-) -> tuple[int, str | None]:
+class DeliveryWaves:
     """Loads the typed deliveries in waves of at least `options.delivery_wave_rows` while the
-    chains walk; returns how many waves loaded and the error of one that failed (the run then
-    records no marks, and the table fails with that error)."""
-    deliveries = walk.tables["webhook_deliveries"]
-    waves = 0
-    while walk.walking(WEBHOOKS, WAVE_POLL_SECONDS):
-        if stop is not None and stop.is_set():
-            break
-        if deliveries.loadable_rows() < options.delivery_wave_rows:
-            continue
-        wave: Any = drone_ops(walk, config, options, delivery_wave=True)
-        try:
-            pipeline.run(wave, loader_file_format=target.loader_file_format())  # type: ignore[arg-type]
-        except PipelineStepFailed as exc:
-            error = f"a wave of deliveries failed to load: {exc.step} failed: {root_cause(exc)}"
-            deliveries.fail(DroneOpsError(error))
-            log.error("%s", error)
-            return waves, error
-        waves += 1
-    return waves, None
+    walk goes on: while the lists still walk (before their load), and while the chains do.
+
+    At 50 ms latency the lists, not the chains, can be the walk's longest part (20,000 job
+    walks share the 16 requests in flight with the five chains), so waves that started only
+    after the lists' load found the chains done and loaded everything at the end."""
+
+    def __init__(
+        self,
+        target: Target,
+        pipeline: dlt.Pipeline,
+        walk: WorkspaceWalk,
+        options: RunOptions,
+        config: SourceConfig,
+        stop: threading.Event | None,
+    ) -> None:
+        self.target = target
+        self.pipeline = pipeline
+        self.walk = walk
+        self.options = options
+        self.config = config
+        self.stop = stop
+        self.count = 0
+        self.error: str | None = None
+        """Why a wave failed; the run then records no marks, and the table fails with it."""
+
+    def load_while(self, stage: str) -> None:
+        """Loads waves until `stage` of the walk has finished (or a wave fails)."""
+        deliveries = self.walk.tables["webhook_deliveries"]
+        while self.error is None and self.walk.walking(stage, WAVE_POLL_SECONDS):
+            if self.stop is not None and self.stop.is_set():
+                return
+            if deliveries.loadable_rows() < self.options.delivery_wave_rows:
+                continue
+            wave: Any = drone_ops(self.walk, self.config, self.options, delivery_wave=True)
+            try:
+                self.pipeline.run(wave, loader_file_format=self.target.loader_file_format())  # type: ignore[arg-type]
+            except PipelineStepFailed as exc:
+                self.error = (
+                    f"a wave of deliveries failed to load: {exc.step} failed: {root_cause(exc)}"
+                )
+                deliveries.fail(DroneOpsError(self.error))
+                log.error("%s", self.error)
+                return
+            self.count += 1

@@ -27,13 +27,13 @@ from sources.drone_ops import (
 )
 from sources.drone_ops import settings as source_settings
 from sources.drone_ops.config import SourceConfig, checked_tables
-from sources.drone_ops.entities import LOAD_GROUPS
+from sources.drone_ops.entities import ENTITIES, LISTS, LOAD_GROUPS, WEBHOOKS
 from sources.drone_ops.run import ProgressCallback
 from sources.drone_ops.schema import ISSUES
 from sources.drone_ops.secrets import redact
 from sources.drone_ops.transforms import issue_table
 
-from .delivery_waves import load_waves, marks_resource, record_marks_first
+from .delivery_waves import DeliveryWaves, marks_resource, record_marks_first
 from .errors import root_cause
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
 from .recovery import finish_pending, remove_leftovers
@@ -177,17 +177,19 @@ def _locked_run(
     # spill files removed, when the block ends, however it ends
     with open_walk(config, options) as walk:
         source = build_source(walk, options, config)
-        # the list tables load while the delivery-log chains are still walking, then the
-        # deliveries typed so far, in waves, until the chains end
+        # deliveries load in waves while the walk goes on; the list tables as soon as their
+        # part of the walk is done, the rest once the chains end
+        waves = (
+            DeliveryWaves(target, pipeline, walk, options, config, stop)
+            if "webhook_deliveries" in source.resources
+            else None
+        )
         for group in LOAD_GROUPS:
             selected = [name for name in group if name in source.resources]
             if not selected:
                 continue
-            wave_error = None
-            if "webhook_deliveries" in selected:
-                outcome.delivery_waves, wave_error = load_waves(
-                    target, pipeline, walk, options, config, stop
-                )
+            if waves is not None:
+                waves.load_while(_stage_of(group))
             if stop is not None and stop.is_set():
                 walk.interrupt()
                 _mark_interrupted(report, selected)
@@ -195,11 +197,13 @@ def _locked_run(
             loaded = _load(
                 target, pipeline, source.with_resources(*selected), report, selected, outcome
             )
-            if "webhook_deliveries" in selected and loaded and wave_error is None:
+            if "webhook_deliveries" in selected and loaded and waves and waves.error is None:
                 # every entry the completed chains walked is loaded: their marks may move
                 marks = dict(walk.completed_marks)
-            if wave_error is not None and outcome.load_error is None:
-                outcome.load_error = wave_error
+        if waves is not None:
+            outcome.delivery_waves = waves.count
+            if waves.error is not None and outcome.load_error is None:
+                outcome.load_error = waves.error
         walk_issues = list(walk.issues)
     if stop is not None and stop.is_set():
         _mark_interrupted(report, tables)
@@ -210,6 +214,11 @@ def _locked_run(
     _record_run(target, pipeline, report, walk_issues, outcome, marks)
     outcome.data_version = read_data_version(pipeline)
     return outcome
+
+
+def _stage_of(group: Sequence[str]) -> str:
+    """The walk stage a load group waits for (its tables' last)."""
+    return WEBHOOKS if any(WEBHOOKS in ENTITIES[name].stages for name in group) else LISTS
 
 
 def _mark_interrupted(report: SyncReport, tables: Sequence[str]) -> None:
