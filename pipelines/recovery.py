@@ -9,14 +9,47 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import dlt
+from dlt.common.schema.exceptions import SchemaException
+from dlt.common.storages.exceptions import InStorageSchemaModified
+from dlt.pipeline.exceptions import CannotRestorePipelineException
 
 from sources.drone_ops.spill import SPILL_PREFIX
 
 from .errors import root_cause
 from .models import SCRATCH_PREFIX
-from .target import Target
+from .target import PIPELINE_NAME, Target, make_pipeline
 
 log = logging.getLogger(__name__)
+
+DAMAGED_SUFFIX = ".damaged"
+"""dlt's working folder is set aside under its own name plus this when it cannot be read."""
+LOCAL_STATE_ERRORS = (SchemaException, InStorageSchemaModified, CannotRestorePipelineException)
+
+
+def open_pipeline(target: Target) -> tuple[dlt.Pipeline, str | None]:
+    """The pipeline, and a note if its local working folder had to be set aside.
+
+    Why: dlt's working folder (schema, state, pending packages) is a cache of what the
+    warehouse holds. A run interrupted at the wrong moment has once left a schema file there
+    that dlt refuses to read (the chaos suite caught it after a SIGINT during an extract), and
+    every later run then failed before it started. The warehouse keeps dlt's schema and state
+    itself and this sync re-derives every change by comparing with the warehouse, so a folder
+    dlt cannot read is moved aside (one copy, for a post-mortem) and the run starts from the
+    warehouse, as a run on a new machine does."""
+    try:
+        return make_pipeline(target), None
+    except LOCAL_STATE_ERRORS as exc:
+        cause = root_cause(exc)
+    working = target.resolved_pipelines_dir() / PIPELINE_NAME
+    aside = working.with_name(working.name + DAMAGED_SUFFIX)
+    shutil.rmtree(aside, ignore_errors=True)
+    working.rename(aside)
+    log.warning("set aside dlt's unreadable working folder %s: %s", working, cause)
+    note = (
+        f"set aside dlt's working folder, which an interrupted run left unreadable ({cause}),"
+        f" as {aside.name}; the run started from the warehouse"
+    )
+    return make_pipeline(target), note
 
 
 def finish_pending(pipeline: dlt.Pipeline) -> str | None:

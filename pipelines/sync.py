@@ -36,13 +36,12 @@ from sources.drone_ops.transforms import issue_table
 from .delivery_waves import DeliveryWaves, marks_resource, record_marks_first
 from .errors import root_cause
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
-from .recovery import finish_pending, remove_leftovers
+from .recovery import finish_pending, open_pipeline, remove_leftovers
 from .target import (
     Target,
     apply_runtime_defaults,
     check_target,
     ensure_destination_reachable,
-    make_pipeline,
 )
 from .warehouse import read_data_version, read_known_state, remove_replayed_rows
 
@@ -143,7 +142,9 @@ def _locked_run(
     report = outcome.report = SyncReport(run_id=run_id, started_at=datetime.now(UTC))
     if target.destination == "duckdb":
         outcome.database = target.resolved_database()
-    pipeline = make_pipeline(target)
+    pipeline, reopened = open_pipeline(target)
+    if reopened:
+        outcome.notes.append(reopened)
     leftovers = remove_leftovers(target, pipeline)
     if leftovers:
         outcome.notes.append(f"removed what an interrupted run left: {', '.join(leftovers)}")

@@ -4,7 +4,11 @@ the simulator's request counter.
 dlt moves each load package through `normalize/extracted/<load_id>` (extract), `load/new`
 (normalize writing), `load/normalized` (waiting for and during the load: its jobs move from
 `new_jobs` to `started_jobs` to `completed_jobs`) and `load/loaded`. A run of the sync makes
-three packages: the list tables, then webhooks/deliveries/users, then the run record. A kill
+three packages: the list tables, then webhooks/deliveries/users, then the run record (with the
+delivery marks). On a warehouse whose delivery marks are not recorded yet (a first sync) a
+package holding only `_sync_delivery_marks` comes first; it is not counted, so the indexes
+name the same packages on fresh and incremental runs (deliveries loaded in waves would add
+packages too, but the chaos workspaces are far below a wave's 50,000 rows). A kill
 point names a stage of the k-th package this run made ("or later", so a point that was passed
 between two polls still kills the run at once, a little later than named), or a number of API
 requests served for the walk.
@@ -29,6 +33,8 @@ STAGE_DIRS = {
 }
 ORDER = {stage: number for number, stage in enumerate(STAGE_DIRS)}
 PACKAGE_NAMES = ("lists", "webhooks", "record")
+JOB_DIRS = ("new_jobs", "started_jobs", "completed_jobs")
+MARKS_ONLY = {"_sync_delivery_marks", "_dlt_pipeline_state"}
 
 
 @dataclass(frozen=True)
@@ -47,9 +53,20 @@ def _count(folder: Path) -> int:
         return 0
 
 
-def packages(pipelines_dir: Path) -> dict[str, Package]:
-    """Every package in the pipeline folder, at its furthest stage (a package being moved
-    can show in two)."""
+def _marks_only(package: Path) -> bool:
+    """The package a first sync records its delivery marks in before anything else."""
+    tables = set()
+    for jobs in JOB_DIRS:
+        try:
+            tables.update(job.name.split(".", 1)[0] for job in (package / jobs).iterdir())
+        except OSError:
+            continue
+    return "_sync_delivery_marks" in tables and tables <= MARKS_ONLY
+
+
+def packages(pipelines_dir: Path, *, skip_marks: bool = True) -> dict[str, Package]:
+    """Every package in the pipeline folder but the first sync's marks package, at its
+    furthest stage (a package being moved can show in two)."""
     found: dict[str, Package] = {}
     root = pipelines_dir / PIPELINE
     for stage, relative in STAGE_DIRS.items():
@@ -59,7 +76,7 @@ def packages(pipelines_dir: Path) -> dict[str, Package]:
         except OSError:
             continue
         for entry in entries:
-            if not entry.is_dir():
+            if not entry.is_dir() or (skip_marks and _marks_only(entry)):
                 continue
             package = Package(
                 entry.name,
@@ -77,7 +94,9 @@ def packages(pipelines_dir: Path) -> dict[str, Package]:
 def pending_packages(pipelines_dir: Path) -> list[str]:
     """Packages not loaded: `<stage>/<load_id>` of each (empty when nothing is pending)."""
     return sorted(
-        f"{p.stage}/{p.load_id}" for p in packages(pipelines_dir).values() if p.stage != "loaded"
+        f"{p.stage}/{p.load_id}"
+        for p in packages(pipelines_dir, skip_marks=False).values()
+        if p.stage != "loaded"
     )
 
 
