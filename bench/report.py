@@ -151,6 +151,11 @@ def build_document(
             entry["rows"] = int(sorted(s.detail["rows_seen"] for s in group)[len(group) // 2])
             entry["rows_written"] = [s.detail["rows_written"] for s in group]
             entry["delivery_requests"] = [s.detail["delivery_requests"] for s in group]
+        elif label.startswith("cli"):
+            group = by_label.get(label, [])
+            entry["rows"] = None
+            entry["rows_written"] = [s.detail["rows_written"] for s in group]
+            entry["models_rebuilt"] = [s.detail["models_rebuilt"] for s in group]
         else:
             entry["rows"] = None
         entry["rows_per_s"] = (
@@ -272,6 +277,13 @@ def check_targets(document: dict[str, Any]) -> list[dict[str, Any]]:
     if "cli_nochange" in v:
         seconds = round(v["cli_nochange"]["seconds"], 2)
         add("no change through the CLI, models included (s)", seconds, "<= 3", seconds <= 3)
+        rebuilt = v["cli_nochange"]["models_rebuilt"]
+        add(
+            "no change through the CLI: models rebuilt",
+            rebuilt,
+            "none each run",
+            not any(rebuilt),
+        )
     peaks = [e["peak_rss_mb_max"] for k, e in v.items() if k.startswith("ours")]
     if peaks:
         add(

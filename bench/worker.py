@@ -75,6 +75,7 @@ def run_ours(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, Any
         "rows_written": sum(r.new + r.changed + r.retired for r in tables.values()),
         "walk_seconds": delivery.seconds if delivery else None,
         "load_seconds": outcome.load_seconds,
+        "delivery_waves": outcome.delivery_waves,
         "delivery_requests": delivery.requests if delivery else 0,
         "tables": {
             name: {

@@ -190,7 +190,8 @@ def _locked_run(
             if not selected:
                 continue
             if waves is not None:
-                waves.load_while(_stage_of(group))
+                stage = _stage_of(group)
+                waves.load_while(stage, only_when_idle=stage == LISTS)
             if stop is not None and stop.is_set():
                 walk.interrupt()
                 _mark_interrupted(report, selected)

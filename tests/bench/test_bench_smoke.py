@@ -3,7 +3,9 @@ ours fetches exactly the pages the raw floor fetches. No timing assertions (issu
 
 The opt-in `postgres` variant runs in the same invocation, so its pages are checked against
 the same floor and its ratios against the same DuckDB syncs, for about 12 s more (one server
-start, three syncs) instead of a second simulator and a second set of DuckDB syncs."""
+start, three syncs) instead of a second simulator and a second set of DuckDB syncs. So does the
+opt-in `cli` variant (`drone-sync run` twice, models included): the quiet second run must
+rebuild no model and write no row."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.e2e
 @pytest.mark.slow
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(260)
 def test_bench_small_smoke(tmp_path: Path) -> None:
     output = tmp_path / "small.json"
     env = dict(os.environ)
@@ -40,7 +42,7 @@ def test_bench_small_smoke(tmp_path: Path) -> None:
             "0",
             "--no-models",
             "--only",
-            "ours,baseline,tuned,floor,postgres",
+            "ours,baseline,tuned,floor,postgres,cli",
             "--output",
             str(output),
         ],
@@ -48,7 +50,7 @@ def test_bench_small_smoke(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=170,
+        timeout=250,
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     document = json.loads(output.read_text())
@@ -65,6 +67,8 @@ def test_bench_small_smoke(tmp_path: Path) -> None:
         "postgres_initial",
         "postgres_nochange",
         "postgres_churn",
+        "cli_initial",
+        "cli_nochange",
     ):
         assert label in variants, label
         assert variants[label]["seconds"] > 0
@@ -93,6 +97,11 @@ def test_bench_small_smoke(tmp_path: Path) -> None:
     assert document["ratios"]["postgres/duckdb no change"] is not None
     assert document["postgres"]["fsync"] == "off"
     assert "ours (postgres)" in completed.stdout
+    # a scheduled run through the CLI: the first builds the models, a quiet one reuses them
+    assert variants["cli_initial"]["models_rebuilt"] == [True]
+    assert variants["cli_nochange"]["models_rebuilt"] == [False]
+    assert variants["cli_nochange"]["rows_written"] == [0]
+    assert variants["cli_nochange"]["requests"] == variants["floor_nochange"]["requests"]
     # the server's password reaches the workers through their environment only
     assert PASSWORD not in output.read_text()
     assert PASSWORD not in completed.stdout + completed.stderr
