@@ -36,11 +36,13 @@ def open_pipeline(target: Target) -> tuple[dlt.Pipeline, str | None]:
     itself and this sync re-derives every change by comparing with the warehouse, so a folder
     dlt cannot read is moved aside (one copy, for a post-mortem) and the run starts from the
     warehouse, as a run on a new machine does."""
+    working = target.resolved_pipelines_dir() / PIPELINE_NAME
     try:
         return make_pipeline(target), None
     except LOCAL_STATE_ERRORS as exc:
+        if not working.is_dir():
+            raise
         cause = root_cause(exc)
-    working = target.resolved_pipelines_dir() / PIPELINE_NAME
     aside = working.with_name(working.name + DAMAGED_SUFFIX)
     shutil.rmtree(aside, ignore_errors=True)
     working.rename(aside)
