@@ -129,13 +129,13 @@ class TableSnapshot:
             if len(pending.lines) >= settings.ARROW_BATCH_ROWS:
                 batch, self._pending = pending, PendingLines()
         if batch is not None:
-            self.adopt([self._spill_lines(batch)])
+            self.adopt(self._spill_lines(batch))
 
     def finish(self) -> None:
         with self._lock:
             batch, self._pending = self._pending, PendingLines()
         if batch.lines:
-            self.adopt([self._spill_lines(batch)])
+            self.adopt(self._spill_lines(batch))
 
     def _spill_lines(self, batch: PendingLines) -> SpilledBatch:
         return self.spill_table(lambda issues: self._typed(batch, issues))
@@ -184,10 +184,10 @@ class TableSnapshot:
             hashes = built.column(settings.ROW_HASH_COLUMN).combine_chunks()
         return SpilledBatch(path, built.column("id").combine_chunks(), hashes)
 
-    def adopt(self, batches: list[SpilledBatch], rows_seen: int = 0) -> None:
-        """Makes spilled batches part of the snapshot (all of a walk's, or none)."""
+    def adopt(self, batch: SpilledBatch, rows_seen: int = 0) -> None:
+        """Makes a spilled batch part of the snapshot (and loadable by the next delivery wave)."""
         with self._lock:
-            self._batches.extend(batches)
+            self._batches.append(batch)
             self.rows_seen += rows_seen
 
     def replace(self, ids: list[str], rows: list[Record]) -> None:
@@ -196,7 +196,7 @@ class TableSnapshot:
         self._replaced = pa.concat_arrays([self._replaced, pa.array(ids, pa.string())])
         if rows:
             batch = self.spill(rows)
-            self.adopt([SpilledBatch(batch.path, batch.ids, batch.hashes, authoritative=True)])
+            self.adopt(SpilledBatch(batch.path, batch.ids, batch.hashes, authoritative=True))
 
     def _keep(self, batch: SpilledBatch, ids: pa.Array) -> pa.Array | None:
         if batch.authoritative or len(self._replaced) == 0:

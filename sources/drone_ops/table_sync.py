@@ -197,10 +197,8 @@ class TableSync:
         }
 
     def delivery_wave(self) -> Iterator[pa.Table]:
-        """The deliveries typed since the last load, while the chains still walk."""
-        yield from self._loadable_deliveries()
-
-    def _loadable_deliveries(self) -> Iterator[pa.Table]:
+        """The deliveries typed since the last load: a wave while the chains still walk, or
+        the last ones after they ended."""
         # appended when the table is new: a repeated id (which the merge on id would collapse)
         # is dropped here instead
         appended = "webhook_deliveries" not in self.options.known.existing
@@ -213,7 +211,7 @@ class TableSync:
         result, walked = self._start("webhook_deliveries")
         snapshot = self.walk.tables["webhook_deliveries"]
         try:
-            yield from self._loadable_deliveries()
+            yield from self.delivery_wave()
             result.rows_seen = result.new = snapshot.rows_seen
             failures = self.walk.delivery_failures
             if snapshot.error is not None or failures:

@@ -155,5 +155,5 @@ class WebhookWalks:
                 WEBHOOK_DELIVERIES.contract, lines, webhook_id, self.run_id, issues
             )
         )
-        deliveries.adopt([batch], len(lines))
+        deliveries.adopt(batch, len(lines))
         self._report("webhook_deliveries", len(lines))
