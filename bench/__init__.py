@@ -1,1 +1,2 @@
-"""Benchmark suite for issue 5: ours vs dlt rest_api vs the raw HTTP floor."""
+"""Benchmark suite: our sync vs dlt's rest_api source vs the raw HTTP floor, in wall time,
+requests, peak RSS and CPU, with the performance targets checked (docs/performance.md)."""

@@ -1,4 +1,4 @@
-"""`python -m bench`: ours vs dlt's rest_api source vs the raw HTTP floor (issue 5).
+"""`python -m bench`: ours vs dlt's rest_api source vs the raw HTTP floor.
 
 Examples:
     python -m bench --scale small --runs 1                 # CI smoke, under a minute
