@@ -157,7 +157,7 @@ def run_models(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, A
 
     On PostgreSQL the dbt target comes from `dbt_target`, as for the CLI's `--models`, resolved
     before the clock starts. The DuckDB build takes the file path directly, as it always has
-    here, so its peak RSS stays comparable with earlier rounds (no dlt import)."""
+    here, so its peak RSS stays comparable with earlier figures (no dlt import)."""
     from pipelines.models import DbtTarget, build_models
 
     warehouse: Path | DbtTarget

@@ -4,13 +4,13 @@ dlt reads its runtime configuration once, when it is first imported, and starts 
 telemetry then. So the default that keeps a run from talking to anything but the API is set
 here, before any module of this package imports dlt: telemetry is off unless the environment
 turns it on (`RUNTIME__DLTHUB_TELEMETRY=true`). dlt's own SIGINT/SIGTERM handling is off too:
-the CLI handles the signals (see `pipelines.signals.SignalStop`). And the process's malloc
-arenas are limited before any thread starts (`pipelines.memory`).
+the CLI handles the signals (see `pipelines.run.signals.SignalStop`). And the process's malloc
+arenas are limited before any thread starts (`pipelines.run.memory`).
 """
 
 import os
 
-from .memory import limit_malloc_arenas
+from .run.memory import limit_malloc_arenas
 
 os.environ.setdefault("RUNTIME__DLTHUB_TELEMETRY", "false")
 os.environ.setdefault("RUNTIME__INTERCEPT_SIGNALS", "false")

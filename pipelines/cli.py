@@ -14,32 +14,37 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from sources.drone_ops import ConfigError, DroneOpsError
-from sources.drone_ops.check import check_access
-from sources.drone_ops.config import checked_tables
-from sources.drone_ops.entities import ALL_TABLES
-from sources.drone_ops.secrets import redact
+from sources.drone_ops import (
+    ALL_TABLES,
+    ConfigError,
+    DroneOpsError,
+    RunOptions,
+    check_access,
+    checked_tables,
+    read_source_config,
+    redact,
+)
 
-from .dlt_tooling import link_for_dlt_cli
+from .console.logs import setup_logging
+from .console.output import JsonOutput, Output, TextOutput, make_console
 from .exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_OK
-from .lock import WarehouseBusy, warehouse_lock
-from .logs import setup_logging
-from .output import JsonOutput, Output, TextOutput, make_console
+from .publish.dbt_build import dbt_target
+from .publish.snapshot import CONFIG_KEY as SNAPSHOT_CONFIG_KEY
+from .publish.snapshot import SnapshotPlan
 from .publishing import build_models_step, command_snapshot_plan, finish_success
-from .signals import SignalStop
-from .snapshot import CONFIG_KEY as SNAPSHOT_CONFIG_KEY
-from .snapshot import SnapshotPlan
-from .sync import run_sync, source_config
-from .target import (
+from .run.dlt_tooling import link_for_dlt_cli
+from .run.lock import WarehouseBusy, warehouse_lock
+from .run.signals import SignalStop
+from .run.sync import sync_locked
+from .run.target import (
     DEFAULT_DATASET,
     MODEL_DESTINATIONS,
     Target,
     apply_runtime_defaults,
     check_target,
-    dbt_target,
     make_pipeline,
 )
-from .warehouse import read_data_version
+from .run.warehouse import read_data_version
 
 __all__ = ["EXIT_BUSY", "EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "build_parser", "main"]
 
@@ -208,22 +213,16 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
         if not all(tables):
             raise ConfigError("--resources", f"{args.resources!r} has an empty table name")
     target = _target(args)
-    # every setting and flag is checked before the lock file or anything else is created
-    source_config()
+    # every setting and flag is read and checked once, before the lock file or anything else
+    # is created, and handed down as checked values
+    config = read_source_config()
     check_target(target)
-    checked_tables(tables)
+    options = RunOptions(checked_tables(tables), args.allow_mass_delete, args.full_refresh)
     snapshot = _snapshot_plan(target, args)
     notes: list[str] = []
     with warehouse_lock(target.lock_path(), notes):
         with output.progress() as counter, stop.cooperating() as stopping:
-            outcome = run_sync(
-                target,
-                tables=tables,
-                full_refresh=args.full_refresh,
-                allow_mass_delete=args.allow_mass_delete,
-                progress=counter,
-                stop=stopping,
-            )
+            outcome = sync_locked(target, config, options, progress=counter, cancel=stopping)
         outcome.notes[:0] = notes
         tooling_note = link_for_dlt_cli(target)
         if tooling_note:
@@ -253,13 +252,7 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
 
 
 def _check(output: Output) -> int:
-    config = source_config()
-    report = check_access(
-        config.base_url,
-        config.api_key,
-        jobs_path=config.jobs_path,
-        webhook_ids=list(config.webhook_ids) if config.webhook_ids else None,
-    )
+    report = check_access(read_source_config())
     output.access_report(report)
     return output.finish(
         EXIT_OK if report.ok else EXIT_FAILED, "success" if report.ok else "failed"

@@ -16,8 +16,10 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from .summary import print_summary
-from .target import DEFAULT_DATABASE, Target
+from sources.drone_ops import read_source_config
+
+from .console.summary import print_summary
+from .run.target import DEFAULT_DATABASE, Target
 
 DEMO_QUERIES: tuple[tuple[str, str], ...] = (
     (
@@ -55,10 +57,10 @@ DEMO_QUERIES: tuple[tuple[str, str], ...] = (
 def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     from simulator.server import serve_in_thread
 
-    from .dlt_tooling import link_for_dlt_cli
-    from .models import answer_questions, build_models
-    from .progress import sync_with_progress
-    from .snapshot import default_snapshot_path, publish_snapshot
+    from .console.progress import sync_with_progress
+    from .publish.dbt_build import answer_questions, build_models
+    from .publish.snapshot import default_snapshot_path, publish_snapshot
+    from .run.dlt_tooling import link_for_dlt_cli
 
     database = directory / DEFAULT_DATABASE
     _fresh(directory, database)
@@ -67,8 +69,8 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     console.print(f"starting the simulator (seed {seed}, scale small) on 127.0.0.1 ...")
     with serve_in_thread(seed=seed, scale="small", admin=True) as sim:
         console.print(f"simulator at {sim.base_url} (read-only key used for syncing)")
-        overrides = {"base_url": sim.base_url, "api_key": sim.read_key}
-        first = sync_with_progress(target, console, source_overrides=overrides)
+        config = read_source_config({"base_url": sim.base_url, "api_key": sim.read_key})
+        first = sync_with_progress(target, console, config=config)
         print_summary(console, first, "First sync (everything is new)")
         if not first.ok:
             return 1
@@ -77,7 +79,7 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
             for line in _change_workspace(api):
                 console.print(f"  {line}")
         sim.wait_for_deliveries(timeout=30)
-        second = sync_with_progress(target, console, source_overrides=overrides)
+        second = sync_with_progress(target, console, config=config)
         print_summary(console, second, "Second sync (only the changes)")
         if not second.ok:
             return 1

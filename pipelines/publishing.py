@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sources.drone_ops import ConfigError
-from sources.drone_ops.secrets import redact
+from sources.drone_ops import ConfigError, redact
 
-from .build_record import (
+from .console.output import Output
+from .exit_codes import EXIT_FAILED, EXIT_OK
+from .publish.build_record import (
     current_build,
     dbt_folder,
     forget_build,
@@ -19,14 +20,12 @@ from .build_record import (
     remember_snapshot,
     snapshot_current,
 )
-from .exit_codes import EXIT_FAILED, EXIT_OK
-from .lock import WarehouseBusy, busy_message, ensure_duckdb_free
-from .models import ModelsResult
-from .output import Output
-from .signals import SignalStop
-from .snapshot import SnapshotError, SnapshotPlan, publish_snapshot, snapshot_plan
-from .sync import SyncOutcome
-from .target import Target, dbt_target, ensure_destination_reachable
+from .publish.dbt_build import ModelsResult, dbt_target
+from .publish.snapshot import SnapshotError, SnapshotPlan, publish_snapshot, snapshot_plan
+from .run.lock import WarehouseBusy, busy_message, ensure_duckdb_free
+from .run.signals import SignalStop
+from .run.sync import SyncOutcome
+from .run.target import Target, ensure_destination_reachable
 
 
 def build_models_step(
@@ -42,7 +41,7 @@ def build_models_step(
 ) -> int:
     """Builds (and tests) the models, or, with `reuse_current`, keeps marts that are current;
     then publishes the snapshot and ends the command with its exit code."""
-    from .models import build_models
+    from .publish.dbt_build import build_models
 
     folder = dbt_folder(target.resolved_pipelines_dir())
     if reuse_current:

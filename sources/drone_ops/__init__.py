@@ -1,11 +1,29 @@
 """dlt source for the Drone Operations Service API.
 
-Where things live (docs/architecture.md has the whole picture):
-`entities.py` what each table is; `client.py` HTTP; `walk.py` / `webhook_walk.py` the walk;
-`spill.py` the walk's store; `table_sync.py` what each table loads; `resources.py` the source.
+    import dlt
+    from sources.drone_ops import drone_ops
+
+    pipeline = dlt.pipeline("drone_ops", destination="duckdb", dataset_name="drone_ops")
+    pipeline.run(drone_ops())
+
+Wings, each with one job (docs/architecture.md has the whole picture): `http/` talks to the API;
+`tables/` says what each table is and how a record becomes its row; `walk/` walks the workspace
+into spilled Arrow batches; `compare/` decides what each table loads (`compare/deletions.py`:
+what may be retired); `known.py` reads what the warehouse holds; `run.py` is one run;
+`source.py` the dlt source. Callers outside this package import from here only.
 """
 
-from .config import SourceConfig, read_source_config
+from . import settings
+from .check import AccessReport, check_access
+from .config import (
+    SourceConfig,
+    checked_api_key,
+    checked_tables,
+    missing_setting,
+    read_source_config,
+    setting_name,
+    validate_base_url,
+)
 from .exceptions import (
     ApiError,
     AuthError,
@@ -16,28 +34,67 @@ from .exceptions import (
     PaginationError,
     RetriesExhaustedError,
 )
+from .known import DeliveryMark, KnownState, read_known_state
 from .report import SyncReport, TableResult
-from .resources import drone_ops
-from .run import DeliveryMark, KnownState, RunOptions
-from .walk import WorkspaceWalk, open_walk
+from .run import RunOptions, Seams, SyncRun, new_run_id
+from .secrets import redact, register_secret
+from .source import delivery_wave, drone_ops
+from .tables.entities import (
+    ALL_TABLES,
+    ENTITIES,
+    ENTITY_TABLES,
+    LISTS,
+    LOAD_GROUPS,
+    WEBHOOKS,
+    Entity,
+)
+from .tables.rows import issue_table
+from .tables.schema import ISSUES
+from .walk import ProgressCallback, WorkspaceWalk
+from .walk.spill import SPILL_PREFIX
 
 __all__ = [
+    "ALL_TABLES",
+    "ENTITIES",
+    "ENTITY_TABLES",
+    "ISSUES",
+    "LISTS",
+    "LOAD_GROUPS",
+    "SPILL_PREFIX",
+    "WEBHOOKS",
+    "AccessReport",
     "ApiError",
     "AuthError",
     "ConfigError",
     "DeliveryMark",
     "DroneOpsError",
+    "Entity",
     "KnownState",
     "MassDeleteRefused",
     "NotFoundError",
     "PaginationError",
+    "ProgressCallback",
     "RetriesExhaustedError",
     "RunOptions",
+    "Seams",
     "SourceConfig",
     "SyncReport",
+    "SyncRun",
     "TableResult",
     "WorkspaceWalk",
+    "check_access",
+    "checked_api_key",
+    "checked_tables",
+    "delivery_wave",
     "drone_ops",
-    "open_walk",
+    "issue_table",
+    "missing_setting",
+    "new_run_id",
+    "read_known_state",
     "read_source_config",
+    "redact",
+    "register_secret",
+    "setting_name",
+    "settings",
+    "validate_base_url",
 ]

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from . import settings
-from .client import DroneOpsClient
-from .entities import (
+from .config import SourceConfig
+from .exceptions import DroneOpsError
+from .http import DroneOpsClient
+from .tables.entities import (
     ENTITIES,
     JOB_TYPES,
     JOBS,
@@ -22,7 +23,6 @@ from .entities import (
     WEBHOOKS_TABLE,
     Entity,
 )
-from .exceptions import DroneOpsError
 
 
 @dataclass
@@ -38,17 +38,13 @@ class AccessReport:
 
 
 def check_access(
-    base_url: str,
-    api_key: str,
-    *,
-    jobs_path: str = settings.JOBS_PATH_TEMPLATE,
-    webhook_ids: list[str] | None = None,
-    transport: httpx.BaseTransport | None = None,
+    config: SourceConfig, *, transport: httpx.BaseTransport | None = None
 ) -> AccessReport:
     """Reads the first page of every resource the sync walks; raises for a refused key."""
+    jobs_path, webhook_ids = config.jobs_path, config.webhook_ids
     with DroneOpsClient(
-        base_url,
-        api_key,
+        config.base_url,
+        config.api_key,
         max_workers=2,
         timeout=10.0,
         max_attempts=3,

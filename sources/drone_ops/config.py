@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 import dlt
 
 from . import settings
-from .entities import ALL_TABLES
 from .exceptions import ConfigError
 from .secrets import register_secret
+from .tables.entities import ALL_TABLES
 
 SECTION = settings.CONFIG_SECTION
 ConfigLookup = Callable[[str], Any]

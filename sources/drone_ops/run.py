@@ -1,89 +1,164 @@
-"""What one run is given: its options, and what the warehouse already holds.
+"""One run of the source: its options, what the warehouse holds, its walk and its report.
 
-Filled by the pipeline layer (`pipelines/sync.py` builds both and reads the warehouse), read by
-the walk and the resources; nothing here is written back by the source.
+Four separate things a run is given or makes, so none of them is written back into another:
+`RunOptions` (the choices for this run), `KnownState` (read from the warehouse, `known.py`),
+`SyncReport` (the outcome, `report.py`) and `Seams` (what tests replace). `SyncRun` holds one
+of each, mints the run id once, and owns the one cancellation token that the walk and the HTTP
+client share.
+
+Who opens a run closes it. `drone-sync run` (`pipelines/`) opens it explicitly, after its own
+repairs, and closes it when its last load is done; the plain source (`pipeline.run(drone_ops())`)
+has no such owner, so the first of its tables to run opens it and the last selected table to
+finish closes it.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import dlt
 import httpx
-import pyarrow as pa
 
-from . import settings
-from .entities import ALL_TABLES
+from .config import SourceConfig
+from .http import DroneOpsClient
+from .known import KnownState, read_known_state
 from .report import SyncReport
-
-ProgressCallback = Callable[[str, int], None]
-"""Called with (table, rows) as the walk sees rows, for a live progress line."""
-
-
-@dataclass
-class DeliveryMark:
-    """What the warehouse already holds of one webhook's delivery log."""
-
-    stop_before_ms: int
-    """Entries older than this are loaded already; the walk stops when it reaches them."""
-    known_ids: frozenset[str] = frozenset()
-    """Ids loaded at or after `stop_before_ms` (the overlap window), skipped when seen again."""
-    newest_ms: int | None = None
-    """The mark itself: everything created up to it is loaded (`stop_before_ms` is it minus
-    the overlap). A chain that walks nothing new keeps it."""
-
-
-@dataclass
-class KnownState:
-    """What the warehouse holds before the run; read by the pipeline layer."""
-
-    current: dict[str, pa.Table] = field(default_factory=dict)
-    """Per entity table: the `Entity.current_columns` of its current rows."""
-    delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
-    marks_recorded: bool = True
-    """Whether the marks come from `_sync_delivery_marks`. False for a warehouse last synced
-    before deliveries loaded in waves: its marks are read from the deliveries themselves, and
-    recorded before anything else is loaded, so no wave ever runs on marks that a partial
-    load could move."""
-    users: pa.Table | None = None
-    """`id`, `_row_hash` of the users table."""
-    existing: set[str] = field(default_factory=set)
-    """Tables the warehouse already has; the others are loaded by a plain append."""
-    job_syncs: int | None = None
-    """Successful `jobs` syncs so far (picks a rolling refresh's slice); None when this run
-    must walk every project's jobs (no history yet, or `--full-refresh`)."""
+from .tables.entities import ALL_TABLES
+from .walk import ProgressCallback, WalkPlan, WorkspaceWalk
 
 
 def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    """The one way a run id is made: sortable by time, unique across machines."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Per-run choices that are not configuration (the CLI's flags)."""
+
+    tables: tuple[str, ...] = ALL_TABLES
+    allow_mass_delete: bool = False
+    full_refresh: bool = False
+    """Walk every delivery page and every project's jobs, whatever the warehouse holds."""
+
+
+@dataclass(frozen=True)
+class Seams:
+    """What tests replace: the network (an `httpx.MockTransport`) and the retry waits."""
+
+    transport: httpx.BaseTransport | None = None
+    backoff_initial_seconds: float | None = None
+    backoff_max_seconds: float | None = None
 
 
 @dataclass
-class RunOptions:
-    """Per-run choices that are not configuration: set by the CLI for one run."""
+class SyncRun:
+    """One run of the source over one workspace."""
 
+    config: SourceConfig
+    options: RunOptions = field(default_factory=RunOptions)
+    progress: ProgressCallback | None = None
+    spill_root: Path | None = None
+    """Where the walk spills typed batches (default: the system temp dir)."""
+    cancel: threading.Event = field(default_factory=threading.Event)
+    """The run's one cancellation token: a signal handler sets it to interrupt the run
+    (unfinished tables load nothing); the walk and the HTTP client stop on it."""
+    seams: Seams = field(default_factory=Seams)
     run_id: str = field(default_factory=new_run_id)
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    tables: Sequence[str] = ALL_TABLES
-    known: KnownState = field(default_factory=KnownState)
-    allow_mass_delete: bool = False
-    progress: ProgressCallback | None = None
-    report: SyncReport | None = None
-    """Where the resources record each table's outcome (a new one when not given)."""
-    transport: httpx.BaseTransport | None = None
-    """Replaces the network in unit tests (httpx.MockTransport)."""
-    spill_root: Path | None = None
-    """Where the walk spills typed batches (default: the system temp dir); the pipeline layer
-    puts it beside the pipeline's working folder, where a later run removes what a killed
-    run left."""
-    stop: threading.Event | None = None
-    """Set (by a signal handler) to interrupt the run: unfinished tables load nothing."""
-    delivery_wave_rows: int = settings.DELIVERY_WAVE_ROWS
-    """Typed deliveries that make the pipeline load a wave while the chains still walk."""
+    known: KnownState | None = None
+    walk: WorkspaceWalk | None = None
+    report: SyncReport = field(init=False)
+    _pending: set[str] | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.report is None:
-            self.report = SyncReport(self.run_id, self.started_at)
+        self.report = SyncReport(self.run_id, self.started_at)
+
+    def open(self, pipeline: dlt.Pipeline | None, known: KnownState | None = None) -> None:
+        """Reads what the warehouse holds (through `pipeline`, unless `known` is given) and
+        opens the walk; the walk starts with the first table that waits for it."""
+        with self._lock:
+            if self.walk is not None:
+                return
+            if known is None:
+                known = (
+                    read_known_state(
+                        pipeline,
+                        delivery_overlap_seconds=self.config.delivery_overlap_seconds,
+                        full_refresh=self.options.full_refresh,
+                    )
+                    if pipeline is not None
+                    else KnownState()
+                )
+            self.known = known
+            self.walk = self._open_walk(known)
+
+    def close(self) -> None:
+        """Stops a walk still under way and removes its spill files."""
+        with self._lock:
+            walk, self.walk = self.walk, None
+        if walk is not None:
+            walk.close()
+
+    def __enter__(self) -> SyncRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def interrupted(self) -> bool:
+        return self.cancel.is_set()
+
+    def table_started(self, selected: Iterable[str]) -> None:
+        """Called by each table as it starts: a run nobody opened (the plain source) is opened
+        here, through the pipeline dlt is running, and closes when every table `selected` for
+        this extraction has finished."""
+        self.open(dlt.current.pipeline())
+        with self._lock:
+            self._pending = set(selected)
+
+    def table_finished(self, table: str) -> None:
+        with self._lock:
+            if self._pending is None:
+                return
+            self._pending.discard(table)
+            done = not self._pending
+        if done:
+            self.close()
+
+    def _open_walk(self, known: KnownState) -> WorkspaceWalk:
+        config, seams = self.config, self.seams
+        backoff: dict[str, Any] = {}
+        if seams.backoff_initial_seconds is not None:
+            backoff["backoff_initial_seconds"] = seams.backoff_initial_seconds
+        if seams.backoff_max_seconds is not None:
+            backoff["backoff_max_seconds"] = seams.backoff_max_seconds
+        client = DroneOpsClient(
+            config.base_url,
+            config.api_key,
+            max_workers=config.max_workers,
+            timeout=config.timeout_seconds,
+            max_attempts=config.max_attempts,
+            retry_budget_seconds=config.retry_budget_seconds,
+            max_requests_per_second=config.max_requests_per_second,
+            transport=seams.transport,
+            cancel=self.cancel,
+            **backoff,
+        )
+        return WorkspaceWalk(
+            client,
+            WalkPlan.for_run(config, self.options.tables, known),
+            run_id=self.run_id,
+            max_workers=config.max_workers,
+            cancel=self.cancel,
+            progress=self.progress,
+            spill_root=self.spill_root,
+        )

@@ -1,5 +1,5 @@
 """Smoke test of `python -m bench` at the small scale: it completes, writes every variant, and
-ours fetches exactly the pages the raw floor fetches. No timing assertions (issue 5).
+ours fetches exactly the pages the raw floor fetches. No timing assertions.
 
 The opt-in `postgres` variant runs in the same invocation, so its pages are checked against
 the same floor and its ratios against the same DuckDB syncs, for about 12 s more (one server

@@ -1,0 +1,1 @@
+"""The console: text and JSON output, the run summary, the live progress line, logging."""

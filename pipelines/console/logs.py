@@ -1,0 +1,87 @@
+"""Log lines to stderr as text, or to stdout as JSON lines beside the output's events; every
+line goes through `redact`, so a secret that slipped into some library's message never leaves
+the process. dlt's own logger is routed through the same handlers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+
+from sources.drone_ops import redact
+
+# dlt warnings about choices we made on purpose: our JSON columns are declared `json` while
+# Arrow carries them as text; PostgreSQL loads by INSERT from Arrow (see Target.loader_file_format)
+_BENIGN_DLT_WARNINGS = (
+    "when merging arrow schema with dlt schema",
+    "A ArrowToInsertValuesWriter writer is used",
+)
+
+
+class _BenignDltWarnings(logging.Filter):
+    """Hides dlt warnings that fire on every run about what we intend."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(benign in message for benign in _BENIGN_DLT_WARNINGS)
+
+
+class _ThroughOurHandlers(_BenignDltWarnings):
+    """Sends dlt's records to the root logger's handlers (ours: redacting, text or JSON)
+    and never to dlt's own. dlt re-adds a stderr handler to its logger whenever it
+    re-initialises its runtime, which a one-time removal cannot prevent; a filter on the
+    logger itself runs before any handler, so it holds."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if super().filter(record):
+            for handler in logging.getLogger().handlers:
+                if record.levelno >= handler.level:
+                    handler.handle(record)
+        return False
+
+
+class _Redacting(logging.Formatter):
+    """Formats as usual, then removes any registered secret from the whole line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
+class _JsonLines(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        event = {
+            "event": "log",
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": redact(record.getMessage()),
+        }
+        if record.exc_info:
+            event["error"] = redact(repr(record.exc_info[1]))
+        return json.dumps(event, default=str)
+
+
+def setup_logging(verbose: bool, *, json_lines: bool = False) -> None:
+    """Logs to stderr as text, or to stdout as JSON lines beside the events."""
+    handler = logging.StreamHandler(sys.stdout if json_lines else sys.stderr)
+    handler.setFormatter(
+        _JsonLines()
+        if json_lines
+        else _Redacting("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
+    handler.addFilter(_BenignDltWarnings())
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        root.removeHandler(existing)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    # dlt configures its own logger from runtime.log_level; route it through ours
+    dlt_logger = logging.getLogger("dlt")
+    dlt_logger.handlers.clear()
+    dlt_logger.propagate = False
+    for existing_filter in list(dlt_logger.filters):
+        dlt_logger.removeFilter(existing_filter)
+    dlt_logger.addFilter(_ThroughOurHandlers())
+    if not verbose:
+        logging.getLogger("httpx").setLevel(logging.WARNING)

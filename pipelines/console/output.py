@@ -1,0 +1,275 @@
+"""What a person or a log shipper sees of a command: progress, summaries, the final outcome.
+
+Two outputs with the same methods: `TextOutput` (a table for people; plain and never truncated
+when the output is a file, as under cron) and `JsonOutput` (one JSON object per line on stdout,
+ending with a `summary` object, for log shippers). Every line goes through `redact`, so a secret
+that slipped into some library's message never leaves the process. The live progress line is
+drawn by `progress.py`, the run's summary table by `summary.py`, log lines by `logs.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from contextlib import AbstractContextManager, nullcontext
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from sources.drone_ops import AccessReport, redact
+
+from ..run.sync import SyncOutcome
+from .progress import ProgressCounter, live_progress
+from .summary import print_summary, table_fields
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..publish.dbt_build import ModelsResult
+    from ..publish.snapshot import SnapshotResult
+
+# Wide enough for the summary table and for error lines, so a log file gets them whole.
+PLAIN_WIDTH = 240
+
+
+def make_console() -> Console:
+    """A terminal gets rich output at its width; a file or pipe gets plain, unwrapped text."""
+    if sys.stdout.isatty():
+        return Console()
+    return Console(width=PLAIN_WIDTH, soft_wrap=True, no_color=True, highlight=False)
+
+
+class Output:
+    """The common face of `TextOutput` and `JsonOutput`."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.started = time.monotonic()
+
+    def progress(self) -> AbstractContextManager[ProgressCounter | None]:
+        return nullcontext(None)
+
+    def status(self, message: str) -> AbstractContextManager[Any]:
+        return nullcontext()
+
+    def sync_summary(self, outcome: SyncOutcome) -> None:
+        raise NotImplementedError
+
+    def models_summary(self, result: ModelsResult, dataset: str) -> None:
+        raise NotImplementedError
+
+    def access_report(self, report: AccessReport) -> None:
+        raise NotImplementedError
+
+    def snapshot_summary(self, result: SnapshotResult) -> None:
+        """The BI snapshot was published: where, how big, how long it took."""
+        raise NotImplementedError
+
+    def snapshot_failed(self, path: Path, message: str) -> None:
+        """The BI snapshot could not be published: one line saying why."""
+        raise NotImplementedError
+
+    def snapshot_current(self, path: Path) -> None:
+        """The BI snapshot in place was published from the current marts: not published again."""
+        raise NotImplementedError
+
+    def fail(self, kind: str, message: str, exit_code: int) -> int:
+        """A run that ended before a summary: one line (or one event) and the exit code."""
+        raise NotImplementedError
+
+    def finish(
+        self,
+        exit_code: int,
+        outcome_label: str,
+        outcome: SyncOutcome | None = None,
+        models: ModelsResult | None = None,
+        error: str | None = None,
+    ) -> int:
+        return exit_code
+
+
+class TextOutput(Output):
+    def progress(self) -> AbstractContextManager[ProgressCounter | None]:
+        return live_progress(self.console)
+
+    def status(self, message: str) -> AbstractContextManager[Any]:
+        return self.console.status(message) if self.console.is_terminal else nullcontext()
+
+    def sync_summary(self, outcome: SyncOutcome) -> None:
+        print_summary(self.console, outcome)
+
+    def models_summary(self, result: ModelsResult, dataset: str) -> None:
+        if result.reused_from is not None:
+            self.console.print(
+                f"dbt: models not rebuilt: no data changed since their build at"
+                f" {result.reused_from} (marts in schema {dataset}_marts; --force-models"
+                " rebuilds)"
+            )
+            return
+        self.console.print(
+            f"dbt: {result.models_built} models built, {result.tests_passed} tests passed,"
+            f" {result.tests_failed} failed in {result.seconds:.1f}s"
+            f" (marts in schema {dataset}_marts)"
+        )
+        for failure in result.failures:
+            self.console.print(f"[bold red]{failure.node}[/bold red]: {escape(failure.message)}")
+        if result.error:
+            self.console.print(f"[bold red]dbt error[/bold red]: {escape(redact(result.error))}")
+
+    def access_report(self, report: AccessReport) -> None:
+        self.console.print(
+            f"API {escape(report.base_url)}: key accepted, scope [bold]{report.scope}[/bold]"
+        )
+        for name, what in report.reachable.items():
+            self.console.print(f"  [green]ok[/green]   {name}: {escape(what)}")
+        for name, error in report.failures.items():
+            self.console.print(f"  [red]fail[/red] {name}: {escape(redact(error))}")
+
+    def snapshot_summary(self, result: SnapshotResult) -> None:
+        what = (
+            f"{len(result.tables)} tables{', raw included' if result.include_raw else ''}"
+            if result.tables
+            else "no tables yet: the marts are built by drone-sync run or drone-sync models"
+        )
+        self.console.print(
+            f"BI snapshot: {result.path} ({what}, {_size(result.bytes)})"
+            f" published in {result.seconds:.2f}s",
+            markup=False,
+            highlight=False,
+        )
+
+    def snapshot_failed(self, path: Path, message: str) -> None:
+        self.console.print(f"[bold red]BI snapshot failed[/bold red]: {escape(message)}")
+
+    def snapshot_current(self, path: Path) -> None:
+        self.console.print(
+            f"BI snapshot: {path} is current (published from these marts)",
+            markup=False,
+            highlight=False,
+        )
+
+    def fail(self, kind: str, message: str, exit_code: int) -> int:
+        # stderr, one line: what cron mails and what an orchestrator shows
+        sys.stderr.write(f"drone-sync: {kind}: {message}\n")
+        return exit_code
+
+
+class JsonOutput(Output):
+    def _emit(self, event: str, **fields: Any) -> None:
+        record = {"event": event, "ts": datetime.now(UTC).isoformat(timespec="milliseconds")}
+        record.update(fields)
+        sys.stdout.write(redact(json.dumps(record, default=str)) + "\n")
+        sys.stdout.flush()
+
+    def sync_summary(self, outcome: SyncOutcome) -> None:
+        for name, fields in table_fields(outcome).items():
+            self._emit("table", run_id=outcome.report.run_id, table=name, **fields)
+        for note in outcome.notes:
+            self._emit("note", message=note)
+
+    def models_summary(self, result: ModelsResult, dataset: str) -> None:
+        self._emit("models", **_models_fields(result, dataset))
+
+    def access_report(self, report: AccessReport) -> None:
+        self._emit(
+            "check",
+            base_url=report.base_url,
+            scope=report.scope,
+            reachable=report.reachable,
+            failures=report.failures,
+        )
+
+    def snapshot_summary(self, result: SnapshotResult) -> None:
+        self._emit("snapshot", **_snapshot_fields(result))
+
+    def snapshot_failed(self, path: Path, message: str) -> None:
+        self._emit(
+            "snapshot",
+            ok=False,
+            path=str(path),
+            tables=[],
+            bytes=None,
+            seconds=None,
+            run_id=None,
+            include_raw=None,
+            error=message,
+        )
+
+    def snapshot_current(self, path: Path) -> None:
+        self._emit("snapshot", ok=True, path=str(path), current=True, error=None)
+
+    def fail(self, kind: str, message: str, exit_code: int) -> int:
+        self._emit("error", kind=kind, message=message)
+        outcome_label = {"configuration error": "config_error", "warehouse busy": "busy"}.get(
+            kind, kind
+        )
+        return self.finish(exit_code, outcome_label, error=message)
+
+    def finish(
+        self,
+        exit_code: int,
+        outcome_label: str,
+        outcome: SyncOutcome | None = None,
+        models: ModelsResult | None = None,
+        error: str | None = None,
+    ) -> int:
+        tables = table_fields(outcome) if outcome is not None else {}
+        self._emit(
+            "summary",
+            outcome=outcome_label,
+            exit_code=exit_code,
+            run_id=outcome.report.run_id if outcome is not None else None,
+            tables=tables,
+            requests=sum(row["requests"] for row in tables.values()),
+            retries=sum(row["retries"] for row in tables.values()),
+            rows_written=sum(
+                row["new"] + row["changed"] + row["retired"] for row in tables.values()
+            ),
+            issues=outcome.issues if outcome is not None else 0,
+            seconds=round(time.monotonic() - self.started, 3),
+            models=_models_fields(models, None) if models is not None else None,
+            error=error,
+        )
+        return exit_code
+
+
+def _models_fields(result: ModelsResult, dataset: str | None) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "models_built": result.models_built,
+        "tests_passed": result.tests_passed,
+        "tests_failed": result.tests_failed,
+        "seconds": round(result.seconds, 3),
+        "failures": [f"{failure.node}: {failure.message}" for failure in result.failures],
+        "error": redact(result.error) if result.error else None,
+        "rebuilt": result.reused_from is None,
+        "built_at": result.reused_from,
+        **({"marts_schema": f"{dataset}_marts"} if dataset else {}),
+    }
+
+
+def _snapshot_fields(result: SnapshotResult) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "path": str(result.path),
+        "tables": list(result.tables),
+        "bytes": result.bytes,
+        "seconds": round(result.seconds, 3),
+        "run_id": result.run_id,
+        "include_raw": result.include_raw,
+        "error": None,
+    }
+
+
+def _size(size: int) -> str:
+    """A file size as people read it: 812 KB, 3.4 MB, 1.20 GB."""
+    if size < 1_000:
+        return f"{size} bytes"
+    if size < 1_000_000:
+        return f"{size / 1000:,.0f} KB"
+    if size < 1_000_000_000:
+        return f"{size / 1_000_000:,.1f} MB"
+    return f"{size / 1_000_000_000:,.2f} GB"

@@ -1,0 +1,112 @@
+"""The summary of one sync run: a table for people, and the same fields per table for the JSON
+events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from sources.drone_ops import ALL_TABLES, redact
+
+from ..run.sync import SyncOutcome
+
+STATUS_STYLE = {
+    "success": "green",
+    "failed": "bold red",
+    "refused": "bold yellow",
+    "interrupted": "bold yellow",
+    "skipped": "dim",
+}
+
+
+def table_fields(outcome: SyncOutcome) -> dict[str, dict[str, Any]]:
+    """Per table, what a run did: the summary table's columns, as plain values."""
+    return {
+        name: {
+            "status": result.status,
+            "rows_seen": result.rows_seen,
+            "new": result.new,
+            "changed": result.changed,
+            "retired": result.retired,
+            "pages": result.pages,
+            "requests": result.requests,
+            "retries": result.retries,
+            "seconds": round(result.seconds, 3),
+            "error": redact(result.error) if result.error else None,
+            "scope": result.scope,
+        }
+        for name in ALL_TABLES
+        if (result := outcome.report.tables.get(name)) is not None
+    }
+
+
+def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync summary") -> None:
+    report = outcome.report
+    table = Table(
+        title=f"{title} · run {report.run_id}",
+        title_justify="left",
+        # plain ASCII in a log file, which grep and mail readers take as text
+        box=box.HEAVY_HEAD if console.is_terminal else box.ASCII2,
+    )
+    table.add_column("table", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for header in ("seen", "new", "changed", "retired", "pages", "requests", "retries", "s"):
+        table.add_column(header, justify="right", no_wrap=True)
+    fields = table_fields(outcome)
+    for name, row in fields.items():
+        table.add_row(
+            name,
+            Text(row["status"], style=STATUS_STYLE.get(row["status"], "")),
+            *(f"{row[key]:,}" for key in ("rows_seen", "new", "changed", "retired", "pages")),
+            *(f"{row[key]:,}" for key in ("requests", "retries")),
+            f"{row['seconds']:.2f}",
+        )
+    console.print(table)
+    requests = sum(r.requests for r in report.tables.values())
+    console.print(
+        f"{requests:,} requests · load {outcome.load_seconds:.2f}s · total"
+        f" {outcome.total_seconds:.2f}s"
+        + (f" · {outcome.issues} contract issues in _sync_issues" if outcome.issues else "")
+        + (f" · database {outcome.database}" if outcome.database else ""),
+        markup=False,
+    )
+    for note in outcome.notes:
+        console.print(f"[dim]note: {escape(note)}[/dim]")
+    for name, row in fields.items():
+        if row["scope"]:
+            console.print(f"[bold]{name}[/bold]: {escape(row['scope'])}")
+    causes = _group_causes({name: row["error"] for name, row in fields.items() if row["error"]})
+    for error, names in causes.items():
+        console.print(f"[bold red]{', '.join(names)}[/bold red]: {escape(error)}")
+    if outcome.load_error and outcome.load_error not in causes:
+        console.print(f"[bold red]load failed[/bold red]: {escape(redact(outcome.load_error))}")
+    interrupted = [name for name, row in fields.items() if row["status"] == "interrupted"]
+    if interrupted:
+        loaded = [name for name in fields if outcome.report.tables[name].loaded]
+        console.print(
+            "[bold yellow]interrupted[/bold yellow]: not loaded: "
+            + ", ".join(interrupted)
+            + (f"; loaded in full: {', '.join(loaded)}" if loaded else "")
+            + "; the next run picks up the rest"
+        )
+    elif outcome.ok:
+        console.print("[green]all tables loaded[/green]")
+    else:
+        console.print("[bold red]run failed[/bold red]")
+
+
+def _group_causes(errors: dict[str, str]) -> dict[str, list[str]]:
+    """One line per cause: an unreachable API fails every table the same way, and a table
+    that failed because another did ("job walk incomplete because the project list failed:
+    <cause>") is listed with that cause."""
+    causes: dict[str, list[str]] = {}
+    bare = {name: error.removeprefix(f"{name}: ") for name, error in errors.items()}
+    for name, error in sorted(bare.items(), key=lambda item: len(item[1])):
+        cause = next((known for known in causes if error.endswith(known)), error)
+        causes.setdefault(cause, []).append(name)
+    return {cause: sorted(names, key=list(errors).index) for cause, names in causes.items()}

@@ -1,0 +1,361 @@
+"""Build the dbt project in `models/` over the synced DuckDB file, and answer a few questions.
+
+dbt runs in-process through `dbtRunner` (measured faster than dlt's dbt runner, see
+docs/models.md). The destination path and dataset reach `models/profiles.yml` through the
+environment variables `DRONE_SYNC_DUCKDB_PATH` and `DRONE_SYNC_DATASET`, set only for the call,
+so the credentials live in one place: the caller's destination.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from sources.drone_ops import ConfigError
+
+from ..run.recovery import SCRATCH_PREFIX
+from ..run.target import MODEL_DESTINATIONS, Target, destination_credentials
+
+PROJECT_DIR = pathlib.Path(__file__).resolve().parent.parent / "models"
+PATH_ENV = "DRONE_SYNC_DUCKDB_PATH"
+DATASET_ENV = "DRONE_SYNC_DATASET"
+
+# dbt reads env vars from the process environment; one build at a time per process.
+_ENV_LOCK = threading.Lock()
+"""dbt's target folders are named so a later run can remove those a killed build left."""
+
+
+@dataclass(frozen=True)
+class NodeFailure:
+    """A model, data test or unit test that did not pass, with dbt's message."""
+
+    node: str
+    resource_type: str
+    status: str
+    message: str
+
+
+@dataclass
+class ModelsResult:
+    """What a build did: enough for the CLI to print and for tests to assert.
+
+    `failures` holds models and tests that errored or failed; nodes skipped because of them
+    are only counted in `skipped`.
+    """
+
+    ok: bool
+    models_built: int = 0
+    tests_passed: int = 0
+    tests_failed: int = 0
+    tests_warned: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    failures: list[NodeFailure] = field(default_factory=list)
+    error: str | None = None
+    reused_from: str | None = None
+    """Set when nothing was built because the marts are current: when they were built (UTC)."""
+
+
+@contextmanager
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Set env vars for the duration of one dbt call and restore them afterwards."""
+    with _ENV_LOCK:
+        saved = {key: os.environ.get(key) for key in values}
+        os.environ.update(values)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def dbt_args(
+    command: str,
+    target_path: pathlib.Path,
+    dbt_vars: Mapping[str, Any] | None = None,
+    *,
+    quiet: bool = True,
+    log_path: pathlib.Path | None = None,
+) -> list[str]:
+    """The dbt command line for our project; target and logs stay out of `models/`."""
+    args = [
+        command,
+        "--project-dir",
+        str(PROJECT_DIR),
+        "--profiles-dir",
+        str(PROJECT_DIR),
+        "--target-path",
+        str(target_path),
+        "--log-path",
+        str(log_path if log_path is not None else target_path / "logs"),
+        "--no-version-check",
+        "--no-send-anonymous-usage-stats",
+        "--no-use-colors",
+    ]
+    if quiet:
+        args.append("--quiet")
+    if dbt_vars:
+        args += ["--vars", json.dumps(dict(dbt_vars))]
+    return args
+
+
+def _summarise(result: Any, ok: bool, started: float) -> ModelsResult:
+    """Count models and tests from dbt's run results and keep every failure's message."""
+    summary = ModelsResult(ok=ok, seconds=time.perf_counter() - started)
+    if result is None or not hasattr(result, "results"):
+        return summary
+    for node_result in result.results:
+        node = node_result.node
+        status = str(getattr(node_result.status, "value", node_result.status))
+        resource_type = str(getattr(node.resource_type, "value", node.resource_type))
+        if status == "skipped":
+            summary.skipped += 1
+            continue
+        if resource_type in ("test", "unit_test"):
+            if status == "pass":
+                summary.tests_passed += 1
+            elif status == "warn":
+                summary.tests_warned += 1
+            else:
+                summary.tests_failed += 1
+        elif resource_type == "model" and status == "success":
+            summary.models_built += 1
+        if status in ("error", "fail"):
+            summary.failures.append(
+                NodeFailure(
+                    node=node.unique_id,
+                    resource_type=resource_type,
+                    status=status,
+                    message=str(node_result.message or status),
+                )
+            )
+    summary.ok = ok and not summary.failures
+    return summary
+
+
+def _release_duckdb() -> None:
+    """Close the DuckDB database dbt-duckdb keeps open in-process after an invocation.
+
+    Without this the file stays open read-write in this process, and a later read-only
+    connection (answer_questions) or another configuration fails with "Can't open a connection
+    to same database file with a different configuration".
+    """
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+
+    with DuckDBConnectionManager._LOCK:
+        environment = DuckDBConnectionManager._ENV
+        DuckDBConnectionManager._ENV = None
+        if environment is not None:
+            environment.close()
+
+
+@dataclass(frozen=True)
+class DbtTarget:
+    """Which output of models/profiles.yml dbt builds in, and the values it reads from the
+    environment for that one call."""
+
+    name: str
+    env: Mapping[str, str]
+    database_file: pathlib.Path | None = None
+
+    @classmethod
+    def duckdb(cls, database_path: pathlib.Path) -> DbtTarget:
+        path = pathlib.Path(database_path).resolve()
+        return cls("duckdb", {PATH_ENV: str(path)}, path)
+
+    @classmethod
+    def postgres(
+        cls, *, host: str, port: int, user: str, password: str, database: str, sslmode: str
+    ) -> DbtTarget:
+        return cls(
+            "postgres",
+            {
+                "DRONE_SYNC_PG_HOST": host,
+                "DRONE_SYNC_PG_PORT": str(port),
+                "DRONE_SYNC_PG_USER": user,
+                "DBT_ENV_SECRET_DRONE_SYNC_PG_PASSWORD": password,
+                "DRONE_SYNC_PG_DATABASE": database,
+                "DRONE_SYNC_PG_SSLMODE": sslmode,
+            },
+        )
+
+
+def build_models(
+    warehouse: pathlib.Path | DbtTarget,
+    dataset: str = "drone_ops",
+    *,
+    run_tests: bool = True,
+    target_path: pathlib.Path | None = None,
+    dbt_vars: dict[str, Any] | None = None,
+    quiet: bool = True,
+    select: str | None = None,
+    scratch_root: pathlib.Path | None = None,
+) -> ModelsResult:
+    """Build staging views and marts (`dbt build`, or `dbt run` without tests) in-process.
+
+    `select` is a dbt selector (e.g. "+fct_job_occurrences") to build part of the project.
+    dbt's target folder is `target_path` when given: kept between builds, it holds dbt's
+    partial-parse state, so a later build parses only what changed. Otherwise, and for dbt's
+    logs always, a temporary folder in `scratch_root` (default: the system's).
+    """
+    from dbt.cli.main import dbtRunner
+
+    started = time.perf_counter()
+    target = warehouse if isinstance(warehouse, DbtTarget) else DbtTarget.duckdb(warehouse)
+    if target.database_file is not None and not target.database_file.is_file():
+        # dbt-duckdb would create an empty file and fail on every source: say what is wrong
+        return ModelsResult(
+            ok=False, error=f"no DuckDB file at {target.database_file}: run a sync first"
+        )
+    if scratch_root is not None:
+        scratch_root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, dir=scratch_root) as scratch:
+        folder = pathlib.Path(target_path) if target_path is not None else pathlib.Path(scratch)
+        args = dbt_args(
+            "build" if run_tests else "run",
+            folder,
+            dbt_vars,
+            quiet=quiet,
+            log_path=pathlib.Path(scratch) / "logs",
+        )
+        args += ["--target", target.name]
+        if select:
+            args += ["--select", select]
+        with _environment({**target.env, DATASET_ENV: dataset}):
+            try:
+                outcome = dbtRunner().invoke(args)
+            finally:
+                if target.name == "duckdb":
+                    _release_duckdb()
+    summary = _summarise(outcome.result, outcome.success, started)
+    if outcome.exception is not None:
+        summary.ok = False
+        summary.error = f"{type(outcome.exception).__name__}: {outcome.exception}"
+    return summary
+
+
+@dataclass(frozen=True)
+class ExampleQuestion:
+    """A question a drone-ops team asks, answered by one select over the marts."""
+
+    title: str
+    sql: str
+
+
+# `{marts}` is replaced by the quoted marts schema, e.g. "drone_ops_marts".
+EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
+    ExampleQuestion(
+        title="What is flying in the next 7 days, and where?",
+        sql="""
+            select
+                occurrences.occurrence_date,
+                jobs.project_name,
+                jobs.name as job_name,
+                jobs.job_type_name,
+                jobs.priority,
+                jobs.latitude,
+                jobs.longitude,
+                jobs.flights_per_occurrence
+            from {marts}.fct_job_occurrences as occurrences
+            inner join {marts}.fct_jobs as jobs
+                on occurrences.job_id = jobs.job_id
+            where
+                occurrences.occurrence_date >= current_date
+                and occurrences.occurrence_date < current_date + 7
+                and jobs.is_open
+                and not jobs.is_project_archived
+            order by occurrences.occurrence_date, jobs.project_name, jobs.name
+            limit 15
+        """,
+    ),
+    ExampleQuestion(
+        title="Which projects are stuck in weather_delayed, and for how long?",
+        sql="""
+            select
+                projects.name as project_name,
+                history.valid_from as delayed_since,
+                round(history.duration_seconds / 86400.0, 1) as days_delayed,
+                projects.jobs_open,
+                projects.jobs_weather_delayed
+            from {marts}.fct_project_status_history as history
+            inner join {marts}.dim_projects as projects
+                on history.project_id = projects.project_id
+            where
+                history.is_current
+                and history.status = 'weather_delayed'
+                and not projects.is_archived
+            order by history.valid_from, projects.name
+            limit 15
+        """,
+    ),
+    ExampleQuestion(
+        title="How reliable were the webhooks over the last 30 days?",
+        sql="""
+            select
+                health.webhook_id,
+                max(health.webhook_name) as webhook_name,
+                sum(health.deliveries) as deliveries,
+                sum(health.failures) as failures,
+                round(1 - sum(health.failures) * 1.0 / sum(health.deliveries), 3)
+                    as success_rate,
+                max(health.p95_duration_ms) as worst_daily_p95_ms
+            from {marts}.fct_webhook_delivery_health_daily as health
+            where health.delivery_date >= current_date - 30
+            group by health.webhook_id
+            order by success_rate, deliveries desc
+        """,
+    ),
+)
+
+
+def answer_questions(
+    database_path: pathlib.Path, dataset: str = "drone_ops"
+) -> list[tuple[str, list[str], list[tuple[Any, ...]]]]:
+    """Run EXAMPLE_QUESTIONS on a read-only connection: (title, column names, rows) each."""
+    marts = '"' + f"{dataset}_marts".replace('"', '""') + '"'
+    answers: list[tuple[str, list[str], list[tuple[Any, ...]]]] = []
+    con = duckdb.connect(str(database_path), read_only=True)
+    try:
+        for question in EXAMPLE_QUESTIONS:
+            cursor = con.execute(question.sql.format(marts=marts))
+            columns = [column[0] for column in cursor.description or []]
+            answers.append((question.title, columns, [tuple(row) for row in cursor.fetchall()]))
+    finally:
+        con.close()
+    return answers
+
+
+def dbt_target(target: Target) -> DbtTarget:
+    """Where dbt builds the models: the same DuckDB file or PostgreSQL database the sync
+    loads, from the same settings (the connection string is never written anywhere else)."""
+    if target.destination == "duckdb":
+        return DbtTarget.duckdb(target.resolved_database())
+    if target.destination not in MODEL_DESTINATIONS:
+        raise ConfigError(
+            "--destination",
+            f"the dbt models are built and tested on duckdb and postgres only, not"
+            f" {target.destination} (run with --no-models, see docs/destinations.md)",
+        )
+    credentials = destination_credentials(target.destination)
+    query = getattr(credentials, "query", None) or {}
+    return DbtTarget.postgres(
+        host=str(credentials.host),
+        port=int(credentials.port or 5432),
+        user=str(credentials.username),
+        password=str(credentials.password or ""),
+        database=str(credentials.database),
+        sslmode=str(query.get("sslmode", "prefer")),
+    )

@@ -1,0 +1,360 @@
+"""A read-only copy of the DuckDB warehouse for BI tools, published after each successful run.
+
+Why: DuckDB lets one process write a file and no other process open it meanwhile, and a
+process that holds the file (a read-only reader included) keeps every writer out. A BI tool
+pointed at the warehouse therefore makes the next sync fail with "warehouse busy", and a running
+sync locks the BI tool out. The snapshot is a second file that the sync never opens: it is
+written under another name and renamed over the previous snapshot in one step, so a reader
+never waits and never sees a half-written file. A reader that holds the old file keeps reading
+the old file (its inode lives on until it lets go) and sees the new data when it reconnects.
+
+What it holds (docs/bi.md): every table and view of the dbt marts schema `<dataset>_marts`,
+optionally the raw tables of `<dataset>` (`include_raw`), all as real tables in schemas of the
+same names, so the SQL written against the warehouse runs unchanged against the snapshot; and a
+one-row `_snapshot_info` table in schema `main` that says what was published and from which run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import dlt
+import duckdb
+
+from sources.drone_ops import ConfigError, DroneOpsError
+from sources.drone_ops import settings as source_settings
+
+from ..run.lock import busy_message
+from ..run.target import check_creatable
+
+log = logging.getLogger(__name__)
+
+CONFIG_KEY = "destination.duckdb.bi_snapshot"
+"""Where the snapshot goes (a path), or false to publish none; default beside the warehouse."""
+DEFAULT_SUFFIX = "_bi"
+INFO_TABLE = "_snapshot_info"
+TMP_MARK = ".tmp-"
+SPILL_SUFFIX = ".spill"
+# Writing DuckDB's 1.0 storage format buffers whole row groups of text: at `large` the
+# 500,000-row fct_webhook_deliveries ran out of 128 MB and 256 MB and copied within 384 MB
+# (measured); the limit is the copy's own, after the sync has released its memory
+SNAPSHOT_MEMORY_LIMIT = "512MB"
+"""A snapshot being written is `<snapshot>.tmp-<pid>`: in the snapshot's folder, so the final
+rename stays on one file system and is atomic."""
+STORAGE_VERSION = "v1.0.0"
+"""The DuckDB storage format the snapshot is written in. DuckDB 2.0 writes its newest format by
+default, which no older DuckDB can open, and BI tools bundle their own (often older) DuckDB
+driver; the 1.0 format is readable by every DuckDB from 1.0 on and holds every type we use."""
+_ALIAS = "drone_sync_bi_snapshot"
+"""The name the snapshot being written is attached under in the warehouse's connection."""
+_OFF_WORDS = frozenset({"false", "off", "no"})
+_ON_WORDS = frozenset({"true", "on", "yes"})
+
+
+class SnapshotError(DroneOpsError):
+    """The snapshot could not be published; the previous one, and the warehouse, are as before."""
+
+
+@dataclass(frozen=True)
+class SnapshotPlan:
+    """Where a command publishes its snapshot, decided (and checked) before it changes anything."""
+
+    path: Path
+    include_raw: bool
+
+
+@dataclass(frozen=True)
+class SnapshotResult:
+    """What one publish did: the CLI prints it and emits it as the `snapshot` JSON event."""
+
+    path: Path
+    seconds: float
+    bytes: int
+    tables: tuple[str, ...]
+    """`schema.table` of every data table published (`_snapshot_info` not counted)."""
+    run_id: str | None
+    """The newest run recorded in the warehouse's `_sync_runs` (None before the first)."""
+    include_raw: bool
+
+
+def marts_schema(dataset: str) -> str:
+    """The dbt marts' schema (models/macros/generate_schema_name.sql)."""
+    return f"{dataset}_marts"
+
+
+def default_snapshot_path(database: Path) -> Path:
+    """`<warehouse stem>_bi.duckdb` beside the warehouse: found next to it, and named so that
+    `*.duckdb` ignore rules and file pickers treat it like the warehouse."""
+    return database.with_name(f"{database.stem}{DEFAULT_SUFFIX}{database.suffix or '.duckdb'}")
+
+
+def snapshot_plan(
+    database: Path,
+    dataset: str,
+    *,
+    path_flag: Path | None = None,
+    off_flag: bool = False,
+    include_raw: bool = False,
+) -> SnapshotPlan | None:
+    """The snapshot a command on a DuckDB warehouse publishes, or None when it is off.
+
+    `--no-snapshot` wins, then `--snapshot PATH`, then `destination.duckdb.bi_snapshot` (a path,
+    or false), then the default beside the warehouse. Raises `ConfigError` naming the flag or
+    setting for a path that cannot work, so a scheduler gets exit 2 before any sync starts."""
+    configured: Any = None if off_flag or path_flag is not None else dlt.config.get(CONFIG_KEY)
+    if off_flag or _is_off(configured):
+        if include_raw:
+            setting = "--no-snapshot" if off_flag else CONFIG_KEY
+            raise ConfigError(
+                "--snapshot-raw",
+                f"the BI snapshot is turned off ({setting}), so there is nothing to add the raw"
+                " tables to: drop --snapshot-raw, or turn the snapshot on",
+            )
+        return None
+    if path_flag is not None:
+        setting, path = "--snapshot", path_flag
+    elif configured is None or _is_on(configured):
+        setting, path = CONFIG_KEY, default_snapshot_path(database)
+    elif isinstance(configured, str) and configured.strip():
+        setting, path = CONFIG_KEY, Path(configured.strip())
+    else:
+        raise ConfigError(
+            CONFIG_KEY,
+            f"{configured!r} is not a file path; expected the path of the snapshot file, or"
+            " false to publish none",
+        )
+    check_snapshot_path(setting, path, database, dataset)
+    return SnapshotPlan(path=path, include_raw=include_raw)
+
+
+def _is_off(value: Any) -> bool:
+    return value is False or (isinstance(value, str) and value.strip().lower() in _OFF_WORDS)
+
+
+def _is_on(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() in _ON_WORDS)
+
+
+def check_snapshot_path(setting: str, snapshot: Path, database: Path, dataset: str) -> None:
+    """Refuses a snapshot path that would overwrite the warehouse, that cannot be written, or
+    whose name DuckDB would confuse with a schema in queries."""
+    if snapshot.absolute().resolve() == database.absolute().resolve():
+        raise ConfigError(
+            setting, f"{snapshot} is the warehouse itself; the snapshot needs a file of its own"
+        )
+    if snapshot.is_dir():
+        raise ConfigError(setting, f"{snapshot} is a folder; give the path of a file")
+    # DuckDB names a file's catalog after its stem; `drone_ops_marts.fct_jobs` would then be
+    # ambiguous in the snapshot (DuckDB 2.0 refuses such a query)
+    schemas = {dataset, marts_schema(dataset), f"{dataset}_stg", "main"}
+    if snapshot.stem in schemas:
+        raise ConfigError(
+            setting,
+            f"the file {snapshot.name} would name the DuckDB catalog {snapshot.stem!r}, the same"
+            " as a schema in it; DuckDB cannot tell them apart in queries: rename the file",
+        )
+    check_creatable(setting, snapshot)
+
+
+def publish_snapshot(
+    database: Path, dataset: str, snapshot: Path, *, include_raw: bool
+) -> SnapshotResult:
+    """Copies the marts (and with `include_raw` the raw tables) of `database` into a new file
+    and renames it over `snapshot` in one step.
+
+    The warehouse is opened read-only, so publishing never changes it and never waits for a BI
+    tool that reads it too. The caller holds the warehouse's run lock: nothing writes the
+    warehouse meanwhile, and no other publish of the same warehouse runs, so files that a killed
+    publish left (`<snapshot>.tmp-*`) can be removed first. On any failure the file being
+    written is removed and `snapshot` is left as it was; `SnapshotError` says why."""
+    started = time.monotonic()
+    snapshot = snapshot.absolute()
+    if snapshot.resolve() == database.absolute().resolve():
+        # the rename below would replace the warehouse with its own copy of the marts
+        raise SnapshotError(f"the BI snapshot {snapshot} would replace the warehouse itself")
+    folder = snapshot.parent
+    tmp = folder / f"{snapshot.name}{TMP_MARK}{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        remove_leftovers(snapshot)
+        tables, run_id = _write(database, dataset, tmp, include_raw=include_raw)
+        _fsync(tmp)
+        # a WAL beside the snapshot belongs to the old file (a read-write session left it);
+        # DuckDB would replay it into the new one
+        _wal(snapshot).unlink(missing_ok=True)
+        os.replace(tmp, snapshot)
+    except BaseException as exc:
+        for leftover in (tmp, _wal(tmp)):
+            leftover.unlink(missing_ok=True)
+        if isinstance(exc, duckdb.Error | OSError | SnapshotError):
+            cause = busy_message(database, exc) or (
+                str(exc) if isinstance(exc, SnapshotError) else _cause(exc)
+            )
+            raise SnapshotError(
+                f"could not publish the BI snapshot {snapshot}: {cause}; the warehouse is"
+                " unchanged and the previous snapshot is still in place"
+            ) from None
+        raise
+    try:
+        _fsync(folder)
+    except OSError as exc:
+        # published and visible; only whether the rename survives a power cut is in doubt
+        log.warning("could not flush %s after publishing the BI snapshot: %s", folder, exc)
+    return SnapshotResult(
+        path=snapshot,
+        seconds=time.monotonic() - started,
+        bytes=snapshot.stat().st_size,
+        tables=tables,
+        run_id=run_id,
+        include_raw=include_raw,
+    )
+
+
+def remove_leftovers(snapshot: Path) -> list[Path]:
+    """Removes what a killed publish of `snapshot` left: `<snapshot>.tmp-<pid>`, its WAL and
+    its spill folder."""
+    removed: list[Path] = []
+    for leftover in snapshot.parent.glob(f"{snapshot.name}{TMP_MARK}*"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
+        removed.append(leftover)
+    return removed
+
+
+def _write(
+    database: Path, dataset: str, tmp: Path, *, include_raw: bool
+) -> tuple[tuple[str, ...], str | None]:
+    """Writes the snapshot into `tmp` through one read-only connection on the warehouse."""
+    spill = tmp.with_name(tmp.name + SPILL_SUFFIX)
+    con = duckdb.connect(
+        str(database),
+        read_only=True,
+        config={
+            "memory_limit": SNAPSHOT_MEMORY_LIMIT,
+            # a copy needs no row order; keeping it makes DuckDB buffer whole row groups,
+            # which ran out of the memory limit on a 500,000-row mart
+            "preserve_insertion_order": False,
+            # a read-only connection has no folder of its own to spill to: give it one
+            "temp_directory": str(spill),
+        },
+    )
+    try:
+        row = con.execute("SELECT current_database()").fetchone()
+        catalog = str(row[0]) if row else ""
+        relations = _relations(con, catalog, dataset, include_raw=include_raw)
+        run_id, run_finished_at = _newest_run(con, catalog, dataset)
+        con.execute(
+            f"ATTACH {_literal(str(tmp))} AS {_ALIAS}"
+            f" (READ_WRITE, STORAGE_VERSION {_literal(STORAGE_VERSION)})"
+        )
+        for schema in dict.fromkeys(schema for schema, _ in relations):
+            con.execute(f"CREATE SCHEMA {_ALIAS}.{_quote(schema)}")
+        for schema, name in relations:
+            # a view becomes a table: the reader has no warehouse for a view to point into
+            try:
+                con.execute(
+                    f"CREATE TABLE {_ALIAS}.{_quote(schema)}.{_quote(name)} AS"
+                    f" SELECT * FROM {_quote(catalog)}.{_quote(schema)}.{_quote(name)}"
+                )
+            except duckdb.Error as exc:
+                raise SnapshotError(f"copying {schema}.{name}: {_cause(exc)}") from None
+        con.execute(
+            f"CREATE TABLE {_ALIAS}.main.{INFO_TABLE} (published_at TIMESTAMPTZ,"
+            " source_database VARCHAR, dataset VARCHAR, run_id VARCHAR,"
+            " run_finished_at TIMESTAMPTZ, includes_raw BOOLEAN, tables BIGINT)"
+        )
+        con.execute(
+            f"INSERT INTO {_ALIAS}.main.{INFO_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                datetime.now(UTC),
+                database.name,
+                dataset,
+                run_id,
+                run_finished_at,
+                include_raw,
+                len(relations),
+            ],
+        )
+        con.execute(f"CHECKPOINT {_ALIAS}")
+        con.execute(f"DETACH {_ALIAS}")
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+    if _wal(tmp).exists():
+        # everything must be in the file itself: the WAL would be left behind by the rename
+        raise SnapshotError(f"DuckDB left {_wal(tmp).name} after detaching the snapshot")
+    return tuple(f"{schema}.{name}" for schema, name in relations), run_id
+
+
+def _relations(
+    con: duckdb.DuckDBPyConnection, catalog: str, dataset: str, *, include_raw: bool
+) -> list[tuple[str, str]]:
+    """(schema, name) of what is published: every table and view of the marts, and with
+    `include_raw` every table of the dataset but dlt's bookkeeping (`_dlt_loads`,
+    `_dlt_version`, `_dlt_pipeline_state`), which no report reads."""
+    schemas = [marts_schema(dataset), *([dataset] if include_raw else [])]
+    rows = con.execute(
+        "SELECT table_schema, table_name FROM information_schema.tables"
+        " WHERE table_catalog = ? AND list_contains(?, table_schema)"
+        " ORDER BY table_schema, table_name",
+        [catalog, schemas],
+    ).fetchall()
+    return [
+        (str(schema), str(name))
+        for schema, name in rows
+        if not (schema == dataset and str(name).startswith("_dlt_"))
+    ]
+
+
+def _newest_run(
+    con: duckdb.DuckDBPyConnection, catalog: str, dataset: str
+) -> tuple[str | None, datetime | None]:
+    """The newest run recorded in `_sync_runs`, which tells a BI user how fresh the data is."""
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables"
+        " WHERE table_catalog = ? AND table_schema = ? AND table_name = ?",
+        [catalog, dataset, source_settings.RUNS_TABLE],
+    ).fetchone()
+    if not exists or not exists[0]:
+        return None, None
+    row = con.execute(
+        f"SELECT run_id, finished_at FROM {_quote(catalog)}.{_quote(dataset)}"
+        f".{_quote(source_settings.RUNS_TABLE)}"
+        " ORDER BY finished_at DESC, run_id DESC LIMIT 1"
+    ).fetchone()
+    return (str(row[0]), row[1]) if row else (None, None)
+
+
+def _cause(exc: BaseException) -> str:
+    """The error on one line: DuckDB's messages can span several (a query with a caret)."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def _wal(path: Path) -> Path:
+    return path.with_name(path.name + ".wal")
+
+
+def _fsync(path: Path) -> None:
+    """Flushes a file's data, or a folder's entries (the rename), to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

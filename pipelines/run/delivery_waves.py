@@ -1,0 +1,158 @@
+"""Deliveries loaded while the chains still walk, and the marks that keep that safe.
+
+Why: the delivery logs are the walk's longest part (at `large`, 50 ms: five chains of 2,000
+pages, one page after the other), and their 500,000 entries were loaded only after the last
+chain ended: 10 to 12 s in which nothing else happened. Loading them in waves while the chains
+walk leaves only the last few thousand for the end.
+
+A wave loads entries of chains that may still fail. What keeps a failure from leaving a gap is
+where a webhook's high-water mark comes from: no longer the newest delivery loaded, but the
+newest entry of a chain that reached known ground, recorded in `_sync_delivery_marks` only
+after every load of that run's deliveries succeeded. A run that fails or is killed records
+nothing, so the next one walks from the previous mark again and the merge on id drops what
+the waves had already loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import dlt
+from dlt.common.schema.typing import TColumnSchema
+from dlt.extract.resource import DltResource
+from dlt.pipeline.exceptions import PipelineStepFailed
+
+from sources.drone_ops import DroneOpsError, SyncRun, delivery_wave
+from sources.drone_ops import settings as source_settings
+
+from .errors import root_cause
+from .target import Target
+
+log = logging.getLogger(__name__)
+
+MARKS_TABLE = source_settings.DELIVERY_MARKS_TABLE
+MARK_COLUMNS: dict[str, TColumnSchema] = {
+    "run_id": {"data_type": "text", "nullable": False},
+    "webhook_id": {"data_type": "text", "nullable": False},
+    "newest_ms": {"data_type": "bigint", "nullable": False},
+    "recorded_at": {"data_type": "timestamp", "timezone": True, "nullable": False},
+}
+WAVE_POLL_SECONDS = 0.5
+BUSY_WINDOW_SECONDS = 2.0
+BUSY_CPU_SHARE = 0.8
+"""Process CPU seconds per wall second above which the walk of the lists counts as busy."""
+
+
+def marks_resource(run_id: str, marks: dict[str, int]) -> DltResource:
+    """One `_sync_delivery_marks` row per webhook whose mark moves (the table is created even
+    when none does: its existence says the marks are recorded)."""
+    recorded_at = datetime.now(UTC)
+    rows = [
+        {"run_id": run_id, "webhook_id": hook, "newest_ms": ms, "recorded_at": recorded_at}
+        for hook, ms in sorted(marks.items())
+    ]
+    items: list[Any] = list(rows) if rows else [dlt.mark.materialize_table_schema()]
+    return dlt.resource(
+        items,
+        name=MARKS_TABLE,
+        write_disposition="append",
+        columns=MARK_COLUMNS,
+    )
+
+
+def record_marks_first(target: Target, pipeline: dlt.Pipeline, run: SyncRun) -> None:
+    """Before the first load of a warehouse whose marks are not recorded yet (first sync, or
+    last synced before waves): records the marks it has, read from its deliveries, so that no
+    wave ever runs on marks that a partial load could move."""
+    known = run.known
+    assert known is not None, "the run reads what the warehouse holds when it opens"
+    if known.marks_recorded or "webhook_deliveries" not in run.options.tables:
+        return
+    marks = {
+        hook: mark.newest_ms
+        for hook, mark in known.delivery_marks.items()
+        if mark.newest_ms is not None
+    }
+    pipeline.run(
+        marks_resource(run.run_id, marks),
+        loader_file_format=target.loader_file_format(),  # type: ignore[arg-type]
+    )
+
+
+class DeliveryWaves:
+    """Loads the typed deliveries in waves of at least `wave_rows` while the
+    walk goes on: while the lists still walk (before their load), and while the chains do.
+
+    At 50 ms latency the lists, not the chains, can be the walk's longest part (20,000 job
+    walks share the 16 requests in flight with the five chains), so waves that started only
+    after the lists' load found the chains done and loaded everything at the end."""
+
+    def __init__(
+        self,
+        target: Target,
+        pipeline: dlt.Pipeline,
+        run: SyncRun,
+        wave_rows: int,
+    ) -> None:
+        self.target = target
+        self.pipeline = pipeline
+        self.run = run
+        self.wave_rows = wave_rows
+        self.count = 0
+        self.error: str | None = None
+        """Why a wave failed; the run then records no marks, and the table fails with it."""
+
+    def load_while(self, stage: str, *, only_when_idle: bool = False) -> None:
+        """Loads waves until `stage` of the walk has finished (or a wave fails).
+
+        With `only_when_idle` a wave waits while the process is busy (`_CpuWindow`): when the
+        walk is CPU-bound (no latency to hide behind) a wave takes the GIL from the walkers and
+        adds to the run instead of hiding in it; at `large`, 0 ms, waves during the lists cost
+        22 s of CPU and 9 s of wall time."""
+        walk = self.run.walk
+        assert walk is not None, "waves load only while the run's walk is open"
+        deliveries = walk.tables["webhook_deliveries"]
+        window = _CpuWindow()
+        while self.error is None and walk.walking(stage, WAVE_POLL_SECONDS):
+            if self.run.interrupted:
+                return
+            if deliveries.loadable_rows() < self.wave_rows:
+                continue
+            if only_when_idle and window.busy():
+                continue
+            wave: Any = delivery_wave(self.run)
+            try:
+                self.pipeline.run(wave, loader_file_format=self.target.loader_file_format())  # type: ignore[arg-type]
+            except PipelineStepFailed as exc:
+                self.error = (
+                    f"a wave of deliveries failed to load: {exc.step} failed: {root_cause(exc)}"
+                )
+                deliveries.fail(DroneOpsError(self.error))
+                log.error("%s", self.error)
+                return
+            self.count += 1
+            window.restart()
+
+
+class _CpuWindow:
+    """The process's CPU share over the last couple of seconds: above `BUSY_CPU_SHARE` of one
+    core the walk is waiting on the GIL, not on the network."""
+
+    def __init__(self) -> None:
+        self.restart()
+
+    def restart(self) -> None:
+        self.wall = time.monotonic()
+        self.cpu = time.process_time()
+
+    def busy(self) -> bool:
+        """True while a window is still open or the last closed one was busy."""
+        elapsed = time.monotonic() - self.wall
+        if elapsed < BUSY_WINDOW_SECONDS:
+            return True
+        share = (time.process_time() - self.cpu) / elapsed
+        self.restart()
+        return share > BUSY_CPU_SHARE

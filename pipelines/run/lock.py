@@ -1,0 +1,128 @@
+"""One run per warehouse, and a clear word when another program holds the DuckDB file.
+
+The lock is an advisory `flock` on a file beside the warehouse (`<warehouse>.lock`). The
+kernel drops it when its holder dies, however it dies, so a lock left by a killed run is never
+in the way: the file still names the dead holder, and the next run says it took over. The file
+is never deleted (deleting it would let a waiting run and a new one each lock a different
+file), only emptied on release.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import duckdb
+
+from sources.drone_ops import ConfigError, DroneOpsError
+
+
+class WarehouseBusy(DroneOpsError):
+    """Another run holds the warehouse's lock, or another process holds the DuckDB file."""
+
+
+@contextmanager
+def warehouse_lock(lock_path: Path, notes: list[str] | None = None) -> Iterator[None]:
+    """Holds the run lock for `lock_path`, or raises `WarehouseBusy` naming the holder.
+
+    A lock file naming a holder that no longer holds it (a killed run) is taken over, and a
+    note saying so is appended to `notes`. Taken once per run, by whoever starts the run
+    (`drone-sync run` holds it across the sync and the model build); a second take, even in
+    the same process, is refused like any other."""
+    key = lock_path.resolve()
+    key.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(key, "a+", encoding="utf-8")  # noqa: SIM115 (held until release below)
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _describe(_read_holder(handle))
+            raise WarehouseBusy(
+                f"another drone-sync run ({holder}) holds {key}; wait for it to"
+                " finish, or stop that process, then run again"
+            ) from None
+        previous = _read_holder(handle)
+        if previous and notes is not None:
+            notes.append(
+                "took over the lock left by a run that ended without releasing it"
+                f" ({_describe(previous)})"
+            )
+        handle.seek(0)
+        handle.truncate()
+        handle.write(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                }
+            )
+        )
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
+    finally:
+        handle.close()
+
+
+def _read_holder(handle: IO[str]) -> dict[str, Any]:
+    handle.seek(0)
+    try:
+        holder = json.loads(handle.read() or "{}")
+    except ValueError:
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def _describe(holder: dict[str, Any]) -> str:
+    if not holder:
+        return "pid unknown"
+    return (
+        f"pid {holder.get('pid', '?')} on {holder.get('host', '?')},"
+        f" started {holder.get('started_at', '?')}"
+    )
+
+
+_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
+
+
+def busy_message(database: Path, error: BaseException) -> str | None:
+    """The one line for DuckDB's cross-process lock error, or None if `error` is another."""
+    match = _HOLDER.search(str(error))
+    if match is None and "Could not set lock on file" not in str(error):
+        return None
+    holder = f"PID {match['pid']}, {match['program']}" if match else "another process"
+    return (
+        f"{database} is open in another process ({holder}); DuckDB lets no"
+        " other process write while a program (a BI tool, a notebook, DBeaver, even a"
+        " read-only one) holds the file: close it or disconnect it there, then run again"
+    )
+
+
+def ensure_duckdb_free(database: Path) -> None:
+    """Raises `WarehouseBusy` when another process holds the DuckDB file, before a run
+    changes anything (the run's own open would fail the same way, but deep inside dlt)."""
+    if not database.exists():
+        return
+    try:
+        duckdb.connect(str(database)).close()
+    except duckdb.Error as exc:
+        message = busy_message(database, exc)
+        if message is None:
+            raise ConfigError(
+                "--database / destination.duckdb.credentials",
+                f"{database} cannot be opened as a DuckDB database ({exc})",
+            ) from None
+        raise WarehouseBusy(message) from None

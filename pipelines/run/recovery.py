@@ -1,0 +1,116 @@
+"""What a crashed or killed run left behind, dealt with under the lock before a new run starts:
+data it extracted but never loaded, half-moved load packages, spill and dbt scratch folders."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import dlt
+from dlt.common.schema.exceptions import SchemaException
+from dlt.common.storages.exceptions import InStorageSchemaModified
+from dlt.pipeline.exceptions import CannotRestorePipelineException
+
+from sources.drone_ops import SPILL_PREFIX
+
+from .errors import root_cause
+from .target import PIPELINE_NAME, Target, make_pipeline
+
+log = logging.getLogger(__name__)
+
+DAMAGED_SUFFIX = ".damaged"
+"""dlt's working folder is set aside under its own name plus this when it cannot be read."""
+LOCAL_STATE_ERRORS = (SchemaException, InStorageSchemaModified, CannotRestorePipelineException)
+
+
+SCRATCH_PREFIX = "drone-ops-dbt-"
+"""Prefix of the dbt build's scratch folders beside the pipeline (removed when a killed run
+left them)."""
+
+
+def open_pipeline(target: Target) -> tuple[dlt.Pipeline, str | None]:
+    """The pipeline, and a note if its local working folder had to be set aside.
+
+    Why: dlt's working folder (schema, state, pending packages) is a cache of what the
+    warehouse holds. A run interrupted at the wrong moment has once left a schema file there
+    that dlt refuses to read (the chaos suite caught it after a SIGINT during an extract), and
+    every later run then failed before it started. The warehouse keeps dlt's schema and state
+    itself and this sync re-derives every change by comparing with the warehouse, so a folder
+    dlt cannot read is moved aside (one copy, for a post-mortem) and the run starts from the
+    warehouse, as a run on a new machine does."""
+    working = target.resolved_pipelines_dir() / PIPELINE_NAME
+    try:
+        return make_pipeline(target), None
+    except LOCAL_STATE_ERRORS as exc:
+        if not working.is_dir():
+            raise
+        cause = root_cause(exc)
+    aside = working.with_name(working.name + DAMAGED_SUFFIX)
+    shutil.rmtree(aside, ignore_errors=True)
+    working.rename(aside)
+    log.warning("set aside dlt's unreadable working folder %s: %s", working, cause)
+    note = (
+        f"set aside dlt's working folder, which an interrupted run left unreadable ({cause}),"
+        f" as {aside.name}; the run started from the warehouse"
+    )
+    return make_pipeline(target), note
+
+
+def finish_pending(pipeline: dlt.Pipeline) -> str | None:
+    """Loads what an interrupted run extracted; drops it if it cannot be loaded, because
+    the next comparison with the warehouse re-derives every change anyway.
+
+    A package damaged by a kill mid-move can defeat dlt's own abort too; its folders are then
+    removed by hand, so one damaged package never wedges every later run."""
+    if not pipeline.has_pending_data:
+        return None
+    try:
+        pipeline.normalize()
+        pipeline.load()
+        return "loaded the data an interrupted run had left pending"
+    except Exception as exc:
+        cause = root_cause(exc)
+    try:
+        pipeline.abort_packages()
+    except Exception:
+        _remove_pending_folders(Path(pipeline.working_dir))
+    # a normalize that failed half-way leaves its output in load/new, which no abort removes
+    _remove_pending_folders(Path(pipeline.working_dir), queues=("load/new",))
+    log.warning("dropped pending data of an interrupted run: %s", cause)
+    return "dropped pending data of an interrupted run (it is re-derived this run)"
+
+
+def _remove_pending_folders(
+    working_dir: Path,
+    queues: Sequence[str] = ("normalize/extracted", "load/normalized", "load/new"),
+) -> list[str]:
+    """Empties dlt's queues of packages not yet loaded; returns what it removed."""
+    removed: list[str] = []
+    for queue in queues:
+        folder = working_dir / queue
+        if not folder.is_dir():
+            continue
+        for package in folder.iterdir():
+            if package.is_dir():
+                shutil.rmtree(package, ignore_errors=True)
+            else:
+                package.unlink(missing_ok=True)
+            removed.append(f"{queue}/{package.name}")
+    return removed
+
+
+def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
+    """Removes what killed runs left, under the lock (so no other run is using it): spill and
+    dbt scratch folders, and packages half-moved into dlt's `load/new` (a package is written
+    there and then moved on, so one still there was never loaded; its changes are re-derived
+    by this run's comparison)."""
+    removed: list[str] = []
+    spill_root = target.spill_root()
+    if spill_root.is_dir():
+        for prefix in (SPILL_PREFIX, SCRATCH_PREFIX):
+            for leftover in spill_root.glob(f"{prefix}*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+                removed.append(leftover.name)
+    return removed + _remove_pending_folders(Path(pipeline.working_dir), queues=("load/new",))

@@ -1,0 +1,333 @@
+"""One sync run: take the warehouse's lock, finish what a crashed run left, compare, load,
+record the run."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import dlt
+import pyarrow as pa
+from dlt.pipeline.exceptions import PipelineStepFailed
+
+from sources.drone_ops import (
+    ENTITIES,
+    ISSUES,
+    LISTS,
+    LOAD_GROUPS,
+    WEBHOOKS,
+    DroneOpsError,
+    ProgressCallback,
+    RunOptions,
+    Seams,
+    SourceConfig,
+    SyncReport,
+    SyncRun,
+    checked_tables,
+    drone_ops,
+    issue_table,
+    read_source_config,
+    redact,
+)
+from sources.drone_ops import settings as source_settings
+
+from .delivery_waves import DeliveryWaves, marks_resource, record_marks_first
+from .errors import root_cause
+from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
+from .recovery import finish_pending, open_pipeline, remove_leftovers
+from .target import (
+    Target,
+    apply_runtime_defaults,
+    check_target,
+    ensure_destination_reachable,
+)
+from .warehouse import read_data_version, remove_replayed_rows
+
+
+@dataclass
+class SyncOutcome:
+    report: SyncReport
+    load_seconds: float = 0.0
+    total_seconds: float = 0.0
+    load_error: str | None = None
+    issues: int = 0
+    database: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    data_version: str | None = None
+    """The warehouse's data version after the run (`warehouse.data_version`)."""
+    delivery_waves: int = 0
+    """Loads of deliveries made while the chains still walked (`delivery_waves.py`)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.load_error is None and self.report.ok
+
+
+def run_sync(
+    target: Target,
+    *,
+    config: SourceConfig | None = None,
+    tables: Sequence[str] | None = None,
+    full_refresh: bool = False,
+    allow_mass_delete: bool = False,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
+    seams: Seams | None = None,
+) -> SyncOutcome:
+    """Runs one sync under the warehouse's lock and records it in `_sync_runs`; never raises
+    for a failed table. For callers that hold nothing yet (tests, benchmarks, scripts);
+    `drone-sync run` takes the lock itself, for the sync and the model build, and calls
+    `sync_locked`.
+
+    Raises `ConfigError` for a bad setting and `WarehouseBusy` when another run or process
+    holds the warehouse, in both cases before anything is changed."""
+    apply_runtime_defaults()
+    config = config if config is not None else read_source_config()
+    options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
+    check_target(target)
+    notes: list[str] = []
+    with warehouse_lock(target.lock_path(), notes):
+        outcome = sync_locked(
+            target,
+            config,
+            options,
+            progress=progress,
+            cancel=cancel,
+            delivery_wave_rows=delivery_wave_rows,
+            seams=seams,
+        )
+    outcome.notes[:0] = notes
+    return outcome
+
+
+def sync_locked(
+    target: Target,
+    config: SourceConfig,
+    options: RunOptions,
+    *,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
+    seams: Seams | None = None,
+) -> SyncOutcome:
+    """One sync, by a caller that holds the warehouse's lock and has checked the settings.
+
+    `cancel`, once set (by a signal handler), interrupts the run: tables whose walk had not
+    finished load nothing and are recorded as `interrupted`. `delivery_wave_rows` is how many
+    typed deliveries make a wave load while the chains still walk (`delivery_waves.py`)."""
+    run = SyncRun(
+        config,
+        options,
+        progress=progress,
+        spill_root=target.spill_root(),
+        cancel=cancel if cancel is not None else threading.Event(),
+        seams=seams if seams is not None else Seams(),
+    )
+    if target.destination == "duckdb":
+        ensure_duckdb_free(target.resolved_database())
+    ensure_destination_reachable(target)
+    try:
+        return _locked_run(target, run, delivery_wave_rows)
+    except DroneOpsError:
+        raise
+    except Exception as exc:
+        message = (
+            busy_message(target.resolved_database(), exc)
+            if target.destination == "duckdb"
+            else None
+        )
+        if message is not None:
+            raise WarehouseBusy(message) from None
+        raise
+
+
+def _locked_run(target: Target, run: SyncRun, delivery_wave_rows: int) -> SyncOutcome:
+    started = time.monotonic()
+    # Arrow's default pool (jemalloc/mimalloc) keeps freed batches mapped; the system pool
+    # hands them back, which keeps a long walk's footprint flat
+    pa.set_memory_pool(pa.system_memory_pool())
+    report = run.report
+    outcome = SyncOutcome(report=report)
+    if target.destination == "duckdb":
+        outcome.database = target.resolved_database()
+    pipeline = _repaired_pipeline(target, outcome)
+    load_started = time.monotonic()
+    marks: dict[str, int] = {}
+    tables = run.options.tables
+    # this run owns its walk: opened here, after the repairs, and stopped, its spill files
+    # removed, when the block ends, however it ends
+    with run:
+        run.open(pipeline)
+        assert run.known is not None and run.walk is not None
+        record_marks_first(target, pipeline, run)
+        walk = run.walk
+        source = drone_ops(run=run)
+        # deliveries load in waves while the walk goes on; the list tables as soon as their
+        # part of the walk is done, the rest once the chains end
+        waves = (
+            DeliveryWaves(target, pipeline, run, delivery_wave_rows)
+            if "webhook_deliveries" in source.resources
+            else None
+        )
+        for group in LOAD_GROUPS:
+            selected = [name for name in group if name in source.resources]
+            if not selected:
+                continue
+            if waves is not None:
+                stage = _stage_of(group)
+                waves.load_while(stage, only_when_idle=stage == LISTS)
+            if run.interrupted:
+                walk.interrupt()
+                _mark_interrupted(report, selected)
+                continue
+            loaded = _load(
+                target, pipeline, source.with_resources(*selected), report, selected, outcome
+            )
+            if "webhook_deliveries" in selected and loaded and waves and waves.error is None:
+                # every entry the completed chains walked is loaded: their marks may move
+                marks = dict(walk.webhooks.completed_marks)
+        if waves is not None:
+            outcome.delivery_waves = waves.count
+            if waves.error is not None and outcome.load_error is None:
+                outcome.load_error = waves.error
+        walk_issues = list(walk.issues)
+        interrupted = run.interrupted
+    if interrupted:
+        _mark_interrupted(report, tables)
+        marks = {}
+    outcome.load_seconds = time.monotonic() - load_started
+    outcome.issues = report.issues = len(walk_issues)
+    outcome.total_seconds = time.monotonic() - started
+    _record_run(target, pipeline, report, walk_issues, outcome, marks)
+    outcome.data_version = read_data_version(pipeline)
+    return outcome
+
+
+def _repaired_pipeline(target: Target, outcome: SyncOutcome) -> dlt.Pipeline:
+    """The run's pipeline, once what a crashed or replayed run left is repaired."""
+    pipeline, reopened = open_pipeline(target)
+    if reopened:
+        outcome.notes.append(reopened)
+    leftovers = remove_leftovers(target, pipeline)
+    if leftovers:
+        outcome.notes.append(f"removed what an interrupted run left: {', '.join(leftovers)}")
+    note = finish_pending(pipeline)
+    if note:
+        outcome.notes.append(note)
+    replayed = remove_replayed_rows(pipeline)
+    if replayed:
+        outcome.notes.append(f"removed {replayed} rows a replayed load had written twice")
+    return pipeline
+
+
+def _stage_of(group: Sequence[str]) -> str:
+    """The walk stage a load group waits for (its tables' last)."""
+    return WEBHOOKS if any(WEBHOOKS in ENTITIES[name].stages for name in group) else LISTS
+
+
+def _mark_interrupted(report: SyncReport, tables: Sequence[str]) -> None:
+    """Tables a stopped run never got to (or whose load it skipped) load nothing."""
+    for name in tables:
+        result = report.table(name)
+        if result.status == "skipped" or (result.status == "success" and not result.loaded):
+            result.status = "interrupted"
+            result.error = f"{name}: the run was interrupted before this table was loaded"
+
+
+def _load(
+    target: Target,
+    pipeline: dlt.Pipeline,
+    source: Any,
+    report: SyncReport,
+    tables: Sequence[str],
+    outcome: SyncOutcome,
+) -> bool:
+    """Extracts, normalizes and loads one group of tables; a failure fails only that group.
+    Returns whether the group loaded."""
+    try:
+        pipeline.run(source, loader_file_format=target.loader_file_format())  # type: ignore[arg-type]
+    except PipelineStepFailed as exc:
+        error = f"{exc.step} failed: {root_cause(exc)}"
+        outcome.load_error = error if outcome.load_error is None else outcome.load_error
+        for name in tables:
+            result = report.table(name)
+            if result.status in ("success", "skipped"):
+                result.status = "failed"
+                result.error = f"{name}: {error}"
+        return False
+    for name in tables:
+        result = report.table(name)
+        result.loaded = result.status == "success"
+    return True
+
+
+def _record_run(
+    target: Target,
+    pipeline: dlt.Pipeline,
+    report: SyncReport,
+    issues: list[dict[str, str | None]],
+    outcome: SyncOutcome,
+    marks: dict[str, int],
+) -> None:
+    """Appends one `_sync_runs` row per table, the run's `_sync_issues`, and the delivery marks
+    that moved (`delivery_waves.py`), in one load."""
+    finished = datetime.now(UTC)
+    rows = [
+        {
+            "run_id": report.run_id,
+            "resource": result.table,
+            "started_at": report.started_at,
+            "finished_at": finished,
+            "status": result.status,
+            "pages": result.pages,
+            "requests": result.requests,
+            "retries": result.retries,
+            "rows_seen": result.rows_seen,
+            "rows_new": result.new,
+            "rows_changed": result.changed,
+            "rows_retired": result.retired,
+            "seconds": round(result.seconds, 3),
+            "error": redact(result.error) if result.error else None,
+            "scope": result.scope,
+        }
+        for result in report.tables.values()
+    ]
+    resources = [
+        dlt.resource(
+            rows,
+            name=source_settings.RUNS_TABLE,
+            write_disposition="append",
+            columns={
+                "error": {"data_type": "text", "nullable": True},
+                "scope": {"data_type": "text", "nullable": True},
+            },
+        )
+    ]
+    # created on the first run even when empty, so dashboards and tests can always read it
+    resources.append(
+        dlt.resource(
+            [issue_table(issues)] if issues else [dlt.mark.materialize_table_schema()],
+            name=source_settings.ISSUES_TABLE,
+            write_disposition="append",
+            columns=issue_columns(),
+        )
+    )
+    if marks:
+        resources.append(marks_resource(report.run_id, marks))
+    try:
+        pipeline.run(resources, loader_file_format=target.loader_file_format())  # type: ignore[arg-type]
+    except PipelineStepFailed as exc:
+        outcome.notes.append(
+            f"could not record the run in {source_settings.RUNS_TABLE}: {root_cause(exc)}"
+        )
+
+
+def issue_columns() -> dict[str, Any]:
+    """`_sync_issues` columns, declared so the table exists before its first row."""
+    return {column.name: {"data_type": "text", "nullable": True} for column in ISSUES.columns}

@@ -1,0 +1,331 @@
+"""Where a run loads, checked before anything is created: the destination, the DuckDB file or
+server dataset, its credentials, and the dlt pipeline that loads into it."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dlt
+from dlt.common.configuration.exceptions import (
+    ConfigFieldMissingException,
+    ConfigurationValueError,
+    LookupTraces,
+)
+from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
+
+from sources.drone_ops import (
+    ConfigError,
+    DroneOpsError,
+    missing_setting,
+    redact,
+    register_secret,
+)
+
+PIPELINE_NAME = "drone_ops"
+DEFAULT_DATASET = "drone_ops"
+# Not `drone_ops.duckdb`: DuckDB names the catalog after the file, and DuckDB 2.0 rejects
+# `drone_ops.projects` as ambiguous when catalog and schema (our dataset) share a name.
+DEFAULT_DATABASE = "drone_ops_warehouse.duckdb"
+DEFAULT_DUCKDB_MEMORY_LIMIT = "128MB"
+DEFAULT_DUCKDB_THREADS = 1
+"""DuckDB's threads for loads and merges. One wrote 500,000 deliveries (700 MB of text) in
+6.5 s and a 335 MB file where two took 11.5 s and wrote 589 MB (row groups compressed apart),
+and holds one row group in memory instead of two (docs/performance.md)."""
+LOADER_FILE_FORMATS = {"duckdb": "parquet", "postgres": "insert_values"}
+# destinations the dbt project is built and tested on (models/profiles.yml has their outputs)
+MODEL_DESTINATIONS = ("duckdb", "postgres")
+
+
+@dataclass
+class Target:
+    """Where a run loads: destination, database file (DuckDB) and dataset."""
+
+    destination: str = "duckdb"
+    database: Path | None = None
+    dataset: str = DEFAULT_DATASET
+    pipelines_dir: Path | None = None
+
+    def resolved_database(self) -> Path:
+        if self.database is not None:
+            return self.database
+        configured: Any = dlt.config.get("destination.duckdb.credentials")
+        return Path(configured if isinstance(configured, str) else DEFAULT_DATABASE)
+
+    def resolved_pipelines_dir(self) -> Path:
+        """dlt's working folder: beside the DuckDB file, one per file, so two warehouses in
+        one folder never share pending packages (`.dlt_pipelines/<file name>/`)."""
+        if self.pipelines_dir is not None:
+            return self.pipelines_dir
+        if self.destination == "duckdb":
+            database = self.resolved_database().resolve()
+            return database.parent / ".dlt_pipelines" / database.name
+        # a server destination has no file to sit beside: dlt's data folder, one per
+        # destination and dataset
+        data_dir = Path(dlt.current.run_context().data_dir)
+        return data_dir / "drone_ops_sync" / f"{self.destination}-{self.dataset}"
+
+    def lock_path(self) -> Path:
+        """The run lock: beside the DuckDB file, or in the pipelines folder for a dataset on
+        a server."""
+        if self.destination == "duckdb":
+            database = self.resolved_database().resolve()
+            return database.with_name(database.name + ".lock")
+        return self.resolved_pipelines_dir() / f"{PIPELINE_NAME}.lock"
+
+    def loader_file_format(self) -> str | None:
+        """The file format the load uses: parquet where DuckDB reads it natively; INSERT
+        statements for PostgreSQL, the one exact way in there (dlt's CSV COPY forces quoted
+        empty strings to NULL, and its parquet path needs the ADBC driver and measured twice
+        as slow at small scale); dlt's own choice elsewhere."""
+        return LOADER_FILE_FORMATS.get(self.destination)
+
+    def spill_root(self) -> Path:
+        """Where a run's walk spills: beside dlt's working folder, not in the system temp
+        dir, so a run can remove what an earlier killed run left."""
+        return self.resolved_pipelines_dir() / "spill"
+
+
+# Settings the sync's correctness depends on, applied wherever the CLI runs from. They are
+# requirements, not choices, so they live here only (not in .dlt/config.toml).
+REQUIRED_DLT_SETTINGS = {
+    # scd2 on Arrow rows needs a row key; the row version is our deterministic _row_hash
+    "NORMALIZE__PARQUET_NORMALIZER__ADD_DLT_ID": "true",
+    # every row says which load wrote it (lineage for BI users and our tests)
+    "NORMALIZE__PARQUET_NORMALIZER__ADD_DLT_LOAD_ID": "true",
+    # resources run one after the other; they share one walk
+    "EXTRACT__NEXT_ITEM_MODE": "fifo",
+}
+
+
+def apply_runtime_defaults() -> None:
+    """Settings every run needs, applied wherever the sync is started from. (Telemetry and
+    signal handling are set in `pipelines/__init__.py`: dlt reads them when first imported.)"""
+    for name, value in REQUIRED_DLT_SETTINGS.items():
+        os.environ.setdefault(name, value)
+
+
+DATASET_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+# dlt package each destination needs beyond the base install, for the message when it is missing
+DESTINATION_EXTRAS = {
+    "postgres": "dlt[postgres]",
+    "bigquery": "dlt[bigquery]",
+    "snowflake": "dlt[snowflake]",
+    "motherduck": "dlt[motherduck]",
+}
+
+
+def check_target(target: Target) -> None:
+    """Checks destination, dataset and database path before anything is created, so a bad
+    flag or setting is one line naming it (not an OS error from deep inside a mkdir)."""
+    if not DATASET_PATTERN.fullmatch(target.dataset):
+        raise ConfigError(
+            "--dataset",
+            f"{target.dataset!r} is not a plain identifier (letters, digits and _, not starting"
+            " with a digit, at most 63 characters)",
+        )
+    if target.destination == "duckdb":
+        setting = "--database" if target.database is not None else "destination.duckdb.credentials"
+        database = target.resolved_database()
+        _check_database_path(setting, database)
+        duckdb_threads()
+        if database.stem == target.dataset:
+            raise ConfigError(
+                setting,
+                f"the file {database.name} would name the DuckDB catalog {database.stem!r}, the"
+                f" same as the dataset {target.dataset!r}; DuckDB cannot tell them apart in"
+                " queries. Rename the file (default drone_ops_warehouse.duckdb) or change"
+                " --dataset",
+            )
+        return
+    _check_destination(target.destination)
+
+
+def _check_database_path(setting: str, database: Path) -> None:
+    if database.is_dir():
+        raise ConfigError(setting, f"{database} is a folder; give the path of a DuckDB file")
+    check_creatable(setting, database)
+
+
+def check_creatable(setting: str, path: Path) -> None:
+    """The nearest existing folder above `path` is a writable folder, so the file can be
+    created: said as one line naming the setting, not as an OS error from deep in a mkdir."""
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(
+                    setting, f"{path} cannot be created: {parent} is a file, not a folder"
+                )
+            if not os.access(parent, os.W_OK):
+                raise ConfigError(setting, f"{path} cannot be created: {parent} is read-only")
+            return
+
+
+def _check_destination(name: str) -> None:
+    """A dlt destination that exists, is installed and has credentials configured."""
+    from dlt.common.destination import Destination
+
+    try:
+        factory = Destination.from_reference(name)
+        if factory is None:
+            raise ValueError(name)
+    except Exception:
+        raise ConfigError(
+            "--destination",
+            f"{name!r} is not a dlt destination; tested here: duckdb (see docs/operations.md)",
+        ) from None
+    try:
+        factory.client_class  # noqa: B018 (imports the destination's driver)
+    except ImportError as exc:
+        extra = DESTINATION_EXTRAS.get(name, f"dlt[{name}]")
+        raise ConfigError(
+            "--destination",
+            f"{name} needs a driver that is not installed ({exc.name or exc}):"
+            f" pip install '{extra}'",
+        ) from None
+    env = f"DESTINATION__{name.upper()}__CREDENTIALS"
+    if dlt.secrets.get(f"destination.{name}.credentials") is None:
+        raise missing_setting(f"destination.{name}.credentials", env, secret=True)
+    try:
+        destination_credentials(name)
+    except ConfigFieldMissingException as exc:
+        missing = _missing_fields(exc)
+        raise ConfigError(
+            f"destination.{name}.credentials",
+            f"is missing {', '.join(missing)}: give a full connection string"
+            f" (e.g. {CONNECTION_STRING_EXAMPLES.get(name, 'see dlt docs')}) in"
+            f" .dlt/secrets.toml or {env}",
+        ) from None
+    except ConfigurationValueError as exc:
+        raise ConfigError(
+            f"destination.{name}.credentials", f"cannot be read: {redact(str(exc))}"
+        ) from None
+
+
+def destination_credentials(name: str) -> Any:
+    """The destination's resolved credentials; its password is registered for redaction, so
+    no error text or log line can show it."""
+    from dlt.common.destination import Destination
+
+    factory: Any = Destination.from_reference(name)
+    try:
+        factory.configuration(None)
+    except ConfigFieldMissingException as exc:
+        # the dataset name comes from the pipeline; only what the credentials lack matters,
+        # and PostgreSQL logs in without a password where the server allows it
+        if "credentials" in exc.traces and not _only_password_missing(name, exc):
+            raise
+    credentials = factory.configuration(None, accept_partial=True).credentials
+    if name == "postgres" and credentials.password is None:
+        # dlt insists on one; libpq does not (trust, a .pgpass file, client certificates)
+        credentials.password = ""
+    password = getattr(credentials, "password", None)
+    if password:
+        register_secret(str(password))
+    return credentials
+
+
+class DestinationUnreachable(DroneOpsError):
+    """The destination server did not answer; retrying later may help (exit 1)."""
+
+
+# PostgreSQL's words for a refusal that only a settings change can fix
+_CREDENTIAL_REFUSALS = ("password authentication failed", "does not exist", "no password")
+
+
+def ensure_destination_reachable(target: Target) -> None:
+    """Opens and closes one connection to a server destination before anything changes, so
+    a wrong password or a server that is down is one line naming the cause (not a driver
+    traceback half-way through a run)."""
+    if target.destination != "postgres":
+        return
+    import psycopg2
+
+    credentials = destination_credentials(target.destination)
+    try:
+        psycopg2.connect(credentials.to_native_representation(), connect_timeout=10).close()
+    except psycopg2.OperationalError as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        where = f"{credentials.host}:{credentials.port}/{credentials.database}"
+        if any(refusal in reason for refusal in _CREDENTIAL_REFUSALS):
+            raise ConfigError(
+                "destination.postgres.credentials",
+                f"PostgreSQL at {where} refused them: {redact(reason)}",
+            ) from None
+        raise DestinationUnreachable(
+            f"cannot reach PostgreSQL at {where}: {redact(reason)}"
+        ) from None
+
+
+def _only_password_missing(name: str, exc: ConfigFieldMissingException) -> bool:
+    return name == "postgres" and _missing_fields(exc) == ["password"]
+
+
+def _missing_fields(exc: ConfigFieldMissingException) -> list[str]:
+    """The innermost missing fields (e.g. `password`, not the `credentials` holding it)."""
+    missing: list[str] = []
+    for name, traces in exc.traces.items():
+        if name != "credentials":
+            continue
+        nested = [
+            inner for trace in traces if isinstance(trace, LookupTraces) for inner in trace.traces
+        ]
+        missing.extend(nested or [name])
+    return sorted(set(missing))
+
+
+# what a complete connection string looks like, for the message when one is incomplete
+CONNECTION_STRING_EXAMPLES = {
+    "postgres": "postgresql://loader:<password>@db.example.com:5432/analytics",
+}
+
+
+def duckdb_memory_limit() -> str:
+    """DuckDB's working memory for loads and merges: it spills to disk beyond this, so the
+    sync's footprint stays flat as the workspace grows (DuckDB's own default is 80% of RAM)."""
+    configured: Any = dlt.config.get("destination.duckdb.memory_limit")
+    return str(configured or DEFAULT_DUCKDB_MEMORY_LIMIT)
+
+
+def duckdb_threads() -> int:
+    """DuckDB's threads for loads and merges (`destination.duckdb.threads`, default 1)."""
+    configured: Any = dlt.config.get("destination.duckdb.threads")
+    try:
+        threads = int(configured) if configured is not None else DEFAULT_DUCKDB_THREADS
+    except (TypeError, ValueError):
+        threads = 0
+    if threads < 1:
+        raise ConfigError(
+            "destination.duckdb.threads", f"{configured!r}; expected a whole number of 1 or more"
+        )
+    return threads
+
+
+def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
+    """A pipeline whose working directory lives beside its DuckDB file, so two warehouses
+    never share local state."""
+    apply_runtime_defaults()
+    pipelines_dir = target.resolved_pipelines_dir()
+    if target.destination == "duckdb":
+        database = target.resolved_database().resolve()
+        database.parent.mkdir(parents=True, exist_ok=True)
+        credentials = DuckDbCredentials(
+            str(database),
+            global_config={"memory_limit": duckdb_memory_limit(), "threads": duckdb_threads()},
+        )
+        destination: Any = dlt.destinations.duckdb(credentials=credentials)
+    elif target.destination == "postgres":
+        # resolved here so a connection string without a password works (see above)
+        destination = dlt.destinations.postgres(credentials=destination_credentials("postgres"))
+    else:
+        destination = target.destination
+    return dlt.pipeline(
+        pipeline_name=PIPELINE_NAME,
+        destination=destination,
+        dataset_name=target.dataset,
+        pipelines_dir=str(pipelines_dir),
+        progress=progress,
+    )

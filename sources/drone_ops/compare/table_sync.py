@@ -1,0 +1,216 @@
+"""What each table loads this run: the walk's snapshot compared with the warehouse.
+
+History tables get explicit change sets: only new and changed entities are loaded (as new
+versions), and deleted ones arrive as tombstone rows that retire them, once `deletions.py` lets
+them through. Deliveries and
+users hold one row per id. Every outcome is recorded in the run's `SyncReport`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+import pyarrow as pa
+from dlt.common.schema.typing import DEFAULT_VALIDITY_COLUMN_NAMES
+
+from .. import settings
+from ..exceptions import DroneOpsError, Interrupted
+from ..known import KnownState
+from ..report import TableResult
+from ..run import SyncRun
+from ..tables.entities import ENTITIES, JOBS, USERS
+from ..tables.rows import to_arrow, user_row
+from ..tables.schema import ARROW_TYPES
+from ..walk import WalkStats, WorkspaceWalk
+from ..walk.rolling import rolling_scope
+from .changes import ChangeSet, diff
+from .deletions import (
+    confirm_deletions,
+    fetch_rows,
+    mass_delete_refusal,
+    outside_projects,
+    tombstones,
+)
+
+log = logging.getLogger(__name__)
+
+VALID_FROM, VALID_TO = DEFAULT_VALIDITY_COLUMN_NAMES
+VALIDITY_TYPE = ARROW_TYPES["ts"]
+
+
+class TableSync:
+    """Turns the walk's snapshots into what each table loads, and records the outcome."""
+
+    def __init__(self, run: SyncRun) -> None:
+        self.run = run
+
+    @property
+    def walk(self) -> WorkspaceWalk:
+        assert self.run.walk is not None, "tables read the walk only once the run is open"
+        return self.run.walk
+
+    def _start(self, table: str) -> tuple[TableResult, float]:
+        """Waits for the walks this table depends on; returns its result and their seconds."""
+        seconds = self.walk.wait(table)
+        return self.run.report.table(table), seconds
+
+    def _first_versions(self, batch: pa.Table) -> pa.Table:
+        """What the scd2 merge would have written for a first version: valid from the run."""
+        valid_from = pa.array([self.run.started_at] * batch.num_rows, VALIDITY_TYPE)
+        batch = batch.append_column(VALID_FROM, valid_from)
+        return batch.append_column(VALID_TO, pa.nulls(batch.num_rows, VALIDITY_TYPE))
+
+    @staticmethod
+    def _count(result: TableResult, stats: WalkStats) -> None:
+        result.requests += stats.requests
+        result.pages += stats.pages
+        result.retries += stats.retries
+
+    def entity_rows(self, table: str) -> Iterator[pa.Table]:
+        """New and changed versions of a history table, then tombstones for what is gone."""
+        result, walked = self._start(table)
+        snapshot = self.walk.tables[table]
+        started = time.monotonic()
+        try:
+            if snapshot.error is not None:
+                _record_failure(result, snapshot.error)
+                return
+            known = self.run.known
+            assert known is not None
+            current = known.current.get(table)
+            job_slice = self.walk.plan.job_slice
+            if table == JOBS.table and job_slice is not None and current is not None:
+                skipped = self.walk.projects.skipped_job_projects()
+                current = outside_projects(current, skipped)
+                result.scope = rolling_scope(
+                    job_slice, len(self.walk.projects.job_walked_projects), len(skipped)
+                )
+            try:
+                changes = self._compare(table, current)
+            except DroneOpsError as exc:
+                # a single-record check that keeps failing fails this table, not its group
+                _record_failure(result, exc, prefix="checking records one by one: ")
+                return
+            result.rows_seen = snapshot.rows_seen
+            refused = mass_delete_refusal(
+                table,
+                changes,
+                self.run.config.max_retire_share,
+                allowed=self.run.options.allow_mass_delete,
+            )
+            if refused is not None:
+                log.error("%s", refused)
+                result.status = "refused"
+                result.error = str(refused)
+                return
+            if changes.new or changes.changed:
+                only = None if changes.current == 0 else changes.load_ids
+                if table in known.existing:
+                    yield from snapshot.batches(only)
+                else:
+                    yield from map(self._first_versions, snapshot.batches(only))
+            if changes.retire_ids:
+                yield tombstones(ENTITIES[table].contract, changes.retire_ids)
+            result.new, result.changed, result.retired = (
+                changes.new,
+                changes.changed,
+                changes.retired,
+            )
+            result.status = "success"
+        finally:
+            self._count(result, self.walk.stats[table])
+            result.seconds = walked + time.monotonic() - started
+
+    def _compare(self, table: str, current: pa.Table | None) -> ChangeSet:
+        """The walked snapshot against the warehouse's current rows, deletions confirmed."""
+        snapshot = self.walk.tables[table]
+        entity = ENTITIES[table]
+        list_path = self.run.config.jobs_path if entity is JOBS else str(entity.list_path)
+        conflicts = sorted(self.walk.projects.conflicts) if table == "projects" else []
+        if conflicts:
+            rows, _ = fetch_rows(table, conflicts, current, self.walk.lookup_records, list_path)
+            snapshot.replace(conflicts, rows)
+        return confirm_deletions(
+            table,
+            diff(*snapshot.versions(), current),
+            current,
+            lookup=self.walk.lookup_records,
+            versions=snapshot.versions,
+            replace=snapshot.replace,
+            list_path=list_path,
+        )
+
+    def _known(self) -> KnownState:
+        assert self.run.known is not None, "tables read what is known once the run is open"
+        return self.run.known
+
+    def delivery_wave(self) -> Iterator[pa.Table]:
+        """The deliveries typed since the last load: a wave while the chains still walk, or
+        the last ones after they ended."""
+        # appended when the table is new: a repeated id (which the merge on id would collapse)
+        # is dropped here instead
+        appended = "webhook_deliveries" not in self._known().existing
+        snapshot = self.walk.tables["webhook_deliveries"]
+        yield from snapshot.take_loadable(drop_repeated_ids=appended)
+
+    def delivery_rows(self) -> Iterator[pa.Table]:
+        """The last deliveries once every chain is done (earlier waves loaded the rest), and
+        the table's outcome."""
+        result, walked = self._start("webhook_deliveries")
+        snapshot = self.walk.tables["webhook_deliveries"]
+        try:
+            yield from self.delivery_wave()
+            result.rows_seen = result.new = snapshot.rows_seen
+            failures = self.walk.webhooks.failures
+            if snapshot.error is not None or failures:
+                errors = [str(snapshot.error)] if snapshot.error else []
+                errors += [f"webhook {hook}: {exc}" for hook, exc in sorted(failures.items())]
+                interrupted = isinstance(snapshot.error, Interrupted) or any(
+                    isinstance(exc, Interrupted) for exc in failures.values()
+                )
+                result.status = "interrupted" if interrupted else "failed"
+                result.error = f"{result.table}: " + "; ".join(dict.fromkeys(errors))
+            else:
+                result.status = "success"
+        finally:
+            self._count(result, self.walk.stats["webhook_deliveries"])
+            result.seconds = walked
+
+    def user_rows(self) -> Iterator[pa.Table]:
+        result, walked = self._start("users")
+        blocking = [
+            self.walk.tables[name].error
+            for name in USERS.made_from
+            if self.walk.tables[name].error is not None
+        ]
+        if blocking:
+            _record_failure(result, blocking[0], prefix="creators incomplete: ")
+            return
+        creators = self.walk.context.creators
+        rows = [user_row(seen.creator, seen.first_ms, seen.last_ms) for seen in creators]
+        known = self._known().users
+        if known is not None and rows:
+            unchanged = set(known.column(settings.ROW_HASH_COLUMN).to_pylist())
+            known_ids = set(known.column("id").to_pylist())
+            result.changed = sum(
+                1
+                for r in rows
+                if r["id"] in known_ids and r[settings.ROW_HASH_COLUMN] not in unchanged
+            )
+            rows = [r for r in rows if r[settings.ROW_HASH_COLUMN] not in unchanged]
+            result.new = len(rows) - result.changed
+        else:
+            result.new = len(rows)
+        result.rows_seen = len(creators)
+        if rows:
+            yield to_arrow(USERS.contract, rows, self.run.run_id, self.walk.issues)
+        result.status = "success"
+        result.seconds = walked
+
+
+def _record_failure(result: TableResult, error: DroneOpsError | None, prefix: str = "") -> None:
+    """A table that loads nothing this run: interrupted by a signal, or failed with a cause."""
+    result.status = "interrupted" if isinstance(error, Interrupted) else "failed"
+    result.error = f"{result.table}: {prefix}{error or type(error).__name__}"

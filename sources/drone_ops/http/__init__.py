@@ -1,0 +1,10 @@
+"""HTTP to the Drone Operations API: the client, its paginator and its retry policy.
+
+Takes checked values and imports nothing above it but the source's constants and errors.
+"""
+
+from .client import DroneOpsClient
+from .pages import RequestCounter, page_items
+from .retries import TransientError
+
+__all__ = ["DroneOpsClient", "RequestCounter", "TransientError", "page_items"]

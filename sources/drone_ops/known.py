@@ -1,0 +1,174 @@
+"""What the warehouse already holds, read through dlt before a run walks anything.
+
+The warehouse itself is the sync's state: current row hashes per entity, the users, the delivery
+marks per webhook and how many jobs syncs succeeded. A run that failed leaves them as they were,
+so the next run simply compares again; nothing has to be repaired in a separate state store.
+Read through the pipeline's own destination client, so the plain source reads it on any
+destination the pipeline loads into.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import dlt
+import pyarrow as pa
+from dlt.destinations.exceptions import DatabaseUndefinedRelation
+
+from . import settings
+from .tables.entities import ENTITIES, ENTITY_TABLES
+
+
+@dataclass
+class DeliveryMark:
+    """What the warehouse already holds of one webhook's delivery log."""
+
+    stop_before_ms: int
+    """Entries older than this are loaded already; the walk stops when it reaches them."""
+    known_ids: frozenset[str] = frozenset()
+    """Ids loaded at or after `stop_before_ms` (the overlap window), skipped when seen again."""
+    newest_ms: int | None = None
+    """The mark itself: everything created up to it is loaded (`stop_before_ms` is it minus
+    the overlap). A chain that walks nothing new keeps it."""
+
+
+@dataclass
+class KnownState:
+    """What the warehouse holds before the run; read by the pipeline layer."""
+
+    current: dict[str, pa.Table] = field(default_factory=dict)
+    """Per entity table: the `Entity.current_columns` of its current rows."""
+    delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
+    marks_recorded: bool = True
+    """Whether the marks come from `_sync_delivery_marks`. False for a warehouse last synced
+    before deliveries loaded in waves: its marks are read from the deliveries themselves, and
+    recorded before anything else is loaded, so no wave ever runs on marks that a partial
+    load could move."""
+    users: pa.Table | None = None
+    """`id`, `_row_hash` of the users table."""
+    existing: set[str] = field(default_factory=set)
+    """Tables the warehouse already has; the others are loaded by a plain append."""
+    job_syncs: int | None = None
+    """Successful `jobs` syncs so far (picks a rolling refresh's slice); None when this run
+    must walk every project's jobs (no history yet, or `--full-refresh`)."""
+
+
+def read_known_state(
+    pipeline: dlt.Pipeline, *, delivery_overlap_seconds: int, full_refresh: bool
+) -> KnownState:
+    """Current versions, users, delivery high-water marks and the count of job syncs (which
+    picks a rolling refresh's slice); empty on a first run. A full refresh ignores the marks
+    and the count, so every delivery page and every project's jobs are walked."""
+    # a new warehouse has no marks yet: its (empty) marks table is created before any load
+    known = KnownState(marks_recorded=False)
+    with pipeline.sql_client() as client:
+        if not client.has_dataset():
+            return known
+
+        def query(sql: str, *args: Any) -> pa.Table | None:
+            try:
+                with client.execute_query(sql, *args) as cursor:
+                    return _fetch_arrow(cursor)
+            except DatabaseUndefinedRelation:
+                return None
+
+        def table(name: str) -> str:
+            return client.make_qualified_table_name(name)
+
+        for name in ENTITY_TABLES:
+            columns = ", ".join(ENTITIES[name].current_columns)
+            current = query(f"SELECT {columns} FROM {table(name)} WHERE _dlt_valid_to IS NULL")
+            if current is not None:
+                known.current[name] = current
+                known.existing.add(name)
+        if not full_refresh:
+            syncs = query(
+                f"SELECT count(*) AS n FROM {table(settings.RUNS_TABLE)}"
+                " WHERE resource = 'jobs' AND status = 'success'"
+            )
+            known.job_syncs = int(syncs.column("n")[0].as_py()) if syncs is not None else 0
+        known.users = query(f"SELECT id, _row_hash FROM {table('users')}")
+        if known.users is not None:
+            known.existing.add("users")
+        loaded = query(
+            f"SELECT webhook_id, max(created) AS newest FROM {table('webhook_deliveries')}"
+            " GROUP BY webhook_id"
+        )
+        recorded = query(
+            f"SELECT webhook_id, max(newest_ms) AS newest"
+            f" FROM {table(settings.DELIVERY_MARKS_TABLE)} GROUP BY webhook_id"
+        )
+        known.marks_recorded = recorded is not None
+        if loaded is None:
+            # no deliveries (or none left): every log is walked whole, whatever a mark says
+            return known
+        known.existing.add("webhook_deliveries")
+        if full_refresh:
+            return known
+        overlap_ms = delivery_overlap_seconds * 1000
+        for webhook_id, newest_ms in _newest_per_webhook(recorded, loaded).items():
+            stop_before = _from_epoch_ms(newest_ms - overlap_ms)
+            recent = query(
+                f"SELECT id FROM {table('webhook_deliveries')}"
+                " WHERE webhook_id = %s AND created >= %s",
+                webhook_id,
+                stop_before,
+            )
+            ids = frozenset(recent.column("id").to_pylist()) if recent is not None else frozenset()
+            known.delivery_marks[webhook_id] = DeliveryMark(
+                stop_before_ms=newest_ms - overlap_ms, known_ids=ids, newest_ms=newest_ms
+            )
+    return known
+
+
+def _newest_per_webhook(recorded: pa.Table | None, loaded: pa.Table) -> dict[str, int]:
+    """Each webhook's mark in ms: recorded in `_sync_delivery_marks` when that table exists
+    (the only trustworthy source once deliveries load in waves); else, for a warehouse last
+    synced before waves, the newest delivery loaded (its loads were all or nothing per
+    webhook, so nothing older is missing)."""
+    marks: dict[str, int] = {}
+    if recorded is not None:
+        for webhook_id, newest in zip(
+            recorded.column("webhook_id").to_pylist(),
+            recorded.column("newest").to_pylist(),
+            strict=True,
+        ):
+            if webhook_id is not None and isinstance(newest, int):
+                marks[str(webhook_id)] = newest
+        return marks
+    for webhook_id, newest_at in zip(
+        loaded.column("webhook_id").to_pylist(), loaded.column("newest").to_pylist(), strict=True
+    ):
+        if webhook_id is not None and isinstance(newest_at, datetime):
+            marks[str(webhook_id)] = _epoch_ms(newest_at)
+    return marks
+
+
+def _from_epoch_ms(ms: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+
+
+def _epoch_ms(moment: datetime) -> int:
+    """Exact integer milliseconds (float seconds would round some values)."""
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+
+
+def _fetch_arrow(cursor: Any) -> pa.Table:
+    """The result as Arrow without Python objects per row where the driver allows it.
+
+    dlt's own `cursor.arrow()` calls `fetch_arrow_table`, which duckdb 2.0 no longer has; its
+    successor `to_arrow_table` is used directly, other drivers go through `fetchall`.
+    """
+    native = getattr(cursor, "native_cursor", None)
+    if native is not None and hasattr(native, "to_arrow_table"):
+        with warnings.catch_warnings():
+            # the copy it warns about is of id/hash columns only: tens of MB at most
+            warnings.filterwarnings("ignore", message="Arrow output on a DB-API result")
+            table: pa.Table = native.to_arrow_table()
+        return table
+    names = [column[0] for column in cursor.description]
+    rows = cursor.fetchall()
+    return pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})

@@ -1,0 +1,191 @@
+"""The dlt source: one resource per warehouse table, all fed by one shared workspace walk.
+
+A plain dlt source, run like any verified source:
+
+    pipeline = dlt.pipeline("drone_ops", destination="duckdb", dataset_name="drone_ops")
+    pipeline.run(drone_ops())
+
+Settings come from dlt's config (`sources.drone_ops.*`, read and checked by `config.py`), and
+what the warehouse already holds is read through the running pipeline (`known.py`), so the
+contract holds on any destination: history, confirmed deletions, the mass-delete guard, users
+and the delivery early stop. `drone-sync run` runs this same source, passing its own `SyncRun`
+(which it opens after its repairs and closes after its last load).
+
+Each table below reads like what it produces: its name, how it is written, its columns. History
+tables are scd2 with explicit change sets: dlt's
+`destination_scope` limits retirement to the ids in the load, so an unchanged entity is never
+touched and a run with no change loads nothing at all. A table the warehouse does not have yet
+is loaded by a plain append: there is nothing to merge with, and the merge's staging copy and
+joins cost more than the load itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import dlt
+import pyarrow as pa
+from dlt.common.schema.typing import (
+    DEFAULT_VALIDITY_COLUMN_NAMES,
+    TColumnSchema,
+    TDeleteInsertStrategyDict,
+    TScd2StrategyDict,
+    TWriteDispositionConfig,
+)
+from dlt.extract.resource import DltResource
+
+from . import settings
+from .compare import TableSync
+from .config import checked_tables, read_source_config
+from .run import RunOptions, SyncRun
+from .tables.entities import ENTITIES, Entity
+from .tables.schema import dlt_columns
+
+SCD2_DISPOSITION: TScd2StrategyDict = {
+    "disposition": "merge",
+    "strategy": "scd2",
+    "row_version_column_name": settings.ROW_HASH_COLUMN,
+    # tombstones reach the staging table (so their ids are in scope and get retired) but are
+    # never inserted as versions
+    "source_filter": f'NOT "{settings.TOMBSTONE_COLUMN}"',
+    "destination_scope": '"id" IN (SELECT "id" FROM {staging_table})',
+}
+MERGE_ON_ID: TDeleteInsertStrategyDict = {"disposition": "merge", "strategy": "delete-insert"}
+# declared as the scd2 merge declares them, so a table first loaded by append is the table the
+# merge would have created, and later runs merge into it
+VALIDITY_COLUMNS: dict[str, TColumnSchema] = {
+    name: {"data_type": "timestamp", "timezone": True, "precision": 6, "nullable": True}
+    for name in DEFAULT_VALIDITY_COLUMN_NAMES
+}
+
+
+@dlt.source(name=settings.SOURCE_NAME, max_table_nesting=0)
+def drone_ops(
+    tables: Sequence[str] | None = None,
+    allow_mass_delete: bool = False,
+    full_refresh: bool = False,
+    run: Any = None,
+) -> list[DltResource]:
+    """Projects, jobs, job types, team, webhooks, deliveries and users of one workspace.
+
+    `tables` limits the run to some tables (all by default); `allow_mass_delete` lets a table
+    retire more than `max_retire_share` of its rows; `full_refresh` walks every delivery page
+    and every project's jobs. `run` is a `SyncRun` made by `drone-sync` (typed `Any` for dlt,
+    which builds a config spec from the signature); without it the source reads its settings
+    from dlt's config and opens its own run when dlt first asks it for rows."""
+    if run is None:
+        options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
+        run = SyncRun(read_source_config(), options)
+    assert isinstance(run, SyncRun)
+    sync = TableSync(run)
+    return [table(sync) for table in TABLES if table.__name__ in run.options.tables]
+
+
+def delivery_wave(run: SyncRun) -> DltResource:
+    """The deliveries typed since the last load, as one resource: what `drone-sync run` loads
+    in waves while the delivery-log chains still walk."""
+    sync = TableSync(run)
+    return _one_row_per_id(sync, ENTITIES["webhook_deliveries"], sync.delivery_wave)
+
+
+def projects(sync: TableSync) -> DltResource:
+    """Active and archived projects, one version per change (scd2); `created_by` flattened to
+    `created_by_id`, the creator itself becoming a `users` row."""
+    return _history_table(sync, ENTITIES["projects"])
+
+
+def jobs(sync: TableSync) -> DltResource:
+    """Every project's jobs, one version per change; walked per project as project pages arrive
+    (or, with `job_refresh_slices`, a rolling share of them)."""
+    return _history_table(sync, ENTITIES["jobs"])
+
+
+def job_types(sync: TableSync) -> DltResource:
+    """Predefined and custom job types, one version per change."""
+    return _history_table(sync, ENTITIES["job_types"])
+
+
+def team_members(sync: TableSync) -> DltResource:
+    """Team members with their roles (pilots among them), one version per change."""
+    return _history_table(sync, ENTITIES["team_members"])
+
+
+def webhooks(sync: TableSync) -> DltResource:
+    """Webhooks, one version per change; each row comes from the webhook's own page."""
+    return _history_table(sync, ENTITIES["webhooks"])
+
+
+def webhook_deliveries(sync: TableSync) -> DltResource:
+    """Delivery-log entries, one row per id, with the request payload parsed into columns;
+    only entries newer than what the warehouse holds are walked."""
+    return _one_row_per_id(sync, ENTITIES["webhook_deliveries"], sync.delivery_rows)
+
+
+def users(sync: TableSync) -> DltResource:
+    """Everyone who created a project or a webhook (a person or an API key), one row per id."""
+    return _one_row_per_id(sync, ENTITIES["users"], sync.user_rows)
+
+
+def _history_table(sync: TableSync, entity: Entity) -> DltResource:
+    return dlt.resource(
+        _rows_of(sync, entity.table, lambda: sync.entity_rows(entity.table)),
+        name=entity.table,
+        write_disposition=_disposition(sync, entity, SCD2_DISPOSITION),
+        columns={**dlt_columns(entity.contract), **VALIDITY_COLUMNS},
+    )
+
+
+def _one_row_per_id(
+    sync: TableSync, entity: Entity, rows: Callable[[], Iterator[pa.Table]]
+) -> DltResource:
+    return dlt.resource(
+        _rows_of(sync, entity.table, rows),
+        name=entity.table,
+        write_disposition=_disposition(sync, entity, MERGE_ON_ID),
+        primary_key=list(entity.key),
+        columns=dlt_columns(entity.contract),
+    )
+
+
+def _disposition(
+    sync: TableSync, entity: Entity, merge: TWriteDispositionConfig
+) -> TWriteDispositionConfig:
+    """The merge for a table the warehouse has; a plain append for its first load.
+
+    A run opened before the source is built (`drone-sync run`) knows this already; the plain
+    source reads the warehouse only when its first table starts, so it gives dlt a hint that
+    is decided per batch, by which time what the warehouse holds is known."""
+    if sync.run.known is not None:
+        return merge if entity.table in sync.run.known.existing else "append"
+
+    def disposition(_item: Any) -> TWriteDispositionConfig:
+        known = sync.run.known
+        return merge if known is not None and entity.table in known.existing else "append"
+
+    return disposition  # type: ignore[return-value]
+
+
+def _rows_of(
+    sync: TableSync, table: str, rows: Callable[[], Iterator[pa.Table]]
+) -> Iterator[pa.Table]:
+    """A table's rows; the run is opened (the plain source) when the first table starts, and
+    closed when the last table selected for this extraction ends."""
+    run = sync.run
+    if run.walk is None:
+        run.table_started(dlt.current.source().selected_resources)
+    try:
+        yield from rows()
+    finally:
+        run.table_finished(table)
+
+
+TABLES: tuple[Callable[[TableSync], DltResource], ...] = (
+    projects,
+    jobs,
+    job_types,
+    team_members,
+    webhooks,
+    webhook_deliveries,
+    users,
+)

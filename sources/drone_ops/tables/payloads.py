@@ -1,0 +1,149 @@
+"""The fast path for webhook deliveries: request payloads parsed by DuckDB, in batches.
+
+A delivery's `request_payload` is JSON text whose fields become columns. Parsing it with one
+`orjson.loads` per entry cost a quarter of the walk's Python time at 500,000 deliveries, while
+DuckDB's JSON functions run outside the GIL. This is the one place in `sources/` that keeps
+a process-wide engine: a small, capped, single-threaded in-memory DuckDB (no file, no network).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import duckdb
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .breaches import Issue
+from .lines import LineBuffer, read_lines
+from .rows import MAX_TIMESTAMP_MS, delivery_row, to_arrow, with_required_fields
+from .schema import ARROW_TYPES, Contract
+
+log = logging.getLogger(__name__)
+
+# Columns of a delivery row read from its request payload (the rest come from the log entry).
+PAYLOAD_COLUMNS: dict[str, str] = {
+    "delivery_id": "delivery_id",
+    "event": "event",
+    "event_timestamp": "timestamp",
+    "workspace_id": "workspace_id",
+    "data": "data",
+}
+_PAYLOAD_SQL = f"""
+WITH parsed AS (
+    SELECT CASE WHEN json_valid(request_payload) THEN request_payload END AS payload
+    FROM payloads
+), fields AS (
+    -- one parse per payload: every field is taken in a single multi-path extract
+    SELECT CASE WHEN json_type(payload) = 'OBJECT' THEN json_extract(
+        payload, ['$.delivery_id', '$.event', '$.timestamp', '$.workspace_id', '$.data']
+    ) END AS f
+    FROM parsed
+), typed AS (
+    SELECT
+        f[1] AS delivery_id, coalesce(json_type(f[1]), 'NULL') AS delivery_id_type,
+        f[2] AS event, coalesce(json_type(f[2]), 'NULL') AS event_type,
+        f[3] AS ts, coalesce(json_type(f[3]), 'NULL') AS ts_type,
+        f[4] AS workspace_id, coalesce(json_type(f[4]), 'NULL') AS workspace_id_type,
+        f[5] AS data, coalesce(json_type(f[5]), 'NULL') AS data_type
+    FROM fields
+)
+SELECT
+    delivery_id ->> '$' AS delivery_id,
+    event ->> '$' AS event,
+    TRY_CAST(ts AS BIGINT) AS event_timestamp,
+    workspace_id ->> '$' AS workspace_id,
+    CASE WHEN data_type <> 'NULL' THEN data::VARCHAR END AS data,
+    coalesce(
+        delivery_id_type IN ('VARCHAR', 'NULL')
+        AND event_type IN ('VARCHAR', 'NULL')
+        AND workspace_id_type IN ('VARCHAR', 'NULL')
+        AND (
+            ts_type = 'NULL'
+            OR (
+                ts_type IN ('BIGINT', 'UBIGINT')
+                AND abs(TRY_CAST(ts AS BIGINT)) <= {MAX_TIMESTAMP_MS}
+            )
+        ),
+        FALSE
+    ) AS well_typed
+FROM typed
+"""
+PAYLOAD_CHUNK_ROWS = 1_000
+"""Payloads parsed per query: 1,000 stay within 32 MB of DuckDB memory, 5,000 needed over 64
+(measured on simulator payloads of about 800 bytes)."""
+PAYLOAD_ENGINE_MEMORY = "64MB"
+"""Two spill threads parse at once."""
+_duckdb = threading.local()
+_engine: list[duckdb.DuckDBPyConnection] = []
+_engine_lock = threading.Lock()
+
+
+def _payload_engine() -> duckdb.DuckDBPyConnection:
+    """One small in-memory DuckDB for the whole process (each thread uses its own cursor):
+    single-threaded, since the spill pool is the parallelism, and capped, so the walk's
+    footprint stays bounded."""
+    with _engine_lock:
+        if not _engine:
+            _engine.append(
+                duckdb.connect(config={"threads": 1, "memory_limit": PAYLOAD_ENGINE_MEMORY})
+            )
+        return _engine[0]
+
+
+def delivery_table(
+    contract: Contract, lines: LineBuffer, webhook_id: str, run_id: str, issues: list[Issue]
+) -> pa.Table:
+    """The typed webhook_deliveries batch of one webhook's log entries, given as JSON lines.
+
+    The entries are typed by Arrow's JSON reader (`lines.py`) and their request payloads parsed
+    by DuckDB's JSON functions, both outside the GIL, rather than one `orjson.loads` per entry
+    and payload: at 500,000 deliveries that was a quarter of the walk's Python time, competing
+    with every request. A batch with anything unusual (an unknown field, a value of the wrong
+    type, in the entry or its payload) takes the row-by-row path, which reports each breach;
+    both paths give the same table for well-typed input.
+    """
+    fast = _delivery_table_fast(contract, lines, webhook_id)
+    if fast is not None:
+        return fast
+    rows = [delivery_row(orjson.loads(line), webhook_id) for line in lines.lines()]
+    return to_arrow(contract, rows, run_id, issues)
+
+
+def _delivery_table_fast(contract: Contract, lines: LineBuffer, webhook_id: str) -> pa.Table | None:
+    declared = contract.columns
+    from_entry = [c for c in declared if c.name != "webhook_id" and c.name not in PAYLOAD_COLUMNS]
+    arrays = read_lines(from_entry, lines)
+    if arrays is None:
+        return None
+    payloads = arrays["request_payload"]
+    connection = getattr(_duckdb, "connection", None)
+    if connection is None:
+        connection = _duckdb.connection = _payload_engine().cursor()
+    parts = []
+    try:
+        # in chunks: DuckDB holds each chunk's parsed JSON whole, about 25x its text
+        for start in range(0, len(payloads), PAYLOAD_CHUNK_ROWS):
+            chunk = payloads.slice(start, PAYLOAD_CHUNK_ROWS)
+            connection.register("payloads", pa.table({"request_payload": chunk}))
+            try:
+                parts.append(connection.sql(_PAYLOAD_SQL).to_arrow_table())
+            finally:
+                connection.unregister("payloads")
+    except duckdb.Error as exc:
+        # never fail a walk over a faster path: the row-by-row path gives the same table
+        log.warning("delivery payloads parsed row by row: %s", exc)
+        return None
+    parsed = pa.concat_tables(parts)
+    if not pc.all(parsed.column("well_typed")).as_py():
+        return None
+    arrays["webhook_id"] = pa.array([webhook_id] * lines.count, pa.string())
+    timestamps = parsed.column("event_timestamp").combine_chunks()
+    arrays["event_timestamp"] = timestamps.cast(pa.timestamp("ms", tz="UTC")).cast(
+        ARROW_TYPES["ts"]
+    )
+    for name in ("delivery_id", "event", "workspace_id", "data"):
+        arrays[name] = parsed.column(name).combine_chunks().cast(pa.string())
+    return with_required_fields(pa.table({c.name: arrays[c.name] for c in declared}))
