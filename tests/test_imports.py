@@ -150,8 +150,8 @@ def test_the_graph_is_read() -> None:
     """A guard for the tests below: the parser finds edges of every kind it must resolve."""
     pairs = {(e.importer, e.imported) for e in EDGES}
     # relative (`from .lock import ...`) and absolute (`from sources.drone_ops import ...`)
-    assert ("pipelines.sync", "pipelines.lock") in pairs
-    assert ("pipelines.sync", "sources.drone_ops") in pairs
+    assert ("pipelines.run.sync", "pipelines.run.lock") in pairs
+    assert ("pipelines.run.sync", "sources.drone_ops") in pairs
     # inside a function: the demo starts the simulator only when it runs
     assert ("pipelines.demo", "simulator.server") in pairs
 

@@ -26,7 +26,7 @@ from sources.drone_ops import ConfigError
 from ..run.recovery import SCRATCH_PREFIX
 from ..run.target import MODEL_DESTINATIONS, Target, destination_credentials
 
-PROJECT_DIR = pathlib.Path(__file__).resolve().parent.parent / "models"
+PROJECT_DIR = pathlib.Path(__file__).resolve().parents[2] / "models"
 PATH_ENV = "DRONE_SYNC_DUCKDB_PATH"
 DATASET_ENV = "DRONE_SYNC_DATASET"
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.sync import SyncOutcome
-from sources.drone_ops.entities import TABLE_COLUMNS
+from pipelines.run.sync import SyncOutcome
+from sources.drone_ops.tables.entities import TABLE_COLUMNS
 
 from .fault_server import FaultServer, Workspace, workspace_snapshot
 from .harness import Warehouse

@@ -278,8 +278,8 @@ def main(argv: list[str]) -> int:
     out = Path(raw["out"])
     started = time.monotonic()
     try:
-        from pipelines.sync import run_sync
-        from pipelines.target import Target
+        from pipelines.run.sync import run_sync
+        from pipelines.run.target import Target
 
         outcome = run_sync(
             Target(

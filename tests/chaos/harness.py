@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.sync import SyncOutcome, run_sync
-from pipelines.target import Target
+from pipelines.run.sync import SyncOutcome, run_sync
+from pipelines.run.target import Target
 from simulator.testing import SimulatorHandle
 
 from .child import Spec, SyncChild, Zygote

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.sync import SyncOutcome
+from pipelines.run.sync import SyncOutcome
 from simulator.testing import SimulatorHandle, running_simulator
 
 from .child import Zygote

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.sync import SyncOutcome
+from pipelines.run.sync import SyncOutcome
 from simulator.testing import SimulatorHandle, running_simulator
 
 from .bad_data import KEY, failure_message_problems

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.target import Target
+from pipelines.run.target import Target
 from simulator.testing import SimulatorHandle, running_simulator
 
 from .child import SyncChild, Zygote

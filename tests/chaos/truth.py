@@ -21,8 +21,8 @@ from typing import Any
 
 import duckdb
 
-from pipelines.sync import run_sync
-from pipelines.target import Target
+from pipelines.run.sync import run_sync
+from pipelines.run.target import Target
 from tests.pipelines.warehouse_check import EPOCH, api_snapshot, expected_value, query, stored_value
 
 from .results import ChaosResults

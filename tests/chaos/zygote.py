@@ -19,7 +19,7 @@ import sys
 import tempfile
 from typing import Any
 
-import pipelines.sync  # noqa: F401  (imported once here, inherited by every child)
+import pipelines.run.sync  # noqa: F401  (imported once here, inherited by every child)
 import sources.drone_ops  # noqa: F401
 
 from . import child

@@ -13,7 +13,12 @@ import duckdb
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from pipelines.models import EXAMPLE_QUESTIONS, ModelsResult, answer_questions, build_models
+from pipelines.publish.dbt_build import (
+    EXAMPLE_QUESTIONS,
+    ModelsResult,
+    answer_questions,
+    build_models,
+)
 from tests.models.raw_fixture import JOBS, T1, T2, T3, T4, create_raw_warehouse
 
 MARTS = "drone_ops_marts"

@@ -13,9 +13,9 @@ from collections import Counter
 import duckdb
 import pytest
 
-from pipelines.models import answer_questions, build_models
-from pipelines.sync import run_sync
-from pipelines.target import Target
+from pipelines.publish.dbt_build import answer_questions, build_models
+from pipelines.run.sync import run_sync
+from pipelines.run.target import Target
 from simulator.testing import running_simulator
 from tests.pipelines.warehouse_check import api_snapshot
 

@@ -16,7 +16,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from pipelines.models import build_models
+from pipelines.publish.dbt_build import build_models
 from simulator.occurrences import occurrence_dates
 from tests.models.raw_fixture import T1, _job, _version, create_raw_warehouse
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pipelines.sync import SyncOutcome, run_sync
-from pipelines.target import Target
+from pipelines.run.sync import SyncOutcome, run_sync
+from pipelines.run.target import Target
 from simulator.postgres_server import RunningPostgres, create_database, running_postgres
 from simulator.testing import SimulatorHandle, running_simulator
 

@@ -11,10 +11,10 @@ from typing import Any
 import dlt
 import pytest
 
-import pipelines.sync as sync_module
-from pipelines.target import Target
+import pipelines.run.sync as sync_module
+from pipelines.run.target import Target
 from simulator.testing import SimulatorHandle, running_simulator
-from sources.drone_ops.spill import TableSnapshot
+from sources.drone_ops.walk.spill import TableSnapshot
 
 from .conftest import SyncFn
 from .test_sync_e2e import assert_equals_api, warehouse_of

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.target import Target
+from pipelines.run.target import Target
 from simulator.postgres_server import RunningPostgres, create_database, running_postgres
 from simulator.testing import SimulatorHandle
 

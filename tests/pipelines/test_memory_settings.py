@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import EXIT_CONFIG, main
-from pipelines.target import DEFAULT_DUCKDB_THREADS, Target, duckdb_threads, make_pipeline
+from pipelines.run.target import DEFAULT_DUCKDB_THREADS, Target, duckdb_threads, make_pipeline
 
 
 def test_the_process_asks_glibc_for_two_arenas_unless_the_environment_says() -> None:
-    probe = "import pipelines.memory as m; print(m.limit_malloc_arenas())"
+    probe = "import pipelines.run.memory as m; print(m.limit_malloc_arenas())"
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert ran.stdout.strip() == str(sys.platform.startswith("linux"))
     env = {"MALLOC_ARENA_MAX": "4", "PATH": "/usr/bin:/bin"}

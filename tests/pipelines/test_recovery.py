@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from dlt.common.schema.utils import generate_version_hash
 
-from pipelines.recovery import DAMAGED_SUFFIX
-from pipelines.sync import run_sync
-from pipelines.target import PIPELINE_NAME, Target
+from pipelines.run.recovery import DAMAGED_SUFFIX
+from pipelines.run.sync import run_sync
+from pipelines.run.target import PIPELINE_NAME, Target
 
 from .test_sync_e2e import assert_equals_api, row_counts
 

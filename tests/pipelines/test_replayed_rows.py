@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from pipelines.sync import run_sync
-from pipelines.target import Target, make_pipeline
-from pipelines.warehouse import remove_replayed_rows
+from pipelines.run.sync import run_sync
+from pipelines.run.target import Target, make_pipeline
+from pipelines.run.warehouse import remove_replayed_rows
 
 from .test_sync_e2e import assert_equals_api, row_counts
 

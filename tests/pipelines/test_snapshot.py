@@ -32,7 +32,7 @@ import duckdb
 import pytest
 
 from pipelines.cli import EXIT_CONFIG, _snapshot_plan, build_parser, main
-from pipelines.snapshot import (
+from pipelines.publish.snapshot import (
     CONFIG_KEY,
     INFO_TABLE,
     SnapshotError,
@@ -40,8 +40,8 @@ from pipelines.snapshot import (
     publish_snapshot,
     snapshot_plan,
 )
-from pipelines.sync import run_sync
-from pipelines.target import DEFAULT_DATABASE, Target
+from pipelines.run.sync import run_sync
+from pipelines.run.target import DEFAULT_DATABASE, Target
 from simulator.testing import SimulatorHandle, running_simulator, stop_process
 from sources.drone_ops import ConfigError
 

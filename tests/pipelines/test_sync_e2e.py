@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from pipelines.sync import run_sync
-from pipelines.target import Target
-from sources.drone_ops.rolling import job_slice_of
+from pipelines.run.sync import run_sync
+from pipelines.run.target import Target
+from sources.drone_ops.walk.rolling import job_slice_of
 
 from .warehouse_check import EPOCH, Warehouse, api_snapshot, current_rows, mismatches, query
 

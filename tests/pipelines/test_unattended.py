@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipelines.target import Target
+from pipelines.run.target import Target
 from simulator.testing import SimulatorHandle, running_simulator, stop_process
 
 from .cli_helpers import (

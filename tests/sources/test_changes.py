@@ -5,8 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from sources.drone_ops.changes import ChangeSet, diff, retire_share_exceeded
-from sources.drone_ops.rolling import job_slice_of, outside_projects
+from sources.drone_ops.compare.changes import ChangeSet, diff
+from sources.drone_ops.compare.deletions import outside_projects, retire_share_exceeded
+from sources.drone_ops.walk.rolling import job_slice_of
 
 
 def _seen(pairs: dict[str, str]) -> tuple[pa.Array, pa.Array]:

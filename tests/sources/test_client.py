@@ -17,8 +17,7 @@ import httpx
 import pytest
 
 from sources.drone_ops import settings
-from sources.drone_ops.client import DroneOpsClient
-from sources.drone_ops.config import validate_base_url
+from sources.drone_ops.config import checked_api_key, read_source_config, validate_base_url
 from sources.drone_ops.exceptions import (
     ApiError,
     AuthError,
@@ -30,7 +29,8 @@ from sources.drone_ops.exceptions import (
     RetriesExhaustedError,
     UnreachableError,
 )
-from sources.drone_ops.throttle import AdaptiveLimiter, parse_retry_after
+from sources.drone_ops.http.client import DroneOpsClient
+from sources.drone_ops.http.throttle import AdaptiveLimiter, parse_retry_after
 from sources.drone_ops.walk import WalkStats
 
 CANARY = "canary-SECRET-5f1e"
@@ -323,9 +323,9 @@ def test_api_key_never_appears(scenario: str, caplog: pytest.LogCaptureFixture) 
 
 
 def test_empty_api_key_is_a_config_error() -> None:
-    """An empty key fails fast, naming the setting."""
+    """An empty key fails fast, naming the setting (checked once, before any client exists)."""
     with pytest.raises(ConfigError) as info:
-        DroneOpsClient(BASE, "")
+        checked_api_key("")
     assert info.value.setting == "sources.drone_ops.api_key"
 
 
@@ -460,10 +460,10 @@ def test_invalid_base_urls(url: str, words: str) -> None:
     assert words in str(info.value)
 
 
-def test_client_validates_its_base_url() -> None:
-    """The client refuses an invalid base URL before any request."""
+def test_settings_refuse_an_invalid_base_url_before_any_client() -> None:
+    """An invalid base URL is refused when the settings are read, before any request."""
     with pytest.raises(ConfigError, match=r"sources\.drone_ops\.base_url"):
-        DroneOpsClient("http://api.example.com", CANARY)
+        read_source_config({"base_url": "http://api.example.com", "api_key": CANARY})
 
 
 # --- adaptive limiter -------------------------------------------------------------------------
@@ -619,7 +619,7 @@ def test_a_cancelled_client_sends_nothing_more() -> None:
 )
 def test_a_key_with_inner_whitespace_or_control_characters_is_refused_unseen(key: str) -> None:
     with pytest.raises(ConfigError) as info:
-        DroneOpsClient(BASE, key)
+        checked_api_key(key)
     assert "sources.drone_ops.api_key" in str(info.value)
     assert key not in str(info.value) and key.strip() not in str(info.value)
 
@@ -633,7 +633,8 @@ def test_whitespace_around_the_key_is_stripped() -> None:
         sent.append(request.headers["Authorization"])
         return httpx.Response(200, json={"ok": True})
 
-    with DroneOpsClient(BASE, "  key-123456\n", transport=httpx.MockTransport(answer)) as client:
+    key = checked_api_key("  key-123456\n")
+    with DroneOpsClient(BASE, key, transport=httpx.MockTransport(answer)) as client:
         client.get_json(PATH)
     assert sent == ["Bearer key-123456"]
 

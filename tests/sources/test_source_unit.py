@@ -1,12 +1,11 @@
 """The whole source through dlt into a DuckDB file, against the in-memory fake API.
 
-No network and no simulator: `pipelines.sync.open_walk` is patched to hand the walk the
-fake API's MockTransport, and the client's backoff is shrunk so retry storms stay fast.
+No network and no simulator: the run's seams hand the client the fake API's MockTransport and
+shrink its backoff, so retry storms stay fast.
 """
 
 from __future__ import annotations
 
-import functools
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,48 +15,39 @@ import duckdb
 import httpx
 import pytest
 
-import pipelines.sync as sync_module
-from pipelines.sync import SyncOutcome, run_sync
-from pipelines.target import Target
-from sources.drone_ops import ConfigError, RunOptions, WorkspaceWalk
-from sources.drone_ops import walk as walk_module
-from sources.drone_ops.client import DroneOpsClient
-from sources.drone_ops.config import SourceConfig, checked_config
-from sources.drone_ops.entities import ALL_TABLES
+from pipelines.run.sync import SyncOutcome, run_sync
+from pipelines.run.target import Target
+from sources.drone_ops import ConfigError, Seams, WorkspaceWalk, read_source_config
+from sources.drone_ops.config import checked_config
+from sources.drone_ops.http.client import DroneOpsClient
+from sources.drone_ops.tables.entities import ALL_TABLES
 from tests.sources.fake_api import API_KEY, BASE_URL, FakeApi, job
 
 DATASET = "drone_ops"
 Sync = Callable[..., SyncOutcome]
 
 
-def _install_fake(api: FakeApi, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Routes the source to `api` and shrinks the client's backoff."""
-    original_config = sync_module.source_config
-    original_open_walk = sync_module.open_walk
+FAST_RETRIES = {"backoff_initial_seconds": 0.001, "backoff_max_seconds": 0.005}
 
-    def config(overrides: dict[str, Any] | None = None) -> SourceConfig:
-        return original_config({"base_url": BASE_URL, "api_key": API_KEY, **(overrides or {})})
 
-    def open_walk(checked: SourceConfig, options: RunOptions) -> WorkspaceWalk:
-        options.transport = api.transport()
-        return original_open_walk(checked, options)
-
-    monkeypatch.setattr(sync_module, "source_config", config)
-    monkeypatch.setattr(sync_module, "open_walk", open_walk)
-    monkeypatch.setattr(
-        walk_module,
-        "DroneOpsClient",
-        functools.partial(DroneOpsClient, backoff_initial_seconds=0.001, backoff_max_seconds=0.005),
+def _fake_sync(
+    api: FakeApi, target: Target, source_overrides: dict[str, Any] | None = None, **kwargs: Any
+) -> SyncOutcome:
+    """`run_sync` against `api`: its MockTransport through the run's seams, backoff shrunk."""
+    config = read_source_config(
+        {"base_url": BASE_URL, "api_key": API_KEY, **(source_overrides or {})}
     )
+    seams = Seams(transport=api.transport(), **FAST_RETRIES)
+    return run_sync(target, config=config, seams=seams, **kwargs)
 
 
 @pytest.fixture(scope="module")
 def baseline_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A warehouse after one clean first run of `FakeApi.small()` (made once per module)."""
     root = tmp_path_factory.mktemp("baseline")
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        _install_fake(FakeApi.small(), monkeypatch)
-        outcome = run_sync(Target(database=root / "w.duckdb", pipelines_dir=root / "p"))
+    outcome = _fake_sync(
+        FakeApi.small(), Target(database=root / "w.duckdb", pipelines_dir=root / "p")
+    )
     assert outcome.ok, (outcome.load_error, outcome.report.tables)
     return root / "w.duckdb"
 
@@ -80,14 +70,13 @@ def baseline(baseline_file: Path, database: Path) -> None:
 
 
 @pytest.fixture
-def sync(api: FakeApi, database: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Sync:
+def sync(api: FakeApi, database: Path, tmp_path: Path) -> Sync:
     """Runs `run_sync` against the fake API; keyword arguments go to `run_sync`."""
-    _install_fake(api, monkeypatch)
     target = Target(database=database, pipelines_dir=tmp_path / "pipelines")
 
     def run(**kwargs: Any) -> SyncOutcome:
         api.requests.clear()
-        return run_sync(target, **kwargs)
+        return _fake_sync(api, target, **kwargs)
 
     return run
 
@@ -441,7 +430,7 @@ def test_closing_a_walk_under_way_stops_it_promptly(api: FakeApi) -> None:
     import threading
     import time
 
-    from sources.drone_ops.plan import WalkPlan
+    from sources.drone_ops.walk.plan import WalkPlan
 
     release = threading.Event()
 
@@ -452,7 +441,11 @@ def test_closing_a_walk_under_way_stops_it_promptly(api: FakeApi) -> None:
 
     client = DroneOpsClient(BASE_URL, API_KEY, transport=httpx.MockTransport(slow))
     walk = WorkspaceWalk(
-        client, WalkPlan(tables=frozenset({"projects", "jobs"})), run_id="r", max_workers=4
+        client,
+        WalkPlan(tables=frozenset({"projects", "jobs"})),
+        run_id="r",
+        max_workers=4,
+        cancel=threading.Event(),
     )
     walk.start()
     time.sleep(0.2)
