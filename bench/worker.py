@@ -51,6 +51,7 @@ def sync_target(spec: dict[str, Any], destination: str) -> Target:
 def run_ours(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, Any]:
     """One `run_sync` into the spec's database (fresh or already synced)."""
     from pipelines.run.sync import run_sync
+    from sources.drone_ops import read_source_config
 
     target = sync_target(spec, destination)
     overrides = {
@@ -60,7 +61,7 @@ def run_ours(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, Any
         "job_refresh_slices": spec.get("job_refresh_slices", 1),
     }
     started = time.monotonic()
-    outcome = run_sync(target, source_overrides=overrides)
+    outcome = run_sync(target, config=read_source_config(overrides))
     seconds = time.monotonic() - started
     if not outcome.ok:
         failed = {t: r.error for t, r in outcome.report.tables.items() if r.error}

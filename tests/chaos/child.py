@@ -280,6 +280,7 @@ def main(argv: list[str]) -> int:
     try:
         from pipelines.run.sync import run_sync
         from pipelines.run.target import Target
+        from sources.drone_ops import read_source_config
 
         outcome = run_sync(
             Target(
@@ -287,7 +288,7 @@ def main(argv: list[str]) -> int:
                 pipelines_dir=Path(raw["pipelines_dir"]),
                 dataset=raw["dataset"],
             ),
-            source_overrides=raw["overrides"],
+            config=read_source_config(raw["overrides"]),
             allow_mass_delete=raw["allow_mass_delete"],
         )
         result = _outcome_dict(outcome)

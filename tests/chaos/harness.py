@@ -12,6 +12,7 @@ from typing import Any
 from pipelines.run.sync import SyncOutcome, run_sync
 from pipelines.run.target import Target
 from simulator.testing import SimulatorHandle
+from sources.drone_ops import read_source_config
 
 from .child import Spec, SyncChild, Zygote
 from .results import ChaosResults
@@ -49,7 +50,7 @@ class Warehouse:
     ) -> SyncOutcome:
         settings = {"base_url": base_url, "api_key": key, **CALM, **overrides}
         return run_sync(
-            self.target(), source_overrides=settings, allow_mass_delete=allow_mass_delete
+            self.target(), config=read_source_config(settings), allow_mass_delete=allow_mass_delete
         )
 
     def child(

@@ -23,6 +23,7 @@ import duckdb
 
 from pipelines.run.sync import run_sync
 from pipelines.run.target import Target
+from sources.drone_ops import read_source_config
 from tests.pipelines.warehouse_check import EPOCH, api_snapshot, expected_value, query, stored_value
 
 from .results import ChaosResults
@@ -286,7 +287,7 @@ def quiet_run_problems(
     try:
         outcome = run_sync(
             Target(database=database, dataset=dataset, pipelines_dir=pipelines_dir),
-            source_overrides=overrides,
+            config=read_source_config(overrides),
         )
     except Exception as exc:  # a wedged warehouse: reported (and counted), not a crash here
         return [f"raised {type(exc).__name__}: {str(exc)[:300]}"]

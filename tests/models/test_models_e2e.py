@@ -17,6 +17,7 @@ from pipelines.publish.dbt_build import answer_questions, build_models
 from pipelines.run.sync import run_sync
 from pipelines.run.target import Target
 from simulator.testing import running_simulator
+from sources.drone_ops import read_source_config
 from tests.pipelines.warehouse_check import api_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -28,7 +29,8 @@ def test_marts_agree_with_the_api(tmp_path: pathlib.Path) -> None:
     with running_simulator(seed=7, scale="small", admin=True) as handle:
         target = Target(database=tmp_path / "warehouse.duckdb", pipelines_dir=tmp_path / "dlt")
         outcome = run_sync(
-            target, source_overrides={"base_url": handle.base_url, "api_key": handle.read_key}
+            target,
+            config=read_source_config({"base_url": handle.base_url, "api_key": handle.read_key}),
         )
         assert outcome.ok, outcome.load_error
         assert target.database is not None

@@ -14,6 +14,7 @@ from pipelines.run.sync import SyncOutcome, run_sync
 from pipelines.run.target import Target
 from simulator.postgres_server import RunningPostgres, create_database, running_postgres
 from simulator.testing import SimulatorHandle, running_simulator
+from sources.drone_ops import read_source_config
 
 
 @pytest.fixture
@@ -43,7 +44,7 @@ def sync(target: Target) -> Callable[[SimulatorHandle], SyncFn]:
     def bind(handle: SimulatorHandle, **source: Any) -> SyncFn:
         def run(**kwargs: Any) -> SyncOutcome:
             overrides = {"base_url": handle.base_url, "api_key": handle.read_key, **source}
-            return run_sync(target, source_overrides=overrides, **kwargs)
+            return run_sync(target, config=read_source_config(overrides), **kwargs)
 
         return run
 

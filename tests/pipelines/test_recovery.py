@@ -17,6 +17,7 @@ from dlt.common.schema.utils import generate_version_hash
 from pipelines.run.recovery import DAMAGED_SUFFIX
 from pipelines.run.sync import run_sync
 from pipelines.run.target import PIPELINE_NAME, Target
+from sources.drone_ops import read_source_config
 
 from .test_sync_e2e import assert_equals_api, row_counts
 
@@ -39,11 +40,11 @@ def test_unreadable_working_folder_is_set_aside_and_the_run_heals(
     tiny_sim: Any, target: Target
 ) -> None:
     overrides = {"base_url": tiny_sim.base_url, "api_key": tiny_sim.read_key}
-    assert run_sync(target, source_overrides=overrides).ok
+    assert run_sync(target, config=read_source_config(overrides)).ok
     tiny_sim.churn(seed=5, update_fraction=0.1, delete_fraction=0.02, new_deliveries_per_webhook=3)
     _damage_schema(target)
 
-    healed = run_sync(target, source_overrides=overrides)
+    healed = run_sync(target, config=read_source_config(overrides))
 
     assert healed.ok, healed.notes
     assert any("set aside dlt's working folder" in note for note in healed.notes), healed.notes
@@ -52,7 +53,7 @@ def test_unreadable_working_folder_is_set_aside_and_the_run_heals(
     assert_equals_api(tiny_sim, target)
     counts = row_counts(target)
 
-    again = run_sync(target, source_overrides=overrides)
+    again = run_sync(target, config=read_source_config(overrides))
 
     assert again.ok
     assert not any("set aside" in note for note in again.notes), again.notes

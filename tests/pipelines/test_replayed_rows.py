@@ -12,6 +12,7 @@ import pytest
 from pipelines.run.sync import run_sync
 from pipelines.run.target import Target, make_pipeline
 from pipelines.run.warehouse import remove_replayed_rows
+from sources.drone_ops import read_source_config
 
 from .test_sync_e2e import assert_equals_api, row_counts
 
@@ -22,7 +23,7 @@ REPLAYED = ("users", "webhook_deliveries", "projects")
 
 def test_replayed_rows_are_removed_exactly(tiny_sim: Any, any_target: Target) -> None:
     overrides = {"base_url": tiny_sim.base_url, "api_key": tiny_sim.read_key}
-    assert run_sync(any_target, source_overrides=overrides).ok
+    assert run_sync(any_target, config=read_source_config(overrides)).ok
     before = row_counts(any_target)
     pipeline = make_pipeline(any_target)
     with pipeline.sql_client() as client:
@@ -48,5 +49,5 @@ def test_replayed_rows_are_removed_exactly(tiny_sim: Any, any_target: Target) ->
     assert removed == sum(before[table] for table in REPLAYED)
     assert row_counts(any_target) == before
     assert_equals_api(tiny_sim, any_target)
-    assert run_sync(any_target, source_overrides=overrides).ok
+    assert run_sync(any_target, config=read_source_config(overrides)).ok
     assert row_counts(any_target) == before, "the next run finds nothing to repeat or repair"

@@ -43,7 +43,7 @@ from pipelines.publish.snapshot import (
 from pipelines.run.sync import run_sync
 from pipelines.run.target import DEFAULT_DATABASE, Target
 from simulator.testing import SimulatorHandle, running_simulator, stop_process
-from sources.drone_ops import ConfigError
+from sources.drone_ops import ConfigError, read_source_config
 
 from .cli_helpers import (
     EXIT_FAILED,
@@ -96,7 +96,9 @@ def template(sim: SimulatorHandle, tmp_path_factory: pytest.TempPathFactory) -> 
     folder = root / "wh"
     folder.mkdir()
     overrides = {"base_url": sim.base_url, "api_key": sim.read_key}
-    assert run_sync(Target(database=folder / DEFAULT_DATABASE), source_overrides=overrides).ok
+    assert run_sync(
+        Target(database=folder / DEFAULT_DATABASE), config=read_source_config(overrides)
+    ).ok
     env = cli_env(root, base_url=sim.base_url, api_key=sim.read_key)
     args = ["models", "--no-test", "--snapshot-raw", "--log-format", "json"]
     models = run_cli(args, env, folder, timeout=240)

@@ -11,6 +11,7 @@ import pytest
 
 from pipelines.run.sync import run_sync
 from pipelines.run.target import Target
+from sources.drone_ops import read_source_config
 from sources.drone_ops.walk.rolling import job_slice_of
 
 from .warehouse_check import EPOCH, Warehouse, api_snapshot, current_rows, mismatches, query
@@ -87,7 +88,7 @@ def test_lifecycle_first_sync_changes_and_quiet_rerun(sim: Any, any_target: Targ
 
     def run(**kwargs: Any) -> Any:
         overrides = {"base_url": sim.base_url, "api_key": sim.read_key}
-        return run_sync(target, source_overrides=overrides, **kwargs)
+        return run_sync(target, config=read_source_config(overrides), **kwargs)
 
     first = run()
     assert first.ok, first.report.tables
