@@ -3,7 +3,8 @@
 The graph is read from the source with `ast`, not by importing it: every `import` and
 `from ... import` of our own modules, at module level and inside functions alike (a cycle
 through a function-level import is still a cycle, only a later one), with relative imports
-resolved. Imports under `if TYPE_CHECKING:` are left out: they never run.
+resolved, and imports under `if TYPE_CHECKING:` too: they never run, but a module that needs
+its importer's types to be understood is part of a cycle all the same.
 
 An edge goes to the module named, or to the package when the name is one of its attributes
 (`from sources.drone_ops import ConfigError` is an edge to `sources.drone_ops`). Importing
@@ -21,8 +22,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("sources", "pipelines", "simulator", "bench")
+PACKAGES = ("sources", "pipelines", "simulator", "bench", "testkit")
 MAX_LINES = 400
+MAX_FUNCTION_LINES = 80
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ def _module_files() -> dict[str, Path]:
     """Every module of our packages by dotted name (a package by its `__init__.py`)."""
     modules: dict[str, Path] = {}
     for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
+        for path in sorted((REPO / package).rglob("*.py")) if (REPO / package).is_dir() else []:
             parts = list(path.relative_to(REPO).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
@@ -49,24 +51,12 @@ def _module_files() -> dict[str, Path]:
 MODULES = _module_files()
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run, wherever it is; `if TYPE_CHECKING:` bodies skipped."""
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
+    """Every import statement, wherever it is: module level, in functions, under
+    `if TYPE_CHECKING:`."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-            continue
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            stack.extend(node.orelse)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
 
 
 def _own_module(name: str) -> str | None:
@@ -154,6 +144,8 @@ def test_the_graph_is_read() -> None:
     assert ("pipelines.run.sync", "sources.drone_ops") in pairs
     # inside a function: the demo starts the simulator only when it runs
     assert ("pipelines.demo", "simulator.server") in pairs
+    # under `if TYPE_CHECKING:`: the console names the model build's result type
+    assert ("pipelines.console.output", "pipelines.publish.dbt_build") in pairs
 
 
 def test_no_import_cycle() -> None:
@@ -212,8 +204,57 @@ def _line_counts(package: str) -> dict[str, int]:
     }
 
 
-@pytest.mark.parametrize("package", ["sources", "pipelines"])
+@pytest.mark.parametrize("package", PACKAGES)
 def test_modules_are_small(package: str) -> None:
     """A module over ~400 lines does more than one job: split it by responsibility."""
     large = {path: n for path, n in _line_counts(package).items() if n > MAX_LINES}
     assert not large, f"over {MAX_LINES} lines: {large}"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_functions_are_small(package: str) -> None:
+    """A function over ~80 lines is several steps in one: name each step."""
+    long: dict[str, int] = {}
+    for module, path in MODULES.items():
+        if module.split(".")[0] != package:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(REPO)}:{node.lineno} {node.name}"] = length
+    assert not long, f"over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_callers_use_the_source_through_its_facade() -> None:
+    """`pipelines/` and `bench/` import the source from `sources.drone_ops` only: what its
+    `__init__` exports is the source's interface, the wings behind it are free to move."""
+    reaching_in = []
+    for module, path in MODULES.items():
+        if module.split(".")[0] not in ("pipelines", "bench"):
+            continue
+        for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+            )
+            reaching_in += [
+                f"  {path.relative_to(REPO)}:{node.lineno} imports {name}"
+                for name in names
+                if name.startswith("sources.drone_ops.")
+            ]
+    assert not reaching_in, "past the facade:\n" + "\n".join(reaching_in)
+
+
+def test_the_http_layer_imports_nothing_above_it() -> None:
+    """`http/` takes checked values: it may import the source's constants and errors only."""
+    allowed = {"sources.drone_ops.settings", "sources.drone_ops.exceptions"}
+    upward = [
+        e
+        for e in EDGES
+        if e.importer.startswith("sources.drone_ops.http")
+        and not e.imported.startswith("sources.drone_ops.http")
+        and e.imported not in allowed
+    ]
+    assert not upward, "http/ imports:\n" + _describe(upward)

@@ -23,6 +23,7 @@ from sources.drone_ops import (
     missing_setting,
     redact,
     register_secret,
+    require_dlt_settings,
 )
 
 PIPELINE_NAME = "drone_ops"
@@ -91,21 +92,11 @@ class Target:
 
 # Settings the sync's correctness depends on, applied wherever the CLI runs from. They are
 # requirements, not choices, so they live here only (not in .dlt/config.toml).
-REQUIRED_DLT_SETTINGS = {
-    # scd2 on Arrow rows needs a row key; the row version is our deterministic _row_hash
-    "NORMALIZE__PARQUET_NORMALIZER__ADD_DLT_ID": "true",
-    # every row says which load wrote it (lineage for BI users and our tests)
-    "NORMALIZE__PARQUET_NORMALIZER__ADD_DLT_LOAD_ID": "true",
-    # resources run one after the other; they share one walk
-    "EXTRACT__NEXT_ITEM_MODE": "fifo",
-}
-
-
 def apply_runtime_defaults() -> None:
-    """Settings every run needs, applied wherever the sync is started from. (Telemetry and
-    signal handling are set in `pipelines/__init__.py`: dlt reads them when first imported.)"""
-    for name, value in REQUIRED_DLT_SETTINGS.items():
-        os.environ.setdefault(name, value)
+    """Settings every run needs, applied wherever the sync is started from: the source's own
+    (`require_dlt_settings`). Telemetry and signal handling are set in `pipelines/__init__.py`:
+    dlt reads them when first imported."""
+    require_dlt_settings()
 
 
 DATASET_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")

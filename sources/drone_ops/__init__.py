@@ -38,7 +38,7 @@ from .known import DeliveryMark, KnownState, read_known_state
 from .report import SyncReport, TableResult
 from .run import RunOptions, Seams, SyncRun, new_run_id
 from .secrets import redact, register_secret
-from .source import delivery_wave, drone_ops
+from .source import delivery_wave, drone_ops, require_dlt_settings
 from .tables.entities import (
     ALL_TABLES,
     ENTITIES,
@@ -94,6 +94,7 @@ __all__ = [
     "read_source_config",
     "redact",
     "register_secret",
+    "require_dlt_settings",
     "setting_name",
     "settings",
     "validate_base_url",

@@ -26,6 +26,7 @@ import dlt
 import httpx
 
 from .config import SourceConfig
+from .exceptions import DroneOpsError
 from .http import DroneOpsClient
 from .known import KnownState, read_known_state
 from .report import SyncReport
@@ -126,13 +127,25 @@ class SyncRun:
             self._pending = set(selected)
 
     def table_finished(self, table: str) -> None:
+        """Called by each table as it ends. A run the source opened itself closes after the
+        last selected table and then raises if any table failed or was refused, as a dlt
+        source does: dlt fails the extract, so nothing of this run is loaded and the warehouse
+        stays as it was (the next run compares again)."""
         with self._lock:
             if self._pending is None:
                 return
             self._pending.discard(table)
             done = not self._pending
-        if done:
-            self.close()
+        if not done:
+            return
+        self.close()
+        problems = [
+            result.error or f"{result.table}: {result.status}"
+            for result in self.report.tables.values()
+            if result.status not in ("success", "skipped")
+        ]
+        if problems:
+            raise DroneOpsError("; ".join(problems))
 
     def _open_walk(self, known: KnownState) -> WorkspaceWalk:
         config, seams = self.config, self.seams

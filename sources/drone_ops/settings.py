@@ -66,3 +66,14 @@ ROLES: Final = ("root", "project_manager", "ops_lead", "pilot", "client")
 # are retried this often within this many seconds, not for the whole retry budget.
 SHORT_RETRY_ATTEMPTS: Final = 3
 SHORT_RETRY_SECONDS: Final = 10.0
+
+# dlt settings the sync's correctness depends on, applied by the source itself (`source.py`,
+# `require_dlt_settings`) so that any pipeline running it gets them.
+REQUIRED_DLT_SETTINGS: Final = {
+    # scd2 on Arrow rows needs a row key; the row version is our deterministic _row_hash
+    "NORMALIZE__PARQUET_NORMALIZER__ADD_DLT_ID": "true",
+    # every row says which load wrote it (lineage for BI users and our tests)
+    "NORMALIZE__PARQUET_NORMALIZER__ADD_DLT_LOAD_ID": "true",
+    # resources run one after the other; they share one walk
+    "EXTRACT__NEXT_ITEM_MODE": "fifo",
+}

@@ -21,6 +21,7 @@ joins cost more than the load itself.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -74,12 +75,21 @@ def drone_ops(
     and every project's jobs. `run` is a `SyncRun` made by `drone-sync` (typed `Any` for dlt,
     which builds a config spec from the signature); without it the source reads its settings
     from dlt's config and opens its own run when dlt first asks it for rows."""
+    require_dlt_settings()
     if run is None:
         options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
         run = SyncRun(read_source_config(), options)
     assert isinstance(run, SyncRun)
     sync = TableSync(run)
     return [table(sync) for table in TABLES if table.__name__ in run.options.tables]
+
+
+def require_dlt_settings() -> None:
+    """Sets the dlt settings the source's contract depends on (`settings.REQUIRED_DLT_SETTINGS`)
+    unless the environment already sets them: read by dlt when it extracts and normalizes, so
+    setting them when the source is built reaches the pipeline that runs it."""
+    for name, value in settings.REQUIRED_DLT_SETTINGS.items():
+        os.environ.setdefault(name, value)
 
 
 def delivery_wave(run: SyncRun) -> DltResource:
@@ -128,8 +138,9 @@ def users(sync: TableSync) -> DltResource:
 
 
 def _history_table(sync: TableSync, entity: Entity) -> DltResource:
+    rows = _rows_of(sync, entity, SCD2_DISPOSITION, lambda: sync.entity_rows(entity.table))
     return dlt.resource(
-        _rows_of(sync, entity.table, lambda: sync.entity_rows(entity.table)),
+        rows,
         name=entity.table,
         write_disposition=_disposition(sync, entity, SCD2_DISPOSITION),
         columns={**dlt_columns(entity.contract), **VALIDITY_COLUMNS},
@@ -140,7 +151,7 @@ def _one_row_per_id(
     sync: TableSync, entity: Entity, rows: Callable[[], Iterator[pa.Table]]
 ) -> DltResource:
     return dlt.resource(
-        _rows_of(sync, entity.table, rows),
+        _rows_of(sync, entity, MERGE_ON_ID, rows),
         name=entity.table,
         write_disposition=_disposition(sync, entity, MERGE_ON_ID),
         primary_key=list(entity.key),
@@ -151,33 +162,36 @@ def _one_row_per_id(
 def _disposition(
     sync: TableSync, entity: Entity, merge: TWriteDispositionConfig
 ) -> TWriteDispositionConfig:
-    """The merge for a table the warehouse has; a plain append for its first load.
-
-    A run opened before the source is built (`drone-sync run`) knows this already; the plain
-    source reads the warehouse only when its first table starts, so it gives dlt a hint that
-    is decided per batch, by which time what the warehouse holds is known."""
-    if sync.run.known is not None:
-        return merge if entity.table in sync.run.known.existing else "append"
-
-    def disposition(_item: Any) -> TWriteDispositionConfig:
-        known = sync.run.known
-        return merge if known is not None and entity.table in known.existing else "append"
-
-    return disposition  # type: ignore[return-value]
+    """The merge for a table the warehouse has; a plain append for its first load. A run that
+    has not read the warehouse yet (the plain source) declares the merge, and its first batch
+    switches a new table to the append (`_rows_of`)."""
+    known = sync.run.known
+    return "append" if known is not None and entity.table not in known.existing else merge
 
 
 def _rows_of(
-    sync: TableSync, table: str, rows: Callable[[], Iterator[pa.Table]]
-) -> Iterator[pa.Table]:
-    """A table's rows; the run is opened (the plain source) when the first table starts, and
-    closed when the last table selected for this extraction ends."""
+    sync: TableSync,
+    entity: Entity,
+    merge: TWriteDispositionConfig,
+    rows: Callable[[], Iterator[pa.Table]],
+) -> Iterator[Any]:
+    """A table's rows. The plain source opens its run when the first table starts (and closes
+    it when the last selected table ends); only then is it known whether a table is new, so
+    its first batch carries the append for a table the warehouse does not have yet."""
     run = sync.run
+    declared = _disposition(sync, entity, merge)
     if run.walk is None:
         run.table_started(dlt.current.source().selected_resources)
     try:
-        yield from rows()
+        actual = _disposition(sync, entity, merge)
+        for batch in rows():
+            if actual != declared:
+                yield dlt.mark.with_hints(batch, dlt.mark.make_hints(write_disposition=actual))
+                declared = actual
+            else:
+                yield batch
     finally:
-        run.table_finished(table)
+        run.table_finished(entity.table)
 
 
 TABLES: tuple[Callable[[TableSync], DltResource], ...] = (
