@@ -44,11 +44,16 @@ ordered as (
         status,
         valid_from,
         valid_to,
-        lag(status) over entity_versions as previous_status,
-        lag(valid_to) over entity_versions as previous_valid_to,
-        row_number() over entity_versions as version_number
+        lag(status) over (
+            partition by entity_type, entity_id order by valid_from
+        ) as previous_status,
+        lag(valid_to) over (
+            partition by entity_type, entity_id order by valid_from
+        ) as previous_valid_to,
+        row_number() over (
+            partition by entity_type, entity_id order by valid_from
+        ) as version_number
     from versions
-    window entity_versions as (partition by entity_type, entity_id order by valid_from)
 ),
 
 flagged as (
@@ -56,8 +61,8 @@ flagged as (
         *,
         case
             when version_number = 1 then 1
-            when status is distinct from previous_status then 1
-            when previous_valid_to is distinct from valid_from then 1
+            when (status is distinct from previous_status) then 1
+            when (previous_valid_to is distinct from valid_from) then 1
             else 0
         end as starts_interval
     from ordered
@@ -97,8 +102,11 @@ current_entities as (
 
 final as (
     select
-        {{ dbt.concat(['intervals.entity_id', "'#'", dbt.cast('intervals.interval_number', dbt.type_string())]) }}
-            as status_interval_id,
+        {{ dbt.concat([
+            'intervals.entity_id',
+            "'#'",
+            dbt.cast('intervals.interval_number', dbt.type_string()),
+        ]) }} as status_interval_id,
         intervals.entity_type,
         intervals.entity_id,
         intervals.interval_number,

@@ -52,7 +52,7 @@ final as (
         job_types.icon as job_type_icon,
         jobs.status,
         jobs.other_status_reason,
-        jobs.status not in ('{{ closed_statuses() | join("', '") }}') as is_open,
+        jobs.status not in {{ quoted_list(closed_statuses()) }} as is_open,
         jobs.priority,
         jobs.job_pattern,
         jobs.start_date,

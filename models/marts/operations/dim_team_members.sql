@@ -10,7 +10,9 @@ final as (
         email,
         first_name,
         last_name,
-        trim({{ dbt.concat(["coalesce(first_name, '')", "' '", "coalesce(last_name, '')"]) }}) as full_name,
+        trim(
+            {{ dbt.concat(["coalesce(first_name, '')", "' '", "coalesce(last_name, '')"]) }}
+        ) as full_name,
         role,
         role = 'pilot' as is_pilot,
         status,

@@ -29,15 +29,12 @@ rules as (
         case
             when job_pattern is null or job_pattern <> 'recurring' then 'one_time'
             when recurring_frequency is null then 'one_time'
-            when recurring_frequency in ('{{ var("recurring_frequencies") | join("', '") }}')
+            when recurring_frequency in {{ quoted_list(var("recurring_frequencies")) }}
                 then recurring_frequency
             else 'one_time'
         end as occurrence_rule,
         case when recurring_interval >= 1 then recurring_interval else 1 end as step,
-        case
-            when end_date is not null then end_date
-            else {{ add_days('start_date', horizon_days - 1) }}
-        end as window_end,
+        coalesce(end_date, {{ add_days('start_date', horizon_days - 1) }}) as window_end,
         {{ day_of_week('start_date') }} as start_weekday,
         {{ day_of_month('start_date') }} as start_day_of_month,
         cast({{ dbt.date_trunc('month', 'start_date') }} as date) as start_month,
@@ -45,17 +42,17 @@ rules as (
     from jobs
 ),
 
-{#- weekday(s) per job: selected_days_of_week, else start_date's weekday -#}
+-- weekday(s) per job: selected_days_of_week, else start_date's weekday
 job_weekdays as (
     select
         rules.job_id,
-        coalesce(days_of_week.day_of_week, rules.start_weekday) as weekday
+        coalesce(days_of_week.day_of_week, rules.start_weekday) as day_of_week
     from rules
     left join days_of_week
         on rules.job_id = days_of_week.job_id
 ),
 
-{#- week(s) of month per monthly job: weeks_of_month, else [week_of_month] -#}
+-- week(s) of month per monthly job: weeks_of_month, else [week_of_month]
 job_weeks as (
     select
         job_id,
@@ -90,7 +87,13 @@ daily as (
         rules.job_id,
         {{ add_days('rules.start_date', 'series.day_offset') }} as occurrence_date
     from rules
-    {{ lateral_int_series('0', dbt.datediff('rules.start_date', 'rules.window_end', 'day'), 'rules.step', 'series', 'day_offset') }}
+    {{ lateral_int_series(
+        '0',
+        dbt.datediff('rules.start_date', 'rules.window_end', 'day'),
+        'rules.step',
+        'series',
+        'day_offset',
+    ) }}
     where rules.occurrence_rule = 'daily'
 ),
 
@@ -108,20 +111,28 @@ weekly_periods as (
 weekly as (
     select
         weekly_periods.job_id,
-        {{ add_days('weekly_periods.week0', 'series.day_offset + job_weekdays.weekday') }} as occurrence_date
+        {{ add_days('weekly_periods.week0', 'series.day_offset + job_weekdays.day_of_week') }}
+            as occurrence_date
     from weekly_periods
-    {{ lateral_int_series('0', dbt.datediff('weekly_periods.week0', 'weekly_periods.window_end', 'day'), '7 * weekly_periods.step', 'series', 'day_offset') }}
+    {{ lateral_int_series(
+        '0',
+        dbt.datediff('weekly_periods.week0', 'weekly_periods.window_end', 'day'),
+        '7 * weekly_periods.step',
+        'series',
+        'day_offset',
+    ) }}
     inner join job_weekdays
         on weekly_periods.job_id = job_weekdays.job_id
 ),
 
-{#- month starts of the periods of monthly (step N months) and yearly (step 12N) jobs -#}
+-- month starts of the periods of monthly (step N months) and yearly (step 12N) jobs
 month_periods as (
     select
         rules.job_id,
         rules.occurrence_rule,
         rules.start_day_of_month,
-        cast({{ dbt.dateadd('month', 'series.month_offset', 'rules.start_month') }} as date) as month_start
+        cast({{ dbt.dateadd('month', 'series.month_offset', 'rules.start_month') }} as date)
+            as month_start
     from rules
     {{ lateral_int_series('0', dbt.datediff('rules.start_month', 'rules.window_end', 'month'),
         "case when rules.occurrence_rule = 'yearly' then 12 * rules.step else rules.step end",
@@ -139,7 +150,7 @@ month_bounds as (
     from month_periods
 ),
 
-{#- monthly without weeks, and yearly: start_date's day of month, clamped to the month's end -#}
+-- monthly without weeks, and yearly: start_date's day of month, clamped to the month's end
 day_of_month_dates as (
     select
         month_bounds.job_id,
@@ -155,20 +166,24 @@ day_of_month_dates as (
         )
 ),
 
-{#- monthly with weeks: the q-th weekday w of the month, q = -1 being the last one -#}
+-- monthly with weeks: the q-th weekday w of the month, q = -1 being the last one
 nth_weekday_dates as (
     select
         month_bounds.job_id,
         month_bounds.month_start,
         month_bounds.month_end,
         case
-            when job_weeks.week_of_month = -1 then
-                {{ add_days('month_bounds.month_end',
-                    '-mod(' ~ day_of_week('month_bounds.month_end') ~ ' - job_weekdays.weekday + 7, 7)') }}
-            else
-                {{ add_days('month_bounds.month_start',
-                    'mod(job_weekdays.weekday - ' ~ day_of_week('month_bounds.month_start')
-                    ~ ' + 7, 7) + 7 * (job_weeks.week_of_month - 1)') }}
+            when job_weeks.week_of_month = -1
+                then {{ add_days(
+                    'month_bounds.month_end',
+                    '-mod(' ~ day_of_week('month_bounds.month_end')
+                    ~ ' - job_weekdays.day_of_week + 7, 7)',
+                ) }}
+            else {{ add_days(
+                'month_bounds.month_start',
+                'mod(job_weekdays.day_of_week - ' ~ day_of_week('month_bounds.month_start')
+                ~ ' + 7, 7) + 7 * (job_weeks.week_of_month - 1)',
+            ) }}
         end as occurrence_date
     from month_bounds
     inner join job_weeks
@@ -179,13 +194,31 @@ nth_weekday_dates as (
 ),
 
 recurring_dates as (
-    select job_id, occurrence_date from daily
+    select
+        job_id,
+        occurrence_date
+    from daily
+
     union all
-    select job_id, occurrence_date from weekly
+
+    select
+        job_id,
+        occurrence_date
+    from weekly
+
     union all
-    select job_id, occurrence_date from day_of_month_dates
+
+    select
+        job_id,
+        occurrence_date
+    from day_of_month_dates
+
     union all
-    select job_id, occurrence_date from nth_weekday_dates
+
+    select
+        job_id,
+        occurrence_date
+    from nth_weekday_dates
     where occurrence_date between month_start and month_end
 ),
 
@@ -200,9 +233,17 @@ in_window as (
 ),
 
 all_occurrences as (
-    select job_id, occurrence_date from in_window
+    select
+        job_id,
+        occurrence_date
+    from in_window
+
     union all
-    select job_id, occurrence_date from single_occurrences
+
+    select
+        job_id,
+        occurrence_date
+    from single_occurrences
 ),
 
 numbered as (
@@ -215,8 +256,11 @@ numbered as (
 
 final as (
     select
-        {{ dbt.concat(['numbered.job_id', "'#'", 'cast(numbered.occurrence_number as ' ~ dbt.type_string() ~ ')']) }}
-            as job_occurrence_id,
+        {{ dbt.concat([
+            'numbered.job_id',
+            "'#'",
+            dbt.cast('numbered.occurrence_number', dbt.type_string()),
+        ]) }} as job_occurrence_id,
         numbered.job_id,
         numbered.occurrence_number,
         numbered.occurrence_date,

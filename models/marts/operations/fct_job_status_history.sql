@@ -1,4 +1,4 @@
-{#- One row per status interval of a job; the logic is intermediate/int_status_intervals.sql. -#}
+{#- One row per status interval of a job (the logic: intermediate/int_status_intervals.sql). -#}
 
 with
 

@@ -1,4 +1,4 @@
-{#- One row per status interval of a project; the logic is intermediate/int_status_intervals.sql. -#}
+{#- One row per status interval of a project (the logic: intermediate/int_status_intervals.sql). -#}
 
 with
 

@@ -27,7 +27,8 @@ final as (
         deliveries.event,
         deliveries.workspace_id,
         deliveries.event_at,
-        {{ seconds_between('deliveries.event_at', 'deliveries.created_at') }} as event_to_delivery_seconds,
+        {{ seconds_between('deliveries.event_at', 'deliveries.created_at') }}
+            as event_to_delivery_seconds,
         deliveries.data,
         deliveries.request_payload,
         deliveries.response_body
