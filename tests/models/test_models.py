@@ -298,8 +298,10 @@ def test_one_yml_per_model_and_the_naming_convention() -> None:
             assert "config(" not in sql.read_text(), f"{sql.name}: configure the folder instead"
             properties = yaml.safe_load(sql.with_suffix(".yml").read_text())
             assert [model["name"] for model in properties["models"]] == [sql.stem]
-            tested = {test["model"] for test in properties.get("unit_tests", [])}
-            assert tested <= {sql.stem}, sql.name
+            unit_tests = properties.get("unit_tests", [])
+            assert {test["model"] for test in unit_tests} <= {sql.stem}, sql.name
+            # a unit test builds a relation of its name: PostgreSQL allows 63 characters
+            assert all(len(test["name"]) <= 63 for test in unit_tests), sql.name
         for yml in (PROJECT_DIR / folder).rglob("*.yml"):
             assert yml.with_suffix(".sql").is_file() or yml.name.endswith("__sources.yml"), yml
 

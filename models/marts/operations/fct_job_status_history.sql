@@ -1,25 +1,6 @@
-{#- One row per status interval of a job (the logic: intermediate/int_status_intervals.sql). -#}
+{#-
+    One row per status interval of a job: the jobs' rows of int_status_intervals, which holds
+    the logic and its unit tests, with job-named columns (macros/status_history.sql).
+-#}
 
-with
-
-intervals as (
-    select * from {{ ref('int_status_intervals') }}
-    where entity_type = 'job'
-),
-
-final as (
-    select
-        status_interval_id as job_status_interval_id,
-        entity_id as job_id,
-        interval_number,
-        status,
-        valid_from,
-        valid_to,
-        is_current,
-        is_closed_by_retirement,
-        versions,
-        duration_seconds
-    from intervals
-)
-
-select * from final
+{{ status_history(ref('int_status_intervals'), 'job') }}
