@@ -47,6 +47,12 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
     return [tuple(row) for row in con.execute(sql).fetchall()]
 
 
+def file_rows(database: pathlib.Path, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of one query on a warehouse file, opened read-only for that query."""
+    with duckdb.connect(str(database), read_only=True) as connection:
+        return rows(connection, sql)
+
+
 def expected_dates(job: dict[str, Any], horizon_days: int = 365) -> list[date | None]:
     """docs/occurrence-rules.md in plain Python, written apart from the SQL to cross-check it."""
     start: date = job["start_date"]
@@ -257,12 +263,11 @@ def test_a_build_drops_the_relations_of_renamed_models(tmp_path: pathlib.Path) -
         connection.execute(f"create view {stale[1]} as select 1 as job_id")
     result = build_models(database, run_tests=False, select="stg_drone_ops__users")
     assert result.ok, result.failures
-    with duckdb.connect(str(database), read_only=True) as connection:
-        left = rows(
-            connection,
-            "select table_schema, table_name from information_schema.tables"
-            " where table_schema in ('drone_ops_stg', 'drone_ops_marts') order by all",
-        )
+    left = file_rows(
+        database,
+        "select table_schema, table_name from information_schema.tables"
+        " where table_schema in ('drone_ops_stg', 'drone_ops_marts') order by all",
+    )
     assert left == [("drone_ops_stg", "stg_drone_ops__users")]
 
 
@@ -299,12 +304,11 @@ def test_other_dataset_and_horizon_var(tmp_path: pathlib.Path) -> None:
         dbt_vars={"occurrence_horizon_days": 30},
     )
     assert result.ok, result.failures
-    with duckdb.connect(str(database), read_only=True) as connection:
-        got = rows(
-            connection,
-            "select occurrence_date from ops_x_marts.fct_job_occurrences"
-            " where job_id = 'j4' order by occurrence_number",
-        )
+    got = file_rows(
+        database,
+        "select occurrence_date from ops_x_marts.fct_job_occurrences"
+        " where job_id = 'j4' order by occurrence_number",
+    )
     # every 2 weeks from Thu 6 June, window 6 June .. 5 July
     assert [row[0] for row in got] == [date(2024, 6, 6), date(2024, 6, 20), date(2024, 7, 4)]
     assert expected_dates(next(j for j in JOBS if j["id"] == "j4"), 30) == [row[0] for row in got]
