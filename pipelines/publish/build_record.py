@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 RECORD_NAME = "last_build.json"
 # what makes the dbt project; dbt's own output folders are not part of it
-PROJECT_FOLDERS = ("models", "macros", "tests")
+PROJECT_FOLDERS = ("staging", "intermediate", "marts", "macros", "tests")
 PROJECT_FILES = ("dbt_project.yml", "profiles.yml")
 
 

@@ -270,7 +270,7 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
                 jobs.longitude,
                 jobs.flights_per_occurrence
             from {marts}.fct_job_occurrences as occurrences
-            inner join {marts}.fct_jobs as jobs
+            inner join {marts}.dim_jobs as jobs
                 on occurrences.job_id = jobs.job_id
             where
                 occurrences.occurrence_date >= current_date

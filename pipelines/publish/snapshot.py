@@ -151,7 +151,7 @@ def check_snapshot_path(setting: str, snapshot: Path, database: Path, dataset: s
         )
     if snapshot.is_dir():
         raise ConfigError(setting, f"{snapshot} is a folder; give the path of a file")
-    # DuckDB names a file's catalog after its stem; `drone_ops_marts.fct_jobs` would then be
+    # DuckDB names a file's catalog after its stem; `drone_ops_marts.dim_jobs` would then be
     # ambiguous in the snapshot (DuckDB 2.0 refuses such a query)
     schemas = {dataset, marts_schema(dataset), f"{dataset}_stg", "main"}
     if snapshot.stem in schemas:

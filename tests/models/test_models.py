@@ -15,6 +15,7 @@ import yaml  # type: ignore[import-untyped]
 
 from pipelines.publish.dbt_build import (
     EXAMPLE_QUESTIONS,
+    PROJECT_DIR,
     ModelsResult,
     answer_questions,
     build_models,
@@ -22,6 +23,8 @@ from pipelines.publish.dbt_build import (
 from tests.models.raw_fixture import JOBS, T1, T2, T3, T4, create_raw_warehouse
 
 MARTS = "drone_ops_marts"
+# the model paths of the dbt project and the prefixes of their models' names
+LAYERS = {"staging": ("stg_drone_ops__",), "intermediate": ("int_",), "marts": ("dim_", "fct_")}
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +45,12 @@ def con(built: tuple[pathlib.Path, ModelsResult]) -> Iterator[duckdb.DuckDBPyCon
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
     return [tuple(row) for row in con.execute(sql).fetchall()]
+
+
+def file_rows(database: pathlib.Path, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of one query on a warehouse file, opened read-only for that query."""
+    with duckdb.connect(str(database), read_only=True) as connection:
+        return rows(connection, sql)
 
 
 def expected_dates(job: dict[str, Any], horizon_days: int = 365) -> list[date | None]:
@@ -95,9 +104,9 @@ def test_build_passes_every_model_and_test(built: tuple[pathlib.Path, ModelsResu
     assert result.error is None
     assert result.failures == []
     assert result.ok
-    assert result.models_built == 24
+    assert result.models_built == 25
     assert result.tests_failed == 0
-    assert result.tests_passed >= 100  # data tests plus the 8 occurrence unit tests
+    assert result.tests_passed >= 100  # data tests plus the occurrence and status unit tests
 
 
 def test_models_land_in_stg_and_marts_schemas(con: duckdb.DuckDBPyConnection) -> None:
@@ -108,7 +117,7 @@ def test_models_land_in_stg_and_marts_schemas(con: duckdb.DuckDBPyConnection) ->
             "where table_schema like 'drone_ops%' group by table_schema",
         )
     )
-    assert counts == {"drone_ops": 7, "drone_ops_stg": 13, "drone_ops_marts": 11}
+    assert counts == {"drone_ops": 7, "drone_ops_stg": 14, "drone_ops_marts": 11}
 
 
 def test_dim_projects_counts_current_jobs_by_status(con: duckdb.DuckDBPyConnection) -> None:
@@ -151,14 +160,14 @@ def test_occurrence_counts_for_rule_kinds(con: duckdb.DuckDBPyConnection) -> Non
     assert flexible == [(None,)]
 
 
-def test_fct_jobs_carries_project_type_and_calendar(con: duckdb.DuckDBPyConnection) -> None:
+def test_dim_jobs_carries_project_type_and_calendar(con: duckdb.DuckDBPyConnection) -> None:
     got = rows(
         con,
         f"select project_name, job_type_name, job_type_icon, latitude, longitude,"
-        f" capture_types_count, planned_occurrences from {MARTS}.fct_jobs where job_id = 'j1'",
+        f" capture_types_count, planned_occurrences from {MARTS}.dim_jobs where job_id = 'j1'",
     )
     assert got == [("Project p1", "Cell tower", "radio", 52.5, 13.4, 2, 1)]
-    renamed = rows(con, f"select job_type_name from {MARTS}.fct_jobs where job_id = 'j11'")
+    renamed = rows(con, f"select job_type_name from {MARTS}.dim_jobs where job_id = 'j11'")
     assert renamed == [("Solar roof",)]  # the job type's current name
 
 
@@ -239,6 +248,51 @@ def test_answer_questions_reads_the_marts(built: tuple[pathlib.Path, ModelsResul
     assert all(len(row) == 6 for row in reliability)
 
 
+def test_a_build_drops_the_relations_of_renamed_models(tmp_path: pathlib.Path) -> None:
+    """A warehouse built before models were renamed keeps no stale copy under the old names
+    (macros/drop_renamed_relations.sql, run before every build, even a partial one)."""
+    database = create_raw_warehouse(tmp_path / "drone_ops.duckdb")
+    stale = [
+        '"drone_ops"."drone_ops_marts"."fct_jobs"',
+        '"drone_ops"."drone_ops_stg"."stg_drone_ops__jobs"',
+    ]
+    with duckdb.connect(str(database)) as connection:
+        connection.execute('create schema "drone_ops"."drone_ops_marts"')
+        connection.execute('create schema "drone_ops"."drone_ops_stg"')
+        connection.execute(f"create table {stale[0]} as select 1 as job_id")
+        connection.execute(f"create view {stale[1]} as select 1 as job_id")
+    result = build_models(database, run_tests=False, select="stg_drone_ops__users")
+    assert result.ok, result.failures
+    left = file_rows(
+        database,
+        "select table_schema, table_name from information_schema.tables"
+        " where table_schema in ('drone_ops_stg', 'drone_ops_marts') order by all",
+    )
+    assert left == [("drone_ops_stg", "stg_drone_ops__users")]
+
+
+def test_column_names_follow_the_convention(con: duckdb.DuckDBPyConnection) -> None:
+    """Booleans are is_/has_, timestamps <event>_at, dates <event>_date, in staging,
+    intermediate and marts; valid_from/valid_to are the documented exception (docs/models.md)."""
+    columns = rows(
+        con,
+        "select table_name, column_name, data_type from information_schema.columns"
+        " where table_schema in ('drone_ops_stg', 'drone_ops_marts')",
+    )
+    wrong = [
+        (table, column)
+        for table, column, data_type in columns
+        if (data_type == "BOOLEAN" and not column.startswith(("is_", "has_")))
+        or (
+            data_type.startswith("TIMESTAMP")
+            and not column.endswith("_at")
+            and column not in ("valid_from", "valid_to")
+        )
+        or (data_type == "DATE" and not column.endswith("_date"))
+    ]
+    assert wrong == []
+
+
 @pytest.mark.slow
 def test_other_dataset_and_horizon_var(tmp_path: pathlib.Path) -> None:
     database = create_raw_warehouse(tmp_path / "other.duckdb", dataset="ops_x")
@@ -250,12 +304,11 @@ def test_other_dataset_and_horizon_var(tmp_path: pathlib.Path) -> None:
         dbt_vars={"occurrence_horizon_days": 30},
     )
     assert result.ok, result.failures
-    with duckdb.connect(str(database), read_only=True) as connection:
-        got = rows(
-            connection,
-            "select occurrence_date from ops_x_marts.fct_job_occurrences"
-            " where job_id = 'j4' order by occurrence_number",
-        )
+    got = file_rows(
+        database,
+        "select occurrence_date from ops_x_marts.fct_job_occurrences"
+        " where job_id = 'j4' order by occurrence_number",
+    )
     # every 2 weeks from Thu 6 June, window 6 June .. 5 July
     assert [row[0] for row in got] == [date(2024, 6, 6), date(2024, 6, 20), date(2024, 7, 4)]
     assert expected_dates(next(j for j in JOBS if j["id"] == "j4"), 30) == [row[0] for row in got]
@@ -264,13 +317,13 @@ def test_other_dataset_and_horizon_var(tmp_path: pathlib.Path) -> None:
 def test_data_dictionary_lists_every_mart_column() -> None:
     """docs/data-dictionary.md is written from the marts' yml; catch drift when a column changes."""
     root = pathlib.Path(__file__).resolve().parents[2]
-    folder = root / "models" / "models" / "marts"
+    folder = root / "models" / "marts"
     marts = [
         model
-        for path in sorted(folder.glob("*.yml"))
+        for path in sorted(folder.rglob("*.yml"))
         for model in yaml.safe_load(path.read_text())["models"]
     ]
-    assert len(marts) == len(list(folder.glob("*.sql"))), "one yml per mart"
+    assert len(marts) == len(list(folder.rglob("*.sql"))), "one yml per mart"
     dictionary = (root / "docs" / "data-dictionary.md").read_text()
     sections = dictionary.split("\n### ")[1:]
     listed = {section.split("\n", 1)[0]: section for section in sections}
@@ -281,21 +334,43 @@ def test_data_dictionary_lists_every_mart_column() -> None:
 
 
 def test_one_yml_per_model_and_the_naming_convention() -> None:
-    """Every model's SQL has a yml of the same name beside it, declaring that model alone (plus
-    its unit tests); staging models are stg_drone_ops__<entity>, marts dim_* or fct_*
+    """The model paths are the three layers; every model's SQL has a yml of the same name beside
+    it, declaring that model alone (plus its unit tests), and no config() of its own; staging
+    models are stg_drone_ops__<entity>, intermediate int_*, marts dim_* or fct_*
     (docs/models.md)."""
-    root = pathlib.Path(__file__).resolve().parents[2] / "models" / "models"
-    prefixes = {"staging": ("stg_drone_ops__",), "marts": ("dim_", "fct_")}
-    assert sorted(path.name for path in root.iterdir()) == sorted(prefixes)
-    for folder, allowed in prefixes.items():
-        for sql in sorted((root / folder).glob("*.sql")):
+    project = yaml.safe_load(PROJECT_DIR.joinpath("dbt_project.yml").read_text())
+    assert project["model-paths"] == list(LAYERS)
+    for folder, allowed in LAYERS.items():
+        models = sorted((PROJECT_DIR / folder).rglob("*.sql"))
+        assert models, folder
+        for sql in models:
             assert sql.stem.startswith(allowed), sql.name
+            assert "config(" not in sql.read_text(), f"{sql.name}: configure the folder instead"
             properties = yaml.safe_load(sql.with_suffix(".yml").read_text())
             assert [model["name"] for model in properties["models"]] == [sql.stem]
-            tested = {test["model"] for test in properties.get("unit_tests", [])}
-            assert tested <= {sql.stem}, sql.name
-        for yml in (root / folder).glob("*.yml"):
+            unit_tests = properties.get("unit_tests", [])
+            assert {test["model"] for test in unit_tests} <= {sql.stem}, sql.name
+            # a unit test builds a relation of its name: PostgreSQL allows 63 characters
+            assert all(len(test["name"]) <= 63 for test in unit_tests), sql.name
+        for yml in (PROJECT_DIR / folder).rglob("*.yml"):
             assert yml.with_suffix(".sql").is_file() or yml.name.endswith("__sources.yml"), yml
+
+
+def test_materialization_and_schema_per_layer(built: tuple[pathlib.Path, ModelsResult]) -> None:
+    """dbt_project.yml configures each layer once; dbt's fqn leaves the model path out, so
+    check what the build used: views in <dataset>_stg for staging and intermediate, tables in
+    <dataset>_marts for every marts area."""
+    manifest = json.loads((built[0].parent / "target" / "manifest.json").read_text())
+    expected = {
+        "staging": ("view", "drone_ops_stg"),
+        "intermediate": ("view", "drone_ops_stg"),
+        "marts": ("table", MARTS),
+    }
+    models = [node for node in manifest["nodes"].values() if node["resource_type"] == "model"]
+    assert len(models) == sum(len(list((PROJECT_DIR / f).rglob("*.sql"))) for f in LAYERS)
+    for node in models:
+        layer = node["original_file_path"].split("/")[0]
+        assert (node["config"]["materialized"], node["schema"]) == expected[layer], node["name"]
 
 
 def test_build_without_a_database_file_says_so(tmp_path: pathlib.Path) -> None:

@@ -49,7 +49,7 @@ def test_marts_agree_with_the_api(tmp_path: pathlib.Path) -> None:
                 f" from {marts}.fct_webhook_delivery_health_daily group by webhook_id"
             ).fetchall()
             calendar = dict(
-                con.execute(f"select job_id, planned_occurrences from {marts}.fct_jobs").fetchall()
+                con.execute(f"select job_id, planned_occurrences from {marts}.dim_jobs").fetchall()
             )
             pilot = con.execute(
                 f"select team_member_id from {marts}.dim_team_members where is_pilot limit 1"

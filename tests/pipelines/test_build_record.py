@@ -72,6 +72,6 @@ def test_the_project_fingerprint_follows_the_dbt_files(tmp_path: Path) -> None:
     copy = tmp_path / "models"
     shutil.copytree(PROJECT_DIR, copy, ignore=shutil.ignore_patterns("target", "logs", ".user.yml"))
     assert project_fingerprint(copy) == project_fingerprint(PROJECT_DIR)
-    model = next((copy / "models" / "marts").glob("*.sql"))
+    model = next((copy / "marts" / "operations").glob("*.sql"))
     model.write_text(model.read_text() + "\n-- edited\n")
     assert project_fingerprint(copy) != project_fingerprint(PROJECT_DIR)

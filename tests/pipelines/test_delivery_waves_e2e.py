@@ -1,4 +1,4 @@
-"""Deliveries load in waves while the chains still walk (pipelines/delivery_waves.py): the
+"""Deliveries load in waves while the chains still walk (pipelines/run/delivery_waves.py): the
 warehouse equals the API afterwards, a chain that fails after waves loaded leaves no gap, and
 a warehouse synced before waves gets its marks recorded before any wave runs."""
 

@@ -1,5 +1,5 @@
 """A run that changed nothing keeps the current marts and snapshot; anything that changed the
-warehouse or the project builds again (pipelines/build_record.py)."""
+warehouse or the project builds again (pipelines/publish/build_record.py)."""
 
 from __future__ import annotations
 

@@ -293,7 +293,7 @@ def test_the_same_sql_runs_on_the_snapshot(template: Template) -> None:
     """A report's query, schema-qualified as against the warehouse, gives the same answer."""
     sql = (
         f"SELECT p.status, count(*) AS projects, sum(j.jobs) AS jobs FROM {MARTS}.dim_projects p"
-        f" LEFT JOIN (SELECT project_id, count(*) AS jobs FROM {MARTS}.fct_jobs GROUP BY 1) j"
+        f" LEFT JOIN (SELECT project_id, count(*) AS jobs FROM {MARTS}.dim_jobs GROUP BY 1) j"
         " USING (project_id) GROUP BY ALL ORDER BY ALL"
     )
     assert query(template.snapshot, sql) == query(template.database, sql)

@@ -4,7 +4,7 @@ The walk reads where each table's records come from, the resources how each tabl
 `drone-sync check` what to probe, the warehouse reader which columns of current rows to read,
 and the transforms the table's contract. Adding a field means adding it to its table's
 `columns` (and to the row builder if it needs reshaping); adding a table means adding a record
-here, its row builder in `transforms.py` and its resource in `resources.py`.
+here, its row builder in `rows.py` and its resource in `../source.py`.
 docs/warehouse.md is the human-readable version of these records.
 """
 

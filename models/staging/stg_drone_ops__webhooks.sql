@@ -1,0 +1,24 @@
+with
+
+source as (
+    select * from {{ source_in_view(source('drone_ops', 'webhooks')) }}
+    where _dlt_valid_to is null
+),
+
+renamed as (
+    select
+        id as webhook_id,
+        name,
+        url,
+        event_types,
+        status,
+        failure_count,
+        created as created_at,
+        updated as updated_at,
+        last_triggered_at,
+        created_by_id,
+        _dlt_valid_from as version_loaded_at
+    from source
+)
+
+select * from renamed
