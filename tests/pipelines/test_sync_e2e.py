@@ -81,7 +81,7 @@ def row_counts(target: Target) -> dict[str, int]:
 
 
 def test_lifecycle_first_sync_changes_and_quiet_rerun(sim: Any, any_target: Target) -> None:
-    """The contract of issue 3, on DuckDB and PostgreSQL: equal after the first sync, equal
+    """The warehouse contract, on DuckDB and PostgreSQL: equal after the first sync, equal
     with history after changes, and a no-change run adds no rows and asks each webhook once."""
     target = any_target
     database = warehouse_of(target)
