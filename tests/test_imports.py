@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("sources", "pipelines", "simulator", "bench")
+PACKAGES = ("sources", "pipelines", "simulator", "testkit", "bench")
 MAX_LINES = 400
 
 
@@ -186,7 +186,7 @@ def test_sources_import_nothing_of_ours() -> None:
 
 def test_simulator_imports_nothing_of_ours() -> None:
     """The simulator is the API's stand-in: it knows nothing of the code that reads it."""
-    crossings = _crossings("simulator", ("sources", "pipelines", "bench"))
+    crossings = _crossings("simulator", ("sources", "pipelines", "testkit", "bench"))
     assert not crossings, "simulator/ imports:\n" + _describe(crossings)
 
 
@@ -204,6 +204,12 @@ def test_pipelines_use_the_simulator_only_for_demo_and_sim() -> None:
     assert not _crossings("pipelines", ("bench",)), "pipelines/ imports the benchmark"
 
 
+def test_only_tests_and_benchmarks_use_the_testkit() -> None:
+    """The testkit starts throwaway servers; what the sync or the simulator runs never needs it."""
+    crossings = _crossings("sources", ("testkit",)) + _crossings("pipelines", ("testkit",))
+    assert not crossings, "testkit imported outside tests and benchmarks:\n" + _describe(crossings)
+
+
 def _line_counts(package: str) -> dict[str, int]:
     return {
         str(path.relative_to(REPO)): len(path.read_text(encoding="utf-8").splitlines())
@@ -212,7 +218,7 @@ def _line_counts(package: str) -> dict[str, int]:
     }
 
 
-@pytest.mark.parametrize("package", ["sources", "pipelines"])
+@pytest.mark.parametrize("package", ["sources", "pipelines", "simulator", "testkit"])
 def test_modules_are_small(package: str) -> None:
     """A module over ~400 lines does more than one job: split it by responsibility."""
     large = {path: n for path, n in _line_counts(package).items() if n > MAX_LINES}

@@ -11,7 +11,7 @@ from typing import Any
 
 from pipelines.sync import SyncOutcome, run_sync
 from pipelines.target import Target
-from simulator.testing import SimulatorHandle
+from testkit.simulator_process import SimulatorHandle
 
 from .child import Spec, SyncChild, Zygote
 from .results import ChaosResults

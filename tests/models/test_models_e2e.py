@@ -16,7 +16,7 @@ import pytest
 from pipelines.models import answer_questions, build_models
 from pipelines.sync import run_sync
 from pipelines.target import Target
-from simulator.testing import running_simulator
+from testkit.simulator_process import running_simulator
 from tests.pipelines.warehouse_check import api_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -12,8 +12,8 @@ import pytest
 
 from pipelines.sync import SyncOutcome, run_sync
 from pipelines.target import Target
-from simulator.postgres_server import RunningPostgres, create_database, running_postgres
-from simulator.testing import SimulatorHandle, running_simulator
+from testkit.postgres import RunningPostgres, create_database, running_postgres
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 
 @pytest.fixture
