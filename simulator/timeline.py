@@ -185,27 +185,8 @@ class Planner:
         external_id = f"CRM-{rng.randrange(10000, 99999)}" if rng.random() < 0.6 else None
         laanc_number = f"LAANC-{rng.randrange(10**7):07d}" if rng.random() < 0.3 else None
         until = created + max(life, DAY_MS) if deleted else self.end_ms + 1
-        # a staff member who had joined by then (the root member always had)
-        eligible = max(bisect_right(self.staff_times, created), 1)
-        creator: dict[str, Any] | None = self.staff[pick % eligible][1]
-        if r < 0.08 or i == 0:
-            creator = dict(self.api_key_creator)
-        elif r < 0.1:
-            creator = None
-
-        places = PLACES_OF_KIND[kind]
-        place = PLACES[places[place_draw % len(places)]]
-        site_kind = SITE_KINDS[kind]
-        site = site_kind.name_pattern.format(place=place.name, n=number)
-        lat, lon = offset(rng, place.lat, place.lon, site_kind.site_km)
-        description = (
-            f"{site_kind.label} inspection programme for {site}. Deliverables: annotated "
-            "imagery, defect register and a summary report for the asset owner."
-        )
-        if i == 3:
-            description = UNICODE_DESCRIPTION
-        elif i == 4:
-            description = (LONG_DESCRIPTION * (1000 // len(LONG_DESCRIPTION) + 1))[:1000]
+        creator = self._creator(i, pick, r, created)
+        site, lat, lon, description = _site(rng, i, kind, place_draw, number)
         plan = ProjectPlan(
             index=i,
             id=project_id,
@@ -237,6 +218,17 @@ class Planner:
         if plan.status == "other":
             plan.other_status_reason = OTHER_REASONS[rng.randrange(len(OTHER_REASONS))]
         return plan
+
+    def _creator(self, i: int, pick: int, r: float, created: int) -> dict[str, Any] | None:
+        """Who created project `i`: mostly a staff member who had joined by then (the root
+        member always had), sometimes the API key, rarely nobody known."""
+        eligible = max(bisect_right(self.staff_times, created), 1)
+        creator: dict[str, Any] | None = self.staff[pick % eligible][1]
+        if r < 0.08 or i == 0:
+            creator = dict(self.api_key_creator)
+        elif r < 0.1:
+            creator = None
+        return creator
 
     def _milestones(self, plan: ProjectPlan, rng: random.Random) -> None:
         """Final status (from the intended one and where `until` falls) and its milestones."""
@@ -299,6 +291,27 @@ class Planner:
         elif end is not None:
             plan.work_end = min(plan.work_end, date_ms(end) + 90 * DAY_MS)
         plan.work_end = max(plan.work_end, created + 1)
+
+
+def _site(
+    rng: random.Random, i: int, kind: int, place_draw: int, number: int
+) -> tuple[str, float, float, str]:
+    """Project `i`'s site name, coordinates (drawn next from `rng`) and description; projects
+    3 and 4 carry the edge-case descriptions (non-ASCII, exactly 1,000 characters)."""
+    places = PLACES_OF_KIND[kind]
+    place = PLACES[places[place_draw % len(places)]]
+    site_kind = SITE_KINDS[kind]
+    site = site_kind.name_pattern.format(place=place.name, n=number)
+    lat, lon = offset(rng, place.lat, place.lon, site_kind.site_km)
+    description = (
+        f"{site_kind.label} inspection programme for {site}. Deliverables: annotated "
+        "imagery, defect register and a summary report for the asset owner."
+    )
+    if i == 3:
+        description = UNICODE_DESCRIPTION
+    elif i == 4:
+        description = (LONG_DESCRIPTION * (1000 // len(LONG_DESCRIPTION) + 1))[:1000]
+    return site, lat, lon, description
 
 
 def offset(rng: random.Random, lat: float, lon: float, km: float) -> tuple[float, float]:
