@@ -21,11 +21,11 @@ from .names import OPENAPI_PATH
 from .openapi import build_document
 from .routes.admin import AdminRoutes
 from .routes.http import JSON, Endpoint, error, json_response
-from .routes.job_types import JobTypeRoutes
-from .routes.jobs import JobRoutes
-from .routes.projects import ProjectRoutes
-from .routes.team import TeamRoutes
-from .routes.webhooks import WebhookRoutes
+from .routes.job_types import job_type_endpoints
+from .routes.jobs import job_endpoints
+from .routes.projects import project_endpoints
+from .routes.team import team_endpoints
+from .routes.webhooks import webhook_endpoints
 from .runtime import FULL_ACCESS, Runtime
 from .validation import ApiError
 
@@ -94,11 +94,11 @@ def build_app(rt: Runtime) -> Starlette:
     """Build the ASGI app for one runtime: every resource's routes, in the API's order."""
     store = rt.store
     endpoints = [
-        *ProjectRoutes(store.projects).endpoints(),
-        *JobRoutes(store.jobs).endpoints(),
-        *JobTypeRoutes(store.job_types).endpoints(),
-        *TeamRoutes(store.team).endpoints(),
-        *WebhookRoutes(store.webhooks).endpoints(),
+        *project_endpoints(store.projects),
+        *job_endpoints(store.jobs),
+        *job_type_endpoints(store.job_types),
+        *team_endpoints(store.team),
+        *webhook_endpoints(store.webhooks),
     ]
     routes: list[BaseRoute] = [guarded(rt, e) for e in endpoints]
     examples = store.example_ids()

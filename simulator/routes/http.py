@@ -1,5 +1,7 @@
-"""What every handler shares: JSON responses, the error body, reading a JSON request body, and
-the (path, method, handler) record a resource's handlers are listed as.
+"""What every handler shares: JSON responses, the error body, reading a JSON request body, the
+(path, method, handler) record a resource's handlers are listed as, and the handler of each
+kind of operation (read, create, update, act, delete), so a resource lists its operations and
+never writes a handler.
 
 Handlers are async and call the store directly (its operations are in-memory and short), which
 avoids the thread-pool hop Starlette makes for sync endpoints; bodies are orjson bytes.
@@ -7,7 +9,7 @@ avoids the thread-pool hop Starlette makes for sync endpoints; bodies are orjson
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,29 +45,6 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> R
     return json_response({"message": message}, status, headers)
 
 
-def created(new_id: str) -> Response:
-    """201 with the new row's id, what every create answers."""
-    return json_response({"id": new_id}, 201)
-
-
-def message(text: str) -> Response:
-    """200 with a message, what updates answer."""
-    return json_response({"message": text})
-
-
-def no_content() -> Response:
-    """204, what deletes answer."""
-    return Response(status_code=204)
-
-
-def path_param(request: Request, name: str) -> str:
-    return str(request.path_params[name])
-
-
-def query_param(request: Request, name: str) -> str | None:
-    return request.query_params.get(name)
-
-
 async def read_json(request: Request) -> dict[str, Any]:
     """The request body as a JSON object; an empty body counts as `{}`."""
     declared = request.headers.get("content-length", "")
@@ -83,3 +62,64 @@ async def read_json(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, "Request body must be a JSON object")
     return body
+
+
+def _arguments(r: Request, path: Sequence[str], query: Sequence[str]) -> list[str | None]:
+    """The operation's arguments: path parameters, then query parameters (None when absent)."""
+    return [str(r.path_params[p]) for p in path] + [r.query_params.get(q) for q in query]
+
+
+def reading(
+    op: Callable[..., bytes], path: Sequence[str] = (), query: Sequence[str] = ()
+) -> Handler:
+    """GET: the operation's bytes as they are (a row, or a page)."""
+
+    async def handler(r: Request) -> Response:
+        return json_response(op(*_arguments(r, path, query)))
+
+    return handler
+
+
+def creating(op: Callable[..., str], path: Sequence[str] = ()) -> Handler:
+    """POST that creates: 201 with the new row's id."""
+
+    async def handler(r: Request) -> Response:
+        body = await read_json(r)
+        return json_response({"id": op(*_arguments(r, path, ()), body)}, 201)
+
+    return handler
+
+
+def said(text: str) -> Callable[[Any], str]:
+    """The message of an update whose operation returns nothing to word it by."""
+    return lambda _: text
+
+
+def updating(op: Callable[..., Any], say: Callable[[Any], str], path: Sequence[str]) -> Handler:
+    """PATCH (or a POST that changes a row): 200 with a message about what the operation did."""
+
+    async def handler(r: Request) -> Response:
+        body = await read_json(r)
+        return json_response({"message": say(op(*_arguments(r, path, ()), body))})
+
+    return handler
+
+
+def acting(op: Callable[..., dict[str, Any]], path: Sequence[str]) -> Handler:
+    """POST whose answer is the operation's own report (assignments)."""
+
+    async def handler(r: Request) -> Response:
+        body = await read_json(r)
+        return json_response(op(*_arguments(r, path, ()), body))
+
+    return handler
+
+
+def deleting(op: Callable[..., Any], path: Sequence[str]) -> Handler:
+    """DELETE: 204."""
+
+    async def handler(r: Request) -> Response:
+        op(*_arguments(r, path, ()))
+        return Response(status_code=204)
+
+    return handler

@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-from starlette.requests import Request
-from starlette.responses import Response
-
 from ..names import JOB_TYPE_PATH, JOB_TYPES_PATH
 from ..store.job_types import JobTypes
-from .http import Endpoint, created, json_response, path_param, query_param, read_json
+from .http import Endpoint, creating, reading
 
 
-class JobTypeRoutes:
-    def __init__(self, job_types: JobTypes) -> None:
-        self.job_types = job_types
-
-    def endpoints(self) -> list[Endpoint]:
-        return [
-            Endpoint(JOB_TYPES_PATH, "GET", self.page),
-            Endpoint(JOB_TYPES_PATH, "POST", self.create),
-            Endpoint(JOB_TYPE_PATH, "GET", self.get),
-        ]
-
-    async def page(self, r: Request) -> Response:
-        return json_response(self.job_types.page(query_param(r, "cursor")))
-
-    async def create(self, r: Request) -> Response:
-        return created(self.job_types.create(await read_json(r)))
-
-    async def get(self, r: Request) -> Response:
-        return json_response(self.job_types.get(path_param(r, "jobTypeId")))
+def job_type_endpoints(job_types: JobTypes) -> list[Endpoint]:
+    return [
+        Endpoint(JOB_TYPES_PATH, "GET", reading(job_types.page, query=("cursor",))),
+        Endpoint(JOB_TYPES_PATH, "POST", creating(job_types.create)),
+        Endpoint(JOB_TYPE_PATH, "GET", reading(job_types.get, ("jobTypeId",))),
+    ]

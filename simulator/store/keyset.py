@@ -64,15 +64,22 @@ def cursor_json(tag: str, last: Key | None) -> bytes:
     return b"null" if last is None else b'"' + encode_cursor(tag, last).encode() + b'"'
 
 
-def list_body(name: str, encs: list[bytes], last: Key | None) -> bytes:
-    """`{"<name>": [rows], "count": n, "cursor": ...}`, the shape of every list page."""
+def list_body(
+    name: str, encs: list[bytes], last: Key | None, *, head: bytes = b"", count: str = "count"
+) -> bytes:
+    """`{<head>"<name>": [rows], "<count>": n, "cursor": ...}`, the shape of every page: a
+    list's (no head) and a webhook's delivery log (the webhook itself as the head)."""
     return b"".join(
         (
-            b'{"',
+            b"{",
+            head,
+            b'"',
             name.encode(),
             b'":[',
             b",".join(encs),
-            b'],"count":',
+            b'],"',
+            count.encode(),
+            b'":',
             str(len(encs)).encode(),
             b',"cursor":',
             cursor_json(name, last),

@@ -14,7 +14,7 @@ import orjson
 from ..deliveries import LazyLog
 from ..names import LOGS, WEBHOOKS
 from ..validation import validate_webhook
-from .keyset import cached, cursor_json, decode_cursor, list_body
+from .keyset import cached, decode_cursor, list_body
 from .state import Workspace, now_ms
 
 
@@ -38,20 +38,8 @@ class Webhooks:
             wh = ws.webhook(webhook_id)
             ids, last = ws.log_index[webhook_id].page(after, reverse=True)
             encs = [cached(ws.log_enc, i, partial(self._log_row, webhook_id, i)) for i in ids]
-            head = orjson.dumps(wh)
-        return b"".join(
-            (
-                b'{"webhook":',
-                head,
-                b',"logs":[',
-                b",".join(encs),
-                b'],"log_count":',
-                str(len(encs)).encode(),
-                b',"cursor":',
-                cursor_json(LOGS, last),
-                b"}",
-            )
-        )
+            head = b'"webhook":' + orjson.dumps(wh) + b","
+        return list_body(LOGS, encs, last, head=head, count="log_count")
 
     def page(self, cursor: str | None) -> bytes:
         after = decode_cursor(WEBHOOKS, cursor)
