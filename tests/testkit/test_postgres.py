@@ -53,8 +53,8 @@ def test_server_starts_from_binaries_in_a_mode_700_folder(tmp_path: Path) -> Non
         finally:
             connection.close()
         assert server.process.poll() is None
-        owner = os.stat(server.data_dir).st_uid
-        assert owner == (os.geteuid() if server_ids() is None else server_ids()[0])  # type: ignore[index]
+        ids = server_ids()
+        assert os.stat(server.data_dir).st_uid == (os.geteuid() if ids is None else ids[0])
     assert server.process.poll() is not None
     assert not server.data_dir.exists()
 
