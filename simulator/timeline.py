@@ -233,25 +233,8 @@ class Planner:
     def _milestones(self, plan: ProjectPlan, rng: random.Random) -> None:
         """Final status (from the intended one and where `until` falls) and its milestones."""
         created, until, start, end = plan.created, plan.until, plan.start, plan.end
-        today = ms_to_date(until)
         created_on = ms_to_date(created)
-        intended = plan.status
-        if start >= today:
-            phase = "before"
-            final = intended if intended in (*PRE_START, "cancelled", "other") else "planned"
-            if plan.archived and final != "other":
-                final = "cancelled"
-        elif end is not None and end < today:
-            phase = "after"
-            final = intended if intended in (*CLOSED, "other") else "completed"
-        else:
-            phase = "during"
-            if intended in ("in_progress", *PAUSES, "cancelled", "aborted", "other"):
-                final = intended
-            else:
-                final = "completed" if intended == "completed" and end is None else "in_progress"
-            if plan.archived and final not in (*CLOSED, "other"):
-                final = "completed" if end is None else "cancelled"
+        phase, final = _final_status(plan)
         plan.status = final
         # in_progress is allowed up to the end date's last millisecond
         work_stop = min(until, date_ms(end) + DAY_MS) if end is not None else until
@@ -291,6 +274,27 @@ class Planner:
         elif end is not None:
             plan.work_end = min(plan.work_end, date_ms(end) + 90 * DAY_MS)
         plan.work_end = max(plan.work_end, created + 1)
+
+
+def _final_status(plan: ProjectPlan) -> tuple[str, str]:
+    """Where `until` falls against the planned dates (`before` the start, `during` the work,
+    `after` the end) and the status the intended one becomes there."""
+    today = ms_to_date(plan.until)
+    intended, end = plan.status, plan.end
+    if plan.start >= today:
+        final = intended if intended in (*PRE_START, "cancelled", "other") else "planned"
+        if plan.archived and final != "other":
+            final = "cancelled"
+        return "before", final
+    if end is not None and end < today:
+        return "after", intended if intended in (*CLOSED, "other") else "completed"
+    if intended in ("in_progress", *PAUSES, "cancelled", "aborted", "other"):
+        final = intended
+    else:
+        final = "completed" if intended == "completed" and end is None else "in_progress"
+    if plan.archived and final not in (*CLOSED, "other"):
+        final = "completed" if end is None else "cancelled"
+    return "during", final
 
 
 def _site(
