@@ -9,7 +9,6 @@ import orjson
 
 from ..names import JOB_TYPES
 from ..validation import validate_job_type
-from .keyset import decode_cursor, list_body
 from .state import Workspace, not_found
 
 
@@ -20,11 +19,7 @@ class JobTypes:
         self.ws = ws
 
     def page(self, cursor: str | None) -> bytes:
-        after = decode_cursor(JOB_TYPES, cursor)
-        with self.ws.lock:
-            ids, last = self.ws.job_type_index.page(after)
-            encs = [orjson.dumps(self.ws.job_types[i]) for i in ids]
-        return list_body(JOB_TYPES, encs, last)
+        return self.ws.plain_page(JOB_TYPES, self.ws.job_type_index, self.ws.job_types, cursor)
 
     def ids(self) -> list[str]:
         """Configured job type ids in list order (the enum of a job's `type`)."""

@@ -12,10 +12,12 @@ import copy
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
+
+import orjson
 
 from ..deliveries import LazyLog
 from ..generator import SCALES, Counts, Generator
@@ -23,7 +25,7 @@ from ..jobs import LazyJob
 from ..names import JOB_TYPES, JOBS, LOGS, PROJECTS, TEAM, WEBHOOKS
 from ..occurrences import DEFAULT_HORIZON_DAYS
 from ..validation import ApiError, today_utc
-from .keyset import KeyIndex
+from .keyset import KeyIndex, decode_cursor, list_body
 
 
 def now_ms() -> int:
@@ -195,6 +197,17 @@ class Workspace:
         if wh is None:
             raise not_found("Webhook not found")
         return wh
+
+    def plain_page(
+        self, tag: str, index: KeyIndex, rows: Mapping[str, Any], cursor: str | None
+    ) -> bytes:
+        """A page of a list whose rows are encoded on every request, not cached: short lists
+        (job types, webhooks) where the cache would save little."""
+        after = decode_cursor(tag, cursor)
+        with self.lock:
+            ids, last = index.page(after)
+            encs = [orjson.dumps(rows[i]) for i in ids]
+        return list_body(tag, encs, last)
 
     # -- whole-workspace reads -------------------------------------------------------------------
     def example_ids(self) -> dict[str, str]:

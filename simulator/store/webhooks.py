@@ -42,11 +42,7 @@ class Webhooks:
         return list_body(LOGS, encs, last, head=head, count="log_count")
 
     def page(self, cursor: str | None) -> bytes:
-        after = decode_cursor(WEBHOOKS, cursor)
-        with self.ws.lock:
-            ids, last = self.ws.webhook_index.page(after)
-            encs = [orjson.dumps(self.ws.webhooks[i]) for i in ids]
-        return list_body(WEBHOOKS, encs, last)
+        return self.ws.plain_page(WEBHOOKS, self.ws.webhook_index, self.ws.webhooks, cursor)
 
     def create(self, body: dict[str, Any]) -> str:
         fields = validate_webhook(body, creating=True)
