@@ -15,7 +15,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from simulator.postgres_server import PostgresUnavailable
+from testkit.postgres import PostgresUnavailable
 
 from .measurement import DEFAULT_VARIANTS, VARIANT_CHOICES, Options
 from .report import format_table

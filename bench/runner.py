@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulator.postgres_server import RunningPostgres, create_database, running_postgres
-from simulator.testing import SimulatorHandle, running_simulator
+from testkit.postgres import RunningPostgres, create_database, running_postgres
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .measurement import Options, Sample
 from .report import build_document

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
-from simulator.testing import stop_process
+from testkit.simulator_process import stop_process
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

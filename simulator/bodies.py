@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .names import LISTS
 from .rules import (
     CAPTURE_TYPES,
     DAYS_OF_WEEK,
@@ -324,7 +325,7 @@ ROLE_FILTER = choice(
     message="role must be one of: " + ", ".join((*ROLES, "all")),
     description="all, empty or absent: every member.",
 )
-CURSOR_KINDS = ("projects", "jobs", "job_types", "team", "webhooks", "logs")
+CURSOR_KINDS = LISTS
 
 
 def cursor_field(kind: str) -> Field:

@@ -46,7 +46,7 @@ class DeliveryWorker:
         self._rng = random.Random(f"{seed}:deliveries")
         self._thread = threading.Thread(target=self._run, name="webhook-delivery", daemon=True)
         self._client: httpx.Client | None = None
-        store.on_event = self.submit
+        store.state.on_event = self.submit
 
     def start(self) -> None:
         self._thread.start()
@@ -62,11 +62,9 @@ class DeliveryWorker:
 
     def submit(self, event: str, project: dict[str, Any]) -> None:
         """Called by the store (under its lock) when a project event happens."""
-        hooks = [w for w in self.store.webhooks.values() if w["status"] == "active"]
-        for wh in hooks:
-            if event not in wh["event_types"]:
-                continue
-            payload = self.store.event_payload(event, project)
+        log = self.store.delivery_log
+        for wh in log.subscribers(event):
+            payload = log.event_payload(event, project)
             with self._cond:
                 self._pending += 1
             self._queue.put((wh["id"], wh["url"], event, payload))
@@ -131,7 +129,7 @@ class DeliveryWorker:
             else:
                 duration = int(self.timeout * 1000)
                 error = f"Timed out after {duration} ms"
-        self.store.record_delivery(
+        self.store.delivery_log.record(
             webhook_id,
             event=event,
             url=url,

@@ -10,7 +10,7 @@ reschedules only before it starts, nothing after a project closes or is archived
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from .catalog import SITE_KINDS
@@ -43,64 +43,26 @@ EDIT_WEIGHTS = {
 }
 
 
+Change = tuple[int, int, tuple[tuple[int, Any], ...]]  # (time, order at that time, fields)
+
+
+def _add(changes: list[Change], t: int, order: int, *fields: tuple[int, Any]) -> None:
+    changes.append((t, order, fields))
+
+
 def expand(plan: ProjectPlan, updates: int, seed: int) -> list[Version]:
-    """The project's versions: creation, then `updates` (at least `min_updates`) changes."""
+    """The project's versions: creation, then `updates` (at least `min_updates`) changes.
+
+    Status changes are drawn first, then the field edits, from one seeded stream."""
     rng = row_rng(seed, "history", plan.index)
-    chain_top = PRE_START.index(plan.pre_status) if plan.pre_status else 0
-    started = plan.t_start if plan.t_start is not None else plan.created
-    work_to = plan.t_term if plan.t_term is not None else plan.until
     first_move = min(t for t in (plan.t_start, plan.t_term, plan.until) if t is not None)
     end_span = (plan.end - plan.start).days if plan.end is not None else 0
     spent = _spend(plan, updates - plan.min_updates, rng, first_move, end_span)
-
-    changes: list[tuple[int, int, tuple[tuple[int, Any], ...]]] = []
-
-    def add(t: int, order: int, *fields: tuple[int, Any]) -> None:
-        changes.append((t, order, fields))
-
-    steps = spent["plan"]
-    status0 = plan.pre_status or "in_progress"
-    if plan.pre_status:
-        status0 = PRE_START[chain_top - steps]
-        for j, t in enumerate(sorted(draws(rng, plan.created + 1, first_move, steps))):
-            add(t, 0, (STATUS, PRE_START[chain_top - steps + j + 1]))
-    if plan.t_start is not None:
-        add(plan.t_start, 1, (STATUS, "in_progress"))
-    pauses = draws(rng, started + 1, work_to, 2 * spent["detour"])
-    for j, t in enumerate(sorted(pauses)):
-        status = PAUSES[rng.randrange(len(PAUSES))] if j % 2 == 0 else "in_progress"
-        add(t, 2, (STATUS, status))
-    if plan.t_term is not None:
-        add(plan.t_term, 3, (STATUS, plan.status), (REASON, plan.other_status_reason))
-    if plan.t_archive is not None:
-        add(plan.t_archive, 4, (ARCHIVED, True))
-
-    edit_end = plan.edit_end
-    name0 = plan.draft_name if spent["rename"] else plan.name
-    for t in draws(rng, plan.created + 1, edit_end, spent["rename"]):
-        add(t, 5, (NAME, plan.name))
-    revisions = spent["describe"]
-    variants = description_drafts(plan)
-    desc0 = variants[0] if revisions else plan.description
-    for j, t in enumerate(sorted(draws(rng, plan.created + 1, edit_end, revisions))):
-        text = plan.description if j == revisions - 1 else variants[(j + 1) % len(variants)]
-        add(t, 5, (DESCRIPTION, text))
-    external0 = None if spent["external"] else plan.external_id
-    for t in draws(rng, plan.created + 1, edit_end, spent["external"]):
-        add(t, 5, (EXTERNAL, plan.external_id))
-    laanc_edits = spent["laanc"]
-    laanc0 = None if laanc_edits else plan.laanc_number
-    renewals = [f"LAANC-{rng.randrange(10**7):07d}" for _ in range(laanc_edits - 1)]
-    for j, t in enumerate(sorted(draws(rng, plan.created + 1, edit_end, laanc_edits))):
-        add(t, 5, (LAANC, renewals[j] if j < len(renewals) else plan.laanc_number))
-    moves = spent["reschedule"]
-    end0 = plan.end
-    if moves and plan.end is not None:
-        step = max(1, (end_span - 1) // (moves + 1))
-        end0 = plan.end - timedelta(days=moves * step)
-        for j, t in enumerate(sorted(draws(rng, plan.created + 1, first_move, moves))):
-            add(t, 5, (END, (plan.end - timedelta(days=(moves - j - 1) * step)).isoformat()))
-
+    changes: list[Change] = []
+    status0 = _status_changes(plan, spent, rng, first_move, changes)
+    name0, desc0, external0, laanc0, end0 = _field_edits(
+        plan, spent, rng, first_move, end_span, changes
+    )
     changes.sort(key=lambda c: (c[0], c[1]))
     times = spaced([c[0] for c in changes], plan.created, plan.until)
     state: list[Any] = [
@@ -122,6 +84,76 @@ def expand(plan: ProjectPlan, updates: int, seed: int) -> list[Version]:
             state[field] = value
         versions.append(tuple(state))
     return versions
+
+
+def _status_changes(
+    plan: ProjectPlan,
+    spent: dict[str, int],
+    rng: random.Random,
+    first_move: int,
+    changes: list[Change],
+) -> str:
+    """Planning steps, the start, pauses and resumptions, the end and archiving; returns the
+    status the project was created with."""
+    chain_top = PRE_START.index(plan.pre_status) if plan.pre_status else 0
+    started = plan.t_start if plan.t_start is not None else plan.created
+    work_to = plan.t_term if plan.t_term is not None else plan.until
+    steps = spent["plan"]
+    status0 = plan.pre_status or "in_progress"
+    if plan.pre_status:
+        status0 = PRE_START[chain_top - steps]
+        for j, t in enumerate(sorted(draws(rng, plan.created + 1, first_move, steps))):
+            _add(changes, t, 0, (STATUS, PRE_START[chain_top - steps + j + 1]))
+    if plan.t_start is not None:
+        _add(changes, plan.t_start, 1, (STATUS, "in_progress"))
+    pauses = draws(rng, started + 1, work_to, 2 * spent["detour"])
+    for j, t in enumerate(sorted(pauses)):
+        status = PAUSES[rng.randrange(len(PAUSES))] if j % 2 == 0 else "in_progress"
+        _add(changes, t, 2, (STATUS, status))
+    if plan.t_term is not None:
+        _add(changes, plan.t_term, 3, (STATUS, plan.status), (REASON, plan.other_status_reason))
+    if plan.t_archive is not None:
+        _add(changes, plan.t_archive, 4, (ARCHIVED, True))
+    return status0
+
+
+def _field_edits(
+    plan: ProjectPlan,
+    spent: dict[str, int],
+    rng: random.Random,
+    first_move: int,
+    end_span: int,
+    changes: list[Change],
+) -> tuple[str, str, str | None, str | None, date | None]:
+    """A rename, description revisions, the CRM id, LAANC numbers and end-date reschedules;
+    returns the name, description, CRM id, LAANC number and end date the project started with."""
+    edit_end = plan.edit_end
+    name0 = plan.draft_name if spent["rename"] else plan.name
+    for t in draws(rng, plan.created + 1, edit_end, spent["rename"]):
+        _add(changes, t, 5, (NAME, plan.name))
+    revisions = spent["describe"]
+    variants = description_drafts(plan)
+    desc0 = variants[0] if revisions else plan.description
+    for j, t in enumerate(sorted(draws(rng, plan.created + 1, edit_end, revisions))):
+        text = plan.description if j == revisions - 1 else variants[(j + 1) % len(variants)]
+        _add(changes, t, 5, (DESCRIPTION, text))
+    external0 = None if spent["external"] else plan.external_id
+    for t in draws(rng, plan.created + 1, edit_end, spent["external"]):
+        _add(changes, t, 5, (EXTERNAL, plan.external_id))
+    laanc_edits = spent["laanc"]
+    laanc0 = None if laanc_edits else plan.laanc_number
+    renewals = [f"LAANC-{rng.randrange(10**7):07d}" for _ in range(laanc_edits - 1)]
+    for j, t in enumerate(sorted(draws(rng, plan.created + 1, edit_end, laanc_edits))):
+        _add(changes, t, 5, (LAANC, renewals[j] if j < len(renewals) else plan.laanc_number))
+    moves = spent["reschedule"]
+    end0 = plan.end
+    if moves and plan.end is not None:
+        step = max(1, (end_span - 1) // (moves + 1))
+        end0 = plan.end - timedelta(days=moves * step)
+        for j, t in enumerate(sorted(draws(rng, plan.created + 1, first_move, moves))):
+            moved = plan.end - timedelta(days=(moves - j - 1) * step)
+            _add(changes, t, 5, (END, moved.isoformat()))
+    return name0, desc0, external0, laanc0, end0
 
 
 def _spend(

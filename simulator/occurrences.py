@@ -43,6 +43,76 @@ def _parse(value: Any) -> date | None:
     return date.fromisoformat(str(value))
 
 
+def _daily(job: Mapping[str, Any], start: date, last: date, n: int) -> set[date]:
+    out: set[date] = set()
+    d = start
+    while d <= last:
+        out.add(d)
+        d += timedelta(days=n)
+    return out
+
+
+def _days(job: Mapping[str, Any], start: date) -> list[int]:
+    """The weekdays a weekly or monthly rule names; the start's weekday when none."""
+    return job.get("selected_days_of_week") or [weekday_sun0(start)]
+
+
+def _weekly(job: Mapping[str, Any], start: date, last: date, n: int) -> set[date]:
+    days = _days(job, start)
+    out: set[date] = set()
+    week0 = start - timedelta(days=weekday_sun0(start))
+    k = 0
+    while week0 + timedelta(days=7 * k) <= last:
+        base = week0 + timedelta(days=7 * k)
+        for w in days:
+            d = base + timedelta(days=w)
+            if start <= d <= last:
+                out.add(d)
+        k += n
+    return out
+
+
+def _monthly(job: Mapping[str, Any], start: date, last: date, n: int) -> set[date]:
+    """The named weeks' weekdays of every n-th month, or the start's day of the month (the
+    month's last day when it is shorter)."""
+    days = _days(job, start)
+    weeks = job.get("weeks_of_month")
+    if not weeks and job.get("week_of_month") is not None:
+        weeks = [job["week_of_month"]]
+    out: set[date] = set()
+    k = 0
+    while True:
+        y, m = _add_months(start.year, start.month, k)
+        if date(y, m, 1) > last:
+            return out
+        if weeks:
+            candidates = [_nth_weekday(y, m, q, w) for q in weeks for w in days]
+        else:
+            candidates = [date(y, m, min(start.day, calendar.monthrange(y, m)[1]))]
+        out.update(d for d in candidates if start <= d <= last)
+        k += n
+
+
+def _yearly(job: Mapping[str, Any], start: date, last: date, n: int) -> set[date]:
+    """The start's day every n-th year; 29 February falls on the 28th in other years."""
+    out: set[date] = set()
+    k = 0
+    while True:
+        y = start.year + k
+        if date(y, 1, 1) > last:
+            return out
+        day = start.day
+        if start.month == 2 and day == 29 and not calendar.isleap(y):
+            day = 28
+        d = date(y, start.month, day)
+        if start <= d <= last:
+            out.add(d)
+        k += n
+
+
+_EXPANDERS = {"daily": _daily, "weekly": _weekly, "monthly": _monthly, "yearly": _yearly}
+
+
 def occurrence_dates(
     job: Mapping[str, Any], horizon_days: int = DEFAULT_HORIZON_DAYS
 ) -> list[date | None]:
@@ -58,62 +128,13 @@ def occurrence_dates(
         return [start]
     if freq == "flexible":
         return [None]
-    n = job.get("recurring_interval") or 1
-    days = job.get("selected_days_of_week") or [weekday_sun0(start)]
-    out: set[date] = set()
     if last < start:
         return []
-    if freq == "daily":
-        d = start
-        while d <= last:
-            out.add(d)
-            d += timedelta(days=n)
-    elif freq == "weekly":
-        week0 = start - timedelta(days=weekday_sun0(start))
-        k = 0
-        while week0 + timedelta(days=7 * k) <= last:
-            base = week0 + timedelta(days=7 * k)
-            for w in days:
-                d = base + timedelta(days=w)
-                if start <= d <= last:
-                    out.add(d)
-            k += n
-    elif freq == "monthly":
-        weeks = job.get("weeks_of_month")
-        if not weeks and job.get("week_of_month") is not None:
-            weeks = [job["week_of_month"]]
-        k = 0
-        while True:
-            y, m = _add_months(start.year, start.month, k)
-            if date(y, m, 1) > last:
-                break
-            if weeks:
-                for q in weeks:
-                    for w in days:
-                        d = _nth_weekday(y, m, q, w)
-                        if start <= d <= last:
-                            out.add(d)
-            else:
-                d = date(y, m, min(start.day, calendar.monthrange(y, m)[1]))
-                if start <= d <= last:
-                    out.add(d)
-            k += n
-    elif freq == "yearly":
-        k = 0
-        while True:
-            y = start.year + k
-            if date(y, 1, 1) > last:
-                break
-            day = start.day
-            if start.month == 2 and day == 29 and not calendar.isleap(y):
-                day = 28
-            d = date(y, start.month, day)
-            if start <= d <= last:
-                out.add(d)
-            k += n
-    else:
+    expand = _EXPANDERS.get(freq)
+    if expand is None:
         return [start]
-    return list[date | None](sorted(out))
+    n = job.get("recurring_interval") or 1
+    return list[date | None](sorted(expand(job, start, last, n)))
 
 
 def occurrence_count(job: Mapping[str, Any], horizon_days: int = DEFAULT_HORIZON_DAYS) -> int:

@@ -30,6 +30,27 @@ from .bodies import (
     WEBHOOK_PATCH,
     cursor_field,
 )
+from .names import (
+    ARCHIVE_PATH,
+    ASSIGN_PATH,
+    JOB_PATH,
+    JOB_TYPE_PATH,
+    JOB_TYPES,
+    JOB_TYPES_PATH,
+    JOBS,
+    JOBS_PATH,
+    LOGS,
+    MEMBER_PATH,
+    PROJECT_PATH,
+    PROJECTS,
+    PROJECTS_PATH,
+    TEAM,
+    TEAM_PATH,
+    UNASSIGN_PATH,
+    WEBHOOK_PATH,
+    WEBHOOKS,
+    WEBHOOKS_PATH,
+)
 from .openapi_schemas import COMPONENTS, INT, STR, Schema, obj, page, ref
 from .rules import Body, Field
 
@@ -47,8 +68,6 @@ _ERROR_TEXT = {
     502: "Simulated bad gateway (fault injection)",
     503: "Simulated unavailability (fault injection)",
 }
-PROJECT, JOB_PATH = "/v1/projects/{projectId}", "/v1/projects/{projectId}/jobs/{jobId}"
-WEBHOOK = "/v1/webhooks/{webhookId}"
 
 
 @dataclass(frozen=True)
@@ -94,17 +113,17 @@ _NEW_HOOK = {"webhookId": "$response.body#/id"}
 OPERATIONS: tuple[Op, ...] = (
     Op(
         "get",
-        "/v1/projects",
+        PROJECTS_PATH,
         "listProjects",
         "List projects",
         200,
-        page("projects", "Project"),
+        page(PROJECTS, "Project"),
         (*GET_ERRORS, 400),
-        (cursor_field("projects"), STATUS_FILTER, ARCHIVED_FILTER),
+        (cursor_field(PROJECTS), STATUS_FILTER, ARCHIVED_FILTER),
     ),
     Op(
         "post",
-        "/v1/projects",
+        PROJECTS_PATH,
         "createProject",
         "Create a project",
         201,
@@ -123,12 +142,12 @@ OPERATIONS: tuple[Op, ...] = (
             _NEW_PROJECT,
         ),
     ),
-    Op("get", PROJECT, "getProject", "Get a project", 200, ref("Project"), (*GET_ERRORS, 404)),
-    _update(PROJECT, "updateProject", "project", PROJECT_PATCH),
-    Op("delete", PROJECT, "deleteProject", "Delete a project", 204, None, DELETE_ERRORS),
+    Op("get", PROJECT_PATH, "getProject", "Get a project", 200, ref("Project"), (*GET_ERRORS, 404)),
+    _update(PROJECT_PATH, "updateProject", "project", PROJECT_PATCH),
+    Op("delete", PROJECT_PATH, "deleteProject", "Delete a project", 204, None, DELETE_ERRORS),
     Op(
         "post",
-        PROJECT + "/archive",
+        ARCHIVE_PATH,
         "archiveProject",
         "Archive or restore",
         200,
@@ -138,17 +157,17 @@ OPERATIONS: tuple[Op, ...] = (
     ),
     Op(
         "get",
-        PROJECT + "/jobs",
+        JOBS_PATH,
         "listJobs",
         "List jobs",
         200,
-        page("jobs", "Job"),
+        page(JOBS, "Job"),
         (*GET_ERRORS, 400, 404),
-        (cursor_field("jobs"),),
+        (cursor_field(JOBS),),
     ),
     Op(
         "post",
-        PROJECT + "/jobs",
+        JOBS_PATH,
         "createJob",
         "Create a job",
         201,
@@ -169,7 +188,7 @@ OPERATIONS: tuple[Op, ...] = (
     Op("delete", JOB_PATH, "deleteJob", "Delete a job", 204, None, DELETE_ERRORS),
     Op(
         "post",
-        JOB_PATH + "/assign",
+        ASSIGN_PATH,
         "assignPilots",
         "Assign pilots",
         200,
@@ -179,7 +198,7 @@ OPERATIONS: tuple[Op, ...] = (
     ),
     Op(
         "post",
-        JOB_PATH + "/unassign",
+        UNASSIGN_PATH,
         "unassignPilots",
         "Unassign pilots",
         200,
@@ -189,17 +208,17 @@ OPERATIONS: tuple[Op, ...] = (
     ),
     Op(
         "get",
-        "/v1/job-types",
+        JOB_TYPES_PATH,
         "listJobTypes",
         "List job types",
         200,
-        page("job_types", "JobType"),
+        page(JOB_TYPES, "JobType"),
         (*GET_ERRORS, 400),
-        (cursor_field("job_types"),),
+        (cursor_field(JOB_TYPES),),
     ),
     Op(
         "post",
-        "/v1/job-types",
+        JOB_TYPES_PATH,
         "createJobType",
         "Create a job type",
         201,
@@ -210,7 +229,7 @@ OPERATIONS: tuple[Op, ...] = (
     ),
     Op(
         "get",
-        "/v1/job-types/{jobTypeId}",
+        JOB_TYPE_PATH,
         "getJobType",
         "Get a job type",
         200,
@@ -219,17 +238,17 @@ OPERATIONS: tuple[Op, ...] = (
     ),
     Op(
         "get",
-        "/v1/team",
+        TEAM_PATH,
         "listTeam",
         "List team members",
         200,
-        page("team", "TeamMemberRow"),
+        page(TEAM, "TeamMemberRow"),
         (*GET_ERRORS, 400),
-        (cursor_field("team"), ROLE_FILTER),
+        (cursor_field(TEAM), ROLE_FILTER),
     ),
     Op(
         "get",
-        "/v1/team/{teamMemberId}",
+        MEMBER_PATH,
         "getTeamMember",
         "Get a team member",
         200,
@@ -238,17 +257,17 @@ OPERATIONS: tuple[Op, ...] = (
     ),
     Op(
         "get",
-        "/v1/webhooks",
+        WEBHOOKS_PATH,
         "listWebhooks",
         "List webhooks",
         200,
-        page("webhooks", "Webhook"),
+        page(WEBHOOKS, "Webhook"),
         (*GET_ERRORS, 400),
-        (cursor_field("webhooks"),),
+        (cursor_field(WEBHOOKS),),
     ),
     Op(
         "post",
-        "/v1/webhooks",
+        WEBHOOKS_PATH,
         "createWebhook",
         "Create a webhook",
         201,
@@ -261,23 +280,23 @@ OPERATIONS: tuple[Op, ...] = (
     ),
     Op(
         "get",
-        WEBHOOK,
+        WEBHOOK_PATH,
         "getWebhook",
         "Get a webhook with a page of delivery logs (newest first)",
         200,
         obj(
             {
                 "webhook": ref("Webhook"),
-                "logs": {"type": "array", "items": ref("LogEntry"), "maxItems": 50},
+                LOGS: {"type": "array", "items": ref("LogEntry"), "maxItems": 50},
                 "log_count": INT,
                 "cursor": {"type": "string", "nullable": True},
             }
         ),
         (*GET_ERRORS, 400, 404),
-        (cursor_field("logs"),),
+        (cursor_field(LOGS),),
     ),
-    _update(WEBHOOK, "updateWebhook", "webhook", WEBHOOK_PATCH),
-    Op("delete", WEBHOOK, "deleteWebhook", "Delete a webhook", 204, None, DELETE_ERRORS),
+    _update(WEBHOOK_PATH, "updateWebhook", "webhook", WEBHOOK_PATCH),
+    Op("delete", WEBHOOK_PATH, "deleteWebhook", "Delete a webhook", 204, None, DELETE_ERRORS),
 )
 
 

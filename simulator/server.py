@@ -21,9 +21,10 @@ from typing import Any
 import httpx
 import uvicorn
 
-from .app import Runtime, build_app
+from .app import build_app
 from .events import DeliveryWorker
 from .faults import FaultInjector
+from .runtime import Runtime
 from .store import Options, Store
 
 

@@ -185,27 +185,8 @@ class Planner:
         external_id = f"CRM-{rng.randrange(10000, 99999)}" if rng.random() < 0.6 else None
         laanc_number = f"LAANC-{rng.randrange(10**7):07d}" if rng.random() < 0.3 else None
         until = created + max(life, DAY_MS) if deleted else self.end_ms + 1
-        # a staff member who had joined by then (the root member always had)
-        eligible = max(bisect_right(self.staff_times, created), 1)
-        creator: dict[str, Any] | None = self.staff[pick % eligible][1]
-        if r < 0.08 or i == 0:
-            creator = dict(self.api_key_creator)
-        elif r < 0.1:
-            creator = None
-
-        places = PLACES_OF_KIND[kind]
-        place = PLACES[places[place_draw % len(places)]]
-        site_kind = SITE_KINDS[kind]
-        site = site_kind.name_pattern.format(place=place.name, n=number)
-        lat, lon = offset(rng, place.lat, place.lon, site_kind.site_km)
-        description = (
-            f"{site_kind.label} inspection programme for {site}. Deliverables: annotated "
-            "imagery, defect register and a summary report for the asset owner."
-        )
-        if i == 3:
-            description = UNICODE_DESCRIPTION
-        elif i == 4:
-            description = (LONG_DESCRIPTION * (1000 // len(LONG_DESCRIPTION) + 1))[:1000]
+        creator = self._creator(i, pick, r, created)
+        site, lat, lon, description = _site(rng, i, kind, place_draw, number)
         plan = ProjectPlan(
             index=i,
             id=project_id,
@@ -238,28 +219,22 @@ class Planner:
             plan.other_status_reason = OTHER_REASONS[rng.randrange(len(OTHER_REASONS))]
         return plan
 
+    def _creator(self, i: int, pick: int, r: float, created: int) -> dict[str, Any] | None:
+        """Who created project `i`: mostly a staff member who had joined by then (the root
+        member always had), sometimes the API key, rarely nobody known."""
+        eligible = max(bisect_right(self.staff_times, created), 1)
+        creator: dict[str, Any] | None = self.staff[pick % eligible][1]
+        if r < 0.08 or i == 0:
+            creator = dict(self.api_key_creator)
+        elif r < 0.1:
+            creator = None
+        return creator
+
     def _milestones(self, plan: ProjectPlan, rng: random.Random) -> None:
         """Final status (from the intended one and where `until` falls) and its milestones."""
         created, until, start, end = plan.created, plan.until, plan.start, plan.end
-        today = ms_to_date(until)
         created_on = ms_to_date(created)
-        intended = plan.status
-        if start >= today:
-            phase = "before"
-            final = intended if intended in (*PRE_START, "cancelled", "other") else "planned"
-            if plan.archived and final != "other":
-                final = "cancelled"
-        elif end is not None and end < today:
-            phase = "after"
-            final = intended if intended in (*CLOSED, "other") else "completed"
-        else:
-            phase = "during"
-            if intended in ("in_progress", *PAUSES, "cancelled", "aborted", "other"):
-                final = intended
-            else:
-                final = "completed" if intended == "completed" and end is None else "in_progress"
-            if plan.archived and final not in (*CLOSED, "other"):
-                final = "completed" if end is None else "cancelled"
+        phase, final = _final_status(plan)
         plan.status = final
         # in_progress is allowed up to the end date's last millisecond
         work_stop = min(until, date_ms(end) + DAY_MS) if end is not None else until
@@ -299,6 +274,48 @@ class Planner:
         elif end is not None:
             plan.work_end = min(plan.work_end, date_ms(end) + 90 * DAY_MS)
         plan.work_end = max(plan.work_end, created + 1)
+
+
+def _final_status(plan: ProjectPlan) -> tuple[str, str]:
+    """Where `until` falls against the planned dates (`before` the start, `during` the work,
+    `after` the end) and the status the intended one becomes there."""
+    today = ms_to_date(plan.until)
+    intended, end = plan.status, plan.end
+    if plan.start >= today:
+        final = intended if intended in (*PRE_START, "cancelled", "other") else "planned"
+        if plan.archived and final != "other":
+            final = "cancelled"
+        return "before", final
+    if end is not None and end < today:
+        return "after", intended if intended in (*CLOSED, "other") else "completed"
+    if intended in ("in_progress", *PAUSES, "cancelled", "aborted", "other"):
+        final = intended
+    else:
+        final = "completed" if intended == "completed" and end is None else "in_progress"
+    if plan.archived and final not in (*CLOSED, "other"):
+        final = "completed" if end is None else "cancelled"
+    return "during", final
+
+
+def _site(
+    rng: random.Random, i: int, kind: int, place_draw: int, number: int
+) -> tuple[str, float, float, str]:
+    """Project `i`'s site name, coordinates (drawn next from `rng`) and description; projects
+    3 and 4 carry the edge-case descriptions (non-ASCII, exactly 1,000 characters)."""
+    places = PLACES_OF_KIND[kind]
+    place = PLACES[places[place_draw % len(places)]]
+    site_kind = SITE_KINDS[kind]
+    site = site_kind.name_pattern.format(place=place.name, n=number)
+    lat, lon = offset(rng, place.lat, place.lon, site_kind.site_km)
+    description = (
+        f"{site_kind.label} inspection programme for {site}. Deliverables: annotated "
+        "imagery, defect register and a summary report for the asset owner."
+    )
+    if i == 3:
+        description = UNICODE_DESCRIPTION
+    elif i == 4:
+        description = (LONG_DESCRIPTION * (1000 // len(LONG_DESCRIPTION) + 1))[:1000]
+    return site, lat, lon, description
 
 
 def offset(rng: random.Random, lat: float, lon: float, km: float) -> tuple[float, float]:

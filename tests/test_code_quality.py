@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ["sources", "pipelines", "simulator", "bench", "tests"]
+PACKAGES = ["sources", "pipelines", "simulator", "testkit", "bench", "tests"]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -30,5 +30,5 @@ def test_ruff_format_is_clean() -> None:
 
 @pytest.mark.slow
 def test_mypy_is_clean() -> None:
-    result = _run("mypy", "sources", "pipelines", "simulator", "bench")
+    result = _run("mypy", "sources", "pipelines", "simulator", "testkit", "bench")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -178,7 +178,7 @@ def test_sources_import_nothing_of_ours() -> None:
 
 def test_simulator_imports_nothing_of_ours() -> None:
     """The simulator is the API's stand-in: it knows nothing of the code that reads it."""
-    crossings = _crossings("simulator", ("sources", "pipelines", "bench"))
+    crossings = _crossings("simulator", ("sources", "pipelines", "testkit", "bench"))
     assert not crossings, "simulator/ imports:\n" + _describe(crossings)
 
 
@@ -194,6 +194,12 @@ def test_pipelines_use_the_simulator_only_for_demo_and_sim() -> None:
         crossings
     )
     assert not _crossings("pipelines", ("bench",)), "pipelines/ imports the benchmark"
+
+
+def test_only_tests_and_benchmarks_use_the_testkit() -> None:
+    """The testkit starts throwaway servers; what the sync or the simulator runs never needs it."""
+    crossings = _crossings("sources", ("testkit",)) + _crossings("pipelines", ("testkit",))
+    assert not crossings, "testkit imported outside tests and benchmarks:\n" + _describe(crossings)
 
 
 def _line_counts(package: str) -> dict[str, int]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.postgres_server import PASSWORD
+from testkit.postgres import PASSWORD
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

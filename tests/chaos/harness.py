@@ -11,8 +11,8 @@ from typing import Any
 
 from pipelines.run.sync import SyncOutcome, run_sync
 from pipelines.run.target import Target
-from simulator.testing import SimulatorHandle
 from sources.drone_ops import read_source_config
+from testkit.simulator_process import SimulatorHandle
 
 from .child import Spec, SyncChild, Zygote
 from .results import ChaosResults

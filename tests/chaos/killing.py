@@ -11,7 +11,7 @@ import random
 import signal
 from dataclasses import dataclass
 
-from simulator.testing import SimulatorHandle
+from testkit.simulator_process import SimulatorHandle
 
 from .child import Zygote
 from .harness import Warehouse, failed_tables

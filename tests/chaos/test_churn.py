@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.testing import SimulatorHandle, running_simulator
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .child import Zygote
 from .fault_server import FaultServer, Proxy, Rule, latency

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pipelines.run.sync import SyncOutcome
-from simulator.testing import SimulatorHandle, running_simulator
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .bad_data import KEY, failure_message_problems
 from .fault_server import FaultServer, Reply, Request, Workspace

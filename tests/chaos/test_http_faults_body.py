@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.testing import SimulatorHandle, running_simulator
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .fault_server import FaultServer, KeyedFaults
 from .harness import Warehouse, fault_phases

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.testing import SimulatorHandle, running_simulator
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .harness import Warehouse, fault_phases
 from .results import ChaosResults

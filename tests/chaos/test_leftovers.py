@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.run.target import Target
-from simulator.testing import SimulatorHandle, running_simulator
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .child import SyncChild, Zygote
 from .harness import CALM, Warehouse

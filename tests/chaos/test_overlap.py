@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.testing import SimulatorHandle, running_simulator
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .child import Zygote
 from .harness import Warehouse, failed_tables

@@ -35,7 +35,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 
 from pipelines.cli import EXIT_BUSY, EXIT_OK, build_parser
-from simulator.testing import SimulatorHandle, running_simulator
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from ..pipelines.cli_helpers import (
     NETGUARD,

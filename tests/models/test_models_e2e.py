@@ -16,8 +16,8 @@ import pytest
 from pipelines.publish.dbt_build import answer_questions, build_models
 from pipelines.run.sync import run_sync
 from pipelines.run.target import Target
-from simulator.testing import running_simulator
 from sources.drone_ops import read_source_config
+from testkit.simulator_process import running_simulator
 from tests.pipelines.warehouse_check import api_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -12,9 +12,9 @@ import pytest
 
 from pipelines.run.sync import SyncOutcome, run_sync
 from pipelines.run.target import Target
-from simulator.postgres_server import RunningPostgres, create_database, running_postgres
-from simulator.testing import SimulatorHandle, running_simulator
 from sources.drone_ops import read_source_config
+from testkit.postgres import RunningPostgres, create_database, running_postgres
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 
 from pipelines.cli import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, main
 from pipelines.run.target import Target
-from simulator.testing import running_simulator
+from testkit.simulator_process import running_simulator
 
 from .test_sync_e2e import assert_equals_api
 

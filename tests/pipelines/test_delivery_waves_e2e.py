@@ -13,8 +13,8 @@ import pytest
 
 import pipelines.run.sync as sync_module
 from pipelines.run.target import Target
-from simulator.testing import SimulatorHandle, running_simulator
 from sources.drone_ops.walk.spill import TableSnapshot
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .conftest import SyncFn
 from .test_sync_e2e import assert_equals_api, warehouse_of

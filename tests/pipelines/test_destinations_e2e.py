@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.run.target import Target
-from simulator.postgres_server import RunningPostgres, create_database, running_postgres
-from simulator.testing import SimulatorHandle
+from testkit.postgres import RunningPostgres, create_database, running_postgres
+from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import (
     EXIT_CONFIG,

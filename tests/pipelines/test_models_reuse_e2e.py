@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pipelines.cli import EXIT_OK, main
-from simulator.testing import SimulatorHandle
+from testkit.simulator_process import SimulatorHandle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

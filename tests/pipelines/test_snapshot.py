@@ -42,8 +42,8 @@ from pipelines.publish.snapshot import (
 )
 from pipelines.run.sync import run_sync
 from pipelines.run.target import DEFAULT_DATABASE, Target
-from simulator.testing import SimulatorHandle, running_simulator, stop_process
 from sources.drone_ops import ConfigError, read_source_config
+from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 from .cli_helpers import (
     EXIT_FAILED,

@@ -28,7 +28,7 @@ import duckdb
 import pytest
 
 from pipelines.run.target import Target
-from simulator.testing import SimulatorHandle, running_simulator, stop_process
+from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 from .cli_helpers import (
     ALL_TABLES,

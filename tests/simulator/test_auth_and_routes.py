@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.testing import SimulatorHandle
+from testkit.simulator_process import SimulatorHandle
 
 pytestmark = pytest.mark.e2e
 

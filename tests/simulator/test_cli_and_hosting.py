@@ -14,7 +14,7 @@ import pytest
 
 from simulator.cli import add_sim_commands
 from simulator.server import serve_in_thread
-from simulator.testing import stop_process
+from testkit.simulator_process import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e

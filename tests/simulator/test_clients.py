@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simulator.testing import running_simulator
+from testkit.simulator_process import running_simulator
 
 from .helpers import walk
 

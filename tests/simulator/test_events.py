@@ -11,7 +11,7 @@ import httpx
 import orjson
 import pytest
 
-from simulator.testing import SimulatorHandle
+from testkit.simulator_process import SimulatorHandle
 
 from .helpers import walk
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from simulator.testing import SimulatorHandle, running_simulator
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .helpers import walk
 

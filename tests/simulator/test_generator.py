@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from simulator.store import Options, Store
-from simulator.testing import running_simulator
+from testkit.simulator_process import running_simulator
 
 from .helpers import walk
 
@@ -52,8 +52,8 @@ def test_same_seed_same_bytes_different_seed_different() -> None:
 
 def test_edge_rows_present_at_tiny() -> None:
     s = Store(Options(seed=42, scale="tiny"))
-    projects = list(s.projects.values())
-    assert len(projects) == 5 and len(s.jobs) == 20 and len(s.team) == 8
+    projects = list(s.state.projects.values())
+    assert len(projects) == 5 and len(s.state.jobs) == 20 and len(s.state.team) == 8
     assert any(p["archived"] for p in projects)
     assert any(p["status"] == "other" and p["other_status_reason"] for p in projects)
     assert any(p["end_date"] is None for p in projects)
@@ -61,9 +61,9 @@ def test_edge_rows_present_at_tiny() -> None:
     assert any(not p["description"].isascii() for p in projects)
     assert any((p["created_by"] or {}).get("type") == "api_key" for p in projects)
     creator_fields = {"id", "email", "first_name", "last_name"}
-    assert all(set(w["created_by"]) == creator_fields for w in s.webhooks.values())
-    assert sum(len(v) for v in s.logs.values()) == 30
-    roles = Counter(m["role"] for m in s.team.values())
+    assert all(set(w["created_by"]) == creator_fields for w in s.state.webhooks.values())
+    assert sum(len(v) for v in s.state.logs.values()) == 30
+    roles = Counter(m["role"] for m in s.state.team.values())
     assert roles["pilot"] >= 2 and roles["root"] == 1 and roles["client"] >= 1
 
 
@@ -72,11 +72,11 @@ def test_small_scale_content() -> None:
     c = s.counts()
     assert c["projects"] == 60 and c["team"] == 25 and c["webhooks"] == 2 and c["logs"] == 1000
     assert 400 <= c["jobs"] <= 800
-    jobs = [s._job_row(j) for j in list(s.jobs)]
+    jobs = [s.state.job_row(j) for j in list(s.state.jobs)]
     assert any(j["latitude"] is None for j in jobs)
     assert {j["recurring_frequency"] for j in jobs} >= {None, "daily", "weekly", "monthly"}
-    assert any(not jt["is_predefined"] for jt in s.job_types.values())
-    assert all(j["type"] in s.job_types for j in jobs)
+    assert any(not jt["is_predefined"] for jt in s.state.job_types.values())
+    assert all(j["type"] in s.state.job_types for j in jobs)
 
 
 def test_count_overrides_and_generation_speed() -> None:

@@ -1,4 +1,4 @@
-"""The OpenAPI document states what the validator enforces (issue 15's list, one by one)."""
+"""The OpenAPI document states what the validator enforces."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import httpx
 import orjson
 import pytest
 
-from simulator.testing import SimulatorHandle, running_simulator
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .helpers import walk
 

@@ -20,10 +20,10 @@ def test_cached_encodings_are_exact_size() -> None:
 
 def test_cache_footprint_stays_near_content_size() -> None:
     store = Store(Options(seed=2, scale="small"))
-    for pid in list(store.projects):
-        store.list_jobs(pid, None)
-    sizes = [sys.getsizeof(b) for b in store.job_enc.values()]
-    content = [len(b) for b in store.job_enc.values()]
+    for pid in list(store.state.projects):
+        store.jobs.page(pid, None)
+    sizes = [sys.getsizeof(b) for b in store.state.job_enc.values()]
+    content = [len(b) for b in store.state.job_enc.values()]
     assert sum(sizes) < 1.2 * sum(content)
 
 
@@ -49,7 +49,7 @@ def test_keyindex_pages_forward_and_reverse() -> None:
 
 def test_cursor_tags_are_checked() -> None:
     store = Store(Options(seed=2, scale="tiny", members=60))
-    cursor = orjson.loads(store.list_team(None, None))["cursor"]
+    cursor = orjson.loads(store.team.page(None, None))["cursor"]
     assert decode_cursor("team", cursor) is not None
     with pytest.raises(ApiError) as err:
         decode_cursor("projects", cursor)

@@ -22,7 +22,7 @@ import pytest
 
 from simulator.catalog import PLACES, SITE_KINDS
 from simulator.store import Options, Store
-from simulator.testing import running_simulator
+from testkit.simulator_process import running_simulator
 
 from .helpers import walk
 
@@ -118,17 +118,17 @@ def served_by_store(store: Store) -> Workspace:
                 return
 
     projects = [
-        *pages(lambda c: store.list_projects(c, None, None), "projects"),
-        *pages(lambda c: store.list_projects(c, None, "true"), "projects"),
+        *pages(lambda c: store.projects.page(c, None, None), "projects"),
+        *pages(lambda c: store.projects.page(c, None, "true"), "projects"),
     ]
-    jobs = [j for p in projects for j in pages(partial(store.list_jobs, p["id"]), "jobs")]
-    webhooks = list(pages(store.list_webhooks, "webhooks"))
-    logs = {w["id"]: list(pages(partial(store.get_webhook, w["id"]), "logs")) for w in webhooks}
+    jobs = [j for p in projects for j in pages(partial(store.jobs.page, p["id"]), "jobs")]
+    webhooks = list(pages(store.webhooks.page, "webhooks"))
+    logs = {w["id"]: list(pages(partial(store.webhooks.get, w["id"]), "logs")) for w in webhooks}
     return Workspace(
         projects,
         jobs,
-        list(pages(store.list_job_types, "job_types")),
-        list(pages(lambda c: store.list_team(c, None), "team")),
+        list(pages(store.job_types.page, "job_types")),
+        list(pages(lambda c: store.team.page(c, None), "team")),
         webhooks,
         logs,
     )

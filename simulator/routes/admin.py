@@ -1,0 +1,99 @@
+"""The admin API: test and benchmark controls outside /v1, mounted only with --admin.
+
+Faults can be switched, deliveries awaited, request counts read and reset, the workspace
+churned and its rows counted; every call needs the full_access key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from ..names import (
+    ADMIN_CHURN_PATH,
+    ADMIN_COUNTS_PATH,
+    ADMIN_FAULTS_PATH,
+    ADMIN_STATS_PATH,
+    ADMIN_STATS_RESET_PATH,
+    ADMIN_WAIT_PATH,
+)
+from ..runtime import FULL_ACCESS, Runtime
+from ..validation import ApiError
+from .http import Endpoint, Handler, error, json_response, read_json
+
+
+class AdminRoutes:
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    def endpoints(self) -> list[Endpoint]:
+        return [
+            Endpoint(ADMIN_FAULTS_PATH, "PUT", self.set_faults),
+            Endpoint(ADMIN_WAIT_PATH, "POST", self.wait_deliveries),
+            Endpoint(ADMIN_STATS_PATH, "GET", self.get_stats),
+            Endpoint(ADMIN_STATS_RESET_PATH, "POST", self.reset_stats),
+            Endpoint(ADMIN_CHURN_PATH, "POST", self.churn),
+            Endpoint(ADMIN_COUNTS_PATH, "GET", self.counts),
+        ]
+
+    def routes(self) -> list[BaseRoute]:
+        """Every admin endpoint behind the full_access check; errors answered as the API does."""
+        return [Route(e.path, self._guard(e.handler), methods=[e.method]) for e in self.endpoints()]
+
+    def _guard(self, handler: Handler) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            if self.rt.scope_of(request.headers.get("authorization")) != FULL_ACCESS:
+                return error(401, "Admin API needs the full_access key")
+            try:
+                return await handler(request)
+            except ApiError as exc:
+                return error(exc.status, exc.message)
+            except ValueError as exc:
+                return error(400, str(exc))
+
+        return endpoint
+
+    async def set_faults(self, r: Request) -> Response:
+        body = await read_json(r)
+        spec = body.get("faults")
+        if spec is not None and not isinstance(spec, str):
+            raise ApiError(400, "faults must be a string or null")
+        self.rt.faults.set(spec)
+        return json_response({"faults": self.rt.faults.spec})
+
+    async def wait_deliveries(self, r: Request) -> Response:
+        body = await read_json(r)
+        timeout = float(body.get("timeout", 10))
+        deadline = time.monotonic() + timeout
+        worker = self.rt.worker
+        while worker.pending and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return json_response({"pending": worker.pending})
+
+    async def get_stats(self, _: Request) -> Response:
+        requests = dict(sorted(self.rt.stats.items()))
+        return json_response({"requests": requests, "total": sum(requests.values())})
+
+    async def reset_stats(self, _: Request) -> Response:
+        self.rt.stats.clear()
+        return json_response({"requests": {}, "total": 0})
+
+    async def churn(self, r: Request) -> Response:
+        body = await read_json(r)
+        seed = body.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ApiError(400, "seed must be an integer")
+        result = self.rt.store.churn(
+            seed=seed,
+            update_fraction=float(body.get("update_fraction", 0.01)),
+            delete_fraction=float(body.get("delete_fraction", 0.001)),
+            new_deliveries_per_webhook=int(body.get("new_deliveries_per_webhook", 0)),
+        )
+        return json_response(result)
+
+    async def counts(self, _: Request) -> Response:
+        return json_response(self.rt.store.counts())
