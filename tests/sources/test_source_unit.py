@@ -668,3 +668,29 @@ def test_the_archived_list_stops_at_its_next_page_once_projects_failed(
     assert "Invalid cursor" in (projects.error or "")
     assert refused.is_set()
     assert len(_archived_requests(api)) <= 10
+
+
+def test_users_load_nothing_while_a_table_they_are_made_from_is_refused(
+    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """With three of four projects gone the guard refuses `projects`; `users`,
+    made from projects' creators, would be recomputed from the one project left (u1 first seen
+    later): it loads nothing and says which table held it back, then loads with projects."""
+    users_before = sql(f"SELECT * FROM {DATASET}.users ORDER BY id")
+    for project_id in ("p1", "p2", "p3"):
+        del api.projects[project_id]
+    refused = sync()
+    tables = refused.report.tables
+    assert tables["projects"].status == "refused"
+    users = tables["users"]
+    assert users.status == "failed"
+    assert "projects" in (users.error or "") and "refused" in (users.error or "")
+    assert sql(f"SELECT * FROM {DATASET}.users ORDER BY id") == users_before
+    assert _runs(sql, refused.report.run_id)["users"][0] == "failed"
+
+    allowed = sync(allow_mass_delete=True)
+    assert allowed.ok
+    assert allowed.report.tables["users"].changed == 1
+    assert sql(f"SELECT epoch_ms(first_seen_at) FROM {DATASET}.users WHERE id = 'u1'") == [
+        (1_700_000_000_004,)
+    ]
