@@ -208,7 +208,6 @@ class TableSync:
         result.status = "success"
         result.seconds = walked
 
-
     def _held_back_by(self) -> DroneOpsError | None:
         """Why users may not load this run, if a table they are made from loads nothing: its
         walk failed, or it was refused by the mass-delete guard or failed after its walk (both
