@@ -5,7 +5,7 @@ from __future__ import annotations
 from sources.drone_ops import DroneOpsError
 
 
-def root_cause(exc: BaseException) -> str:
+def innermost(exc: BaseException) -> BaseException:
     """The innermost error of dlt's wrapped exceptions, which is the one that says why."""
     seen: set[int] = set()
     current: BaseException = exc
@@ -15,6 +15,12 @@ def root_cause(exc: BaseException) -> str:
         if not isinstance(inner, BaseException):
             break
         current = inner
+    return current
+
+
+def root_cause(exc: BaseException) -> str:
+    """The innermost error as one line: its type and message (ours: the message alone)."""
+    current = innermost(exc)
     if isinstance(current, DroneOpsError):
         return str(current)
     return f"{type(current).__name__}: {current}"

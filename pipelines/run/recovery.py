@@ -3,6 +3,7 @@ data it extracted but never loaded, half-moved load packages, spill and dbt scra
 
 from __future__ import annotations
 
+import errno
 import logging
 import shutil
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from dlt.pipeline.exceptions import CannotRestorePipelineException
 
 from sources.drone_ops import SPILL_PREFIX
 
-from .errors import root_cause
+from .errors import innermost, root_cause
 from .target import PIPELINE_NAME, Target, make_pipeline
 
 log = logging.getLogger(__name__)
@@ -63,23 +64,54 @@ def finish_pending(pipeline: dlt.Pipeline) -> str | None:
     the next comparison with the warehouse re-derives every change anyway.
 
     A package damaged by a kill mid-move can defeat dlt's own abort too; its folders are then
-    removed by hand, so one damaged package never wedges every later run."""
+    removed by hand, so one damaged package never wedges every later run. The note says this
+    in words; dlt's or the OS's own error (paths, errno) goes to the DEBUG log only."""
     if not pipeline.has_pending_data:
         return None
+    working = Path(pipeline.working_dir)
+    packages = len(_pending_load_ids(working))
     try:
         pipeline.normalize()
         pipeline.load()
         return "loaded the data an interrupted run had left pending"
     except Exception as exc:
-        cause = root_cause(exc)
+        log.debug("pending data of an interrupted run could not be finished: %s", root_cause(exc))
+        why = _why_unfinished(innermost(exc))
     try:
         pipeline.abort_packages()
     except Exception:
-        _remove_pending_folders(Path(pipeline.working_dir))
+        _remove_pending_folders(working)
     # a normalize that failed half-way leaves its output in load/new, which no abort removes
-    _remove_pending_folders(Path(pipeline.working_dir), queues=("load/new",))
-    log.warning("dropped pending data of an interrupted run: %s", cause)
-    return "dropped pending data of an interrupted run (it is re-derived this run)"
+    _remove_pending_folders(working, queues=("load/new",))
+    found = "1 load package" if packages == 1 else f"{packages} load packages"
+    it, its = ("it", "its") if packages == 1 else ("them", "their")
+    note = (
+        f"found {found} an interrupted run left unloaded, which could not be finished ({why});"
+        f" dropped {it}: this run re-derives {its} changes by comparing the API with the"
+        " warehouse, so nothing is lost"
+    )
+    log.warning("%s", note)
+    return note
+
+
+def _pending_load_ids(working_dir: Path) -> set[str]:
+    """The load ids of packages in dlt's queues of work not yet loaded."""
+    return {
+        package.name
+        for queue in ("normalize/extracted", "load/normalized", "load/new")
+        if (working_dir / queue).is_dir()
+        for package in (working_dir / queue).iterdir()
+    }
+
+
+def _why_unfinished(error: BaseException) -> str:
+    """Why a pending package could not be finished, in words (the error itself is logged at
+    DEBUG: its paths and errno say nothing an operator can act on)."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return "the disk is full"
+    if isinstance(error, OSError):
+        return "its files were left half-moved between dlt's folders"
+    return "dlt could not normalize or load what it holds"
 
 
 def _remove_pending_folders(

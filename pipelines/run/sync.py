@@ -38,6 +38,7 @@ from sources.drone_ops import settings as source_settings
 
 from .delivery_waves import DeliveryWaves, marks_resource, record_marks_first
 from .errors import root_cause
+from .loaded_packages import prune_loaded_packages
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
 from .recovery import finish_pending, open_pipeline, remove_leftovers
 from .target import (
@@ -205,6 +206,9 @@ def _locked_run(target: Target, run: SyncRun, delivery_wave_rows: int) -> SyncOu
     outcome.issues = report.issues = len(walk_issues)
     outcome.total_seconds = time.monotonic() - started
     _record_run(target, pipeline, report, walk_issues, outcome, marks)
+    # after every run, not only a clean one: a table failing run after run would otherwise
+    # let the packages grow as before; the newest, this run's among them, are kept
+    prune_loaded_packages(pipeline)
     outcome.data_version = read_data_version(pipeline)
     return outcome
 

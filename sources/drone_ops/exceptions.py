@@ -7,7 +7,7 @@ Every message says what failed and what to fix; none of them ever carries the AP
     ├── ApiError               a 4xx retrying cannot fix (names the endpoint and the fix)
     │   ├── AuthError          401 / 403
     │   └── NotFoundError      404
-    ├── RetriesExhaustedError  429 / 5xx / transport errors outlasted the retry budget
+    ├── RetriesExhaustedError  429 / 5xx / transport errors outlasted the attempts or the budget
     ├── UnreachableError       connection refused, unknown host, TLS failure
     ├── ResponseError          a 200 whose body is not a JSON object
     ├── PaginationError        cursors or pages that do not make progress
@@ -56,15 +56,19 @@ class NotFoundError(ApiError):
 
 
 class RetriesExhaustedError(DroneOpsError):
-    """A transient failure (429, 5xx, transport) outlasted the retry budget."""
+    """A transient failure (429, 5xx, transport) outlasted the retries.
 
-    def __init__(self, endpoint: str, attempts: int, last_problem: str) -> None:
+    `setting` is the limit that ended them, `max_attempts` or `retry_budget_seconds`: the
+    message names only that one, since raising the other would change nothing."""
+
+    def __init__(self, endpoint: str, attempts: int, last_problem: str, setting: str) -> None:
         self.endpoint = endpoint
         self.attempts = attempts
+        self.setting = setting
         super().__init__(
             f"{endpoint} still failing after {attempts} attempts ({last_problem}); the API may be"
-            " down or rate limiting hard: run again later, or raise"
-            " sources.drone_ops.retry_budget_seconds"
+            f" down or rate limiting hard: run again later, or raise"
+            f" {settings.CONFIG_SECTION}.{setting}"
         )
 
 

@@ -36,6 +36,10 @@ DEFAULT_JOB_REFRESH_SLICES: Final = 1
 MAX_JOB_REFRESH_SLICES: Final = 1_000
 # Hard ceilings that keep every request loop bounded.
 MAX_PAGES_PER_WALK: Final = 100_000
+# Pages in a row with no rows but a new cursor that end a walk as a loop: the API hands out a
+# cursor only when another matching row exists, so even concurrent deletes rarely empty one page
+# (docs/api-assumptions.md), and a server doing it forever would otherwise run to the page cap.
+MAX_EMPTY_PAGES_IN_A_ROW: Final = 3
 ARROW_BATCH_ROWS: Final = 5_000
 # Typed delivery-log entries that make the pipeline load a wave of them while the chains are
 # still walking, so little is left to load when the last chain ends.

@@ -355,13 +355,15 @@ def run(argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float = RUN
 def deployed_project(root: Path) -> Path:
     """A folder that looks like a deployed clone to everything a run reads from its working
     directory: `.venv` (a symlink to the venv running these tests, so `.venv/bin/drone-sync`
-    is this checkout's console script) and the repository's `.dlt/config.toml`. The code and
+    is this checkout's console script), the repository's `.dlt/config.toml` and `deploy/`
+    (the cron line's env-file wrapper). The code and
     the dbt project are found through the installed package, not the working directory."""
     assert (VENV / "bin" / "drone-sync").exists(), f"drone-sync is not installed in {VENV}"
     root.mkdir(parents=True)
     (root / ".venv").symlink_to(VENV, target_is_directory=True)
     (root / ".dlt").mkdir()
     shutil.copy(REPO / ".dlt" / "config.toml", root / ".dlt" / "config.toml")
+    shutil.copytree(REPO / "deploy", root / "deploy")
     return root
 
 
@@ -484,16 +486,10 @@ def test_cron_command_runs_with_crons_environment(
     cd = re.match(r"cd (/\S+) && ", job.command)
     assert cd, job.command
     command = with_no_models(f"cd {shlex.quote(str(project))} && {job.command[cd.end() :]}")
-    env = {
-        "HOME": str(home),
-        "LOGNAME": getpass.getuser(),
-        "PATH": CRON_PATH,
-        "SHELL": "/bin/sh",
-        **assignments,
-    }
-    sourced = re.search(r"\.\s+\"?([^\"\s]*drone-sync\.env)\"?", command)
+    env = cron_environment(home, assignments)
+    sourced = sourced_env_file(command, home)
     if sourced:
-        env_file = Path(sourced.group(1).replace("$HOME", str(home)))
+        env_file = sourced
         env_file.parent.mkdir(parents=True, exist_ok=True)
         env_file.write_text(example_env_with(sim), encoding="utf-8")
     else:
@@ -514,6 +510,68 @@ def test_cron_command_runs_with_crons_environment(
     assert_success(json_lines(text), context)
     assert_warehouse_filled(project / "drone_ops_warehouse.duckdb")
     assert_loopback_only(netguard_log)
+
+
+def cron_environment(home: Path, assignments: Mapping[str, str]) -> dict[str, str]:
+    """What cron gives a job, and nothing else: the same as `env -i` with these variables."""
+    return {
+        "HOME": str(home),
+        "LOGNAME": getpass.getuser(),
+        "PATH": CRON_PATH,
+        "SHELL": "/bin/sh",
+        **assignments,
+    }
+
+
+def sourced_env_file(command: str, home: Path) -> Path | None:
+    """The environment file a cron command reads its variables from, if it names one."""
+    sourced = re.search(r"\s\"?(\S*/drone-sync\.env)\"?\s", command)
+    return Path(sourced.group(1).replace("$HOME", str(home))) if sourced else None
+
+
+PREVIOUS_SUCCESS = '{"event": "summary", "outcome": "success", "exit_code": 0}\n'
+
+
+@pytest.mark.parametrize("damage", ["missing", "a-directory", "not-shell-assignments"])
+def test_cron_env_file_that_cannot_be_read_is_logged_as_a_failure(
+    tmp_path: Path, damage: str
+) -> None:
+    """The environment-file line, its file missing, not a file, or not readable by /bin/sh:
+    the failure is appended to the same log as a JSON `summary` (`config_error`, exit code 2)
+    naming the file, so `tail -n 1 drone-sync.jsonl | jq .outcome` no longer shows the
+    previous run's success. Nothing is written outside the log."""
+    assignments, jobs = crontab(CRONTAB.read_text(encoding="utf-8"))
+    [job] = [job for job in jobs if sourced_env_file(job.command, tmp_path)]
+    project = deployed_project(tmp_path / "project")
+    home = tmp_path / "home"
+    home.mkdir()
+    cd = re.match(r"cd (/\S+) && ", job.command)
+    assert cd, job.command
+    command = f"cd {shlex.quote(str(project))} && {job.command[cd.end() :]}"
+    env_file = sourced_env_file(command, home)
+    assert env_file is not None
+    if damage == "a-directory":
+        env_file.mkdir(parents=True)
+    elif damage == "not-shell-assignments":
+        env_file.parent.mkdir(parents=True)
+        env_file.write_text('SOURCES__DRONE_OPS__API_KEY="unterminated\n', encoding="utf-8")
+    log_target = re.search(r">>\s*(\S+)\s+2>&1\s*$", command)
+    assert log_target, command
+    log = project / log_target.group(1)
+    log.write_text(PREVIOUS_SUCCESS, encoding="utf-8")
+
+    ran = run(["/bin/sh", "-c", command], home, cron_environment(home, assignments))
+
+    text = log.read_text(encoding="utf-8")
+    context = f"{ran.describe()}\n--- log ---\n{text[-4000:]}"
+    objects = json_lines(text)
+    assert text.startswith(PREVIOUS_SUCCESS), context
+    summary = objects[-1]
+    assert summary["event"] == "summary", context
+    assert (summary["outcome"], summary["exit_code"]) == ("config_error", 2), context
+    assert str(env_file) in summary["error"], context
+    assert ran.code == 2, context
+    assert not ran.out.strip() and not ran.err.strip(), context
 
 
 # --- systemd -------------------------------------------------------------------------------

@@ -9,12 +9,16 @@ the folder aside, start from the warehouse and leave it equal to the API, with n
 from __future__ import annotations
 
 import json
+import logging
+import shutil
+from pathlib import Path
 from typing import Any
 
+import dlt
 import pytest
 from dlt.common.schema.utils import generate_version_hash
 
-from pipelines.run.recovery import DAMAGED_SUFFIX
+from pipelines.run.recovery import DAMAGED_SUFFIX, finish_pending
 from pipelines.run.sync import run_sync
 from pipelines.run.target import PIPELINE_NAME, Target
 from sources.drone_ops import read_source_config
@@ -58,3 +62,39 @@ def test_unreadable_working_folder_is_set_aside_and_the_run_heals(
     assert again.ok
     assert not any("set aside" in note for note in again.notes), again.notes
     assert row_counts(target) == counts, "the run after the repair finds nothing to change"
+
+
+def test_dropped_pending_data_is_told_in_words_with_the_os_error_at_debug(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A normalize killed mid-move leaves a package both extracted and normalized; finishing
+    it fails in a rename (`[Errno 39] Directory not empty`). The warning and the note say what
+    was found, what was done and that the data is re-derived, without the raw OS error, which
+    stays at DEBUG."""
+    pipeline = dlt.pipeline(
+        pipeline_name="damaged",
+        pipelines_dir=str(tmp_path / "pipelines"),
+        destination=dlt.destinations.duckdb(str(tmp_path / "w.duckdb")),
+        dataset_name="damaged",
+    )
+    pipeline.extract([{"id": 1}], table_name="things")
+    working = Path(pipeline.working_dir)
+    [package] = (working / "normalize" / "extracted").iterdir()
+    shutil.copytree(package, tmp_path / "extracted")
+    pipeline.normalize()
+    shutil.copytree(tmp_path / "extracted", package)  # as if the move had not happened yet
+
+    with caplog.at_level(logging.DEBUG, logger="pipelines.run.recovery"):
+        note = finish_pending(pipeline)
+
+    ours = [r for r in caplog.records if r.name == "pipelines.run.recovery"]
+    warnings = [r.getMessage() for r in ours if r.levelno >= logging.WARNING]
+    assert note is not None and warnings == [note]
+    assert "found 1 load package an interrupted run left unloaded" in note
+    assert "half-moved" in note and "dropped it" in note
+    assert "re-derives its changes" in note
+    for raw in ("Errno", "OSError", "Directory not empty", str(working)):
+        assert raw not in note
+    debug = [r.getMessage() for r in ours if r.levelno == logging.DEBUG]
+    assert any("[Errno 39] Directory not empty" in message for message in debug), debug
+    assert not pipeline.has_pending_data

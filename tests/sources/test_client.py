@@ -217,7 +217,9 @@ def test_exhausted_attempts_raise_naming_endpoint_and_attempts() -> None:
     assert f"GET {PATH}" in text
     assert "3 attempts" in text
     assert "503" in text and "maintenance" in text
-    assert "retry_budget_seconds" in text
+    assert info.value.setting == "max_attempts"
+    assert "sources.drone_ops.max_attempts" in text
+    assert "retry_budget_seconds" not in text
 
 
 def test_retry_budget_stops_retrying() -> None:
@@ -231,6 +233,9 @@ def test_retry_budget_stops_retrying() -> None:
             client.get_json(PATH)
     assert time.monotonic() - started < 1.5
     assert 2 <= info.value.attempts == len(script.requests) < 10_000
+    assert info.value.setting == "retry_budget_seconds"
+    assert "sources.drone_ops.retry_budget_seconds" in str(info.value)
+    assert "max_attempts" not in str(info.value)
 
 
 def test_retry_budget_is_not_overrun_by_a_long_wait() -> None:
@@ -656,3 +661,54 @@ def test_a_page_that_repeats_only_rows_already_seen_ends_the_walk() -> None:
         list(client.paginate(PATH, items_key="projects"))
     assert next(calls) == 2
     assert "earlier pages" in str(info.value)
+
+
+def test_consecutive_empty_pages_with_fresh_cursors_end_the_walk() -> None:
+    """A server that answers every page with no rows and a new cursor is stopped after
+    `MAX_EMPTY_PAGES_IN_A_ROW` such pages, naming the endpoint, not after 100,000."""
+    calls = itertools.count()
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"projects": [], "cursor": f"c{next(calls)}"})
+
+    with (
+        DroneOpsClient(BASE, "key-123456", transport=httpx.MockTransport(answer)) as client,
+        pytest.raises(PaginationError) as info,
+    ):
+        list(client.paginate(PATH, items_key="projects"))
+    assert next(calls) == settings.MAX_EMPTY_PAGES_IN_A_ROW
+    text = str(info.value)
+    assert f"GET {PATH}" in text
+    assert f"{settings.MAX_EMPTY_PAGES_IN_A_ROW} empty pages in a row" in text
+
+
+def test_empty_pages_between_full_ones_do_not_end_the_walk() -> None:
+    """Empty pages are fine while rows keep coming: only an unbroken run of them is a loop."""
+    below = settings.MAX_EMPTY_PAGES_IN_A_ROW - 1
+    rows = [[]] * below + [[{"id": "p1"}]] + [[]] * below + [[{"id": "p2"}]]
+    served = itertools.count()
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        number = next(served)
+        cursor = f"c{number}" if number + 1 < len(rows) else None
+        return httpx.Response(200, json={"projects": rows[number], "cursor": cursor})
+
+    with DroneOpsClient(BASE, "key-123456", transport=httpx.MockTransport(answer)) as client:
+        pages = list(client.paginate(PATH, items_key="projects"))
+    assert [item["id"] for page in pages for item in page["projects"]] == ["p1", "p2"]
+    assert len(pages) == len(rows)
+
+
+def test_a_walk_stops_before_its_next_page_once_told_to() -> None:
+    """`stop` is asked before every page after the first: a walk whose table already failed
+    sends no further request and ends quietly (the table's failure says why)."""
+    script = Script(then=_pages({None: "c1", "c1": "c2", "c2": None}))
+    failed = threading.Event()
+    with make_client(script) as client:
+        pages = client.paginate(PATH, stop=failed.is_set)
+        first = next(pages)
+        failed.set()
+        rest = list(pages)
+    assert first["projects"][0]["id"] == "after-None"
+    assert rest == []
+    assert len(script.requests) == 1

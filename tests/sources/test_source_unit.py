@@ -7,6 +7,7 @@ shrink its backoff, so retry storms stay fast.
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,14 +18,15 @@ import pytest
 
 from pipelines.run.sync import SyncOutcome, run_sync
 from pipelines.run.target import Target
-from sources.drone_ops import ConfigError, Seams, WorkspaceWalk, read_source_config
+from sources.drone_ops import ConfigError, Seams, WorkspaceWalk, read_source_config, settings
 from sources.drone_ops.config import checked_config
 from sources.drone_ops.http.client import DroneOpsClient
 from sources.drone_ops.tables.entities import ALL_TABLES
-from tests.sources.fake_api import API_KEY, BASE_URL, FakeApi, job
+from tests.sources.fake_api import API_KEY, BASE_URL, FakeApi, job, project
 
 DATASET = "drone_ops"
 Sync = Callable[..., SyncOutcome]
+Handler = Callable[[httpx.Request], httpx.Response]
 
 
 FAST_RETRIES = {"backoff_initial_seconds": 0.001, "backoff_max_seconds": 0.005}
@@ -588,3 +590,107 @@ def test_a_failing_deletion_check_fails_only_its_table_naming_endpoint_and_cause
     )
     assert len(recorded) == len(ALL_TABLES)
     assert all(status == "success" or error for _, status, error in recorded), recorded
+
+
+def _archived_list(api: FakeApi, page: Callable[[int], dict[str, Any]]) -> Handler:
+    """A handler that answers the archived-projects list with `page(n)` for its n-th request
+    (counted in `api.requests`) and everything else as `api` does."""
+    answer = api.handle
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/projects" and request.url.params.get("archived") == "true":
+            api.requests.append(request)
+            return httpx.Response(200, json=page(len(_archived_requests(api)) - 1))
+        return answer(request)
+
+    return handle
+
+
+def _archived_requests(api: FakeApi) -> list[httpx.Request]:
+    return [
+        r
+        for r in api.requests
+        if r.url.path == "/v1/projects" and r.url.params.get("archived") == "true"
+    ]
+
+
+def test_a_list_of_endless_empty_pages_fails_projects_after_a_few_naming_it(
+    api: FakeApi,
+    baseline: None,
+    sync: Sync,
+    sql: Callable[[str], list[tuple[Any, ...]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The archived-projects list answering every page empty with a fresh cursor fails
+    `projects` (and so `jobs` and `users`) after `MAX_EMPTY_PAGES_IN_A_ROW` pages, naming the
+    endpoint; nothing of them is loaded."""
+    empty = _archived_list(api, lambda n: {"projects": [], "count": 0, "cursor": f"c{n}"})
+    monkeypatch.setattr(api, "handle", empty)
+    before = sql(f"SELECT * FROM {DATASET}.projects ORDER BY id, _dlt_valid_from")
+    outcome = sync()
+    assert not outcome.ok
+    assert len(_archived_requests(api)) == settings.MAX_EMPTY_PAGES_IN_A_ROW
+    projects = outcome.report.tables["projects"]
+    assert projects.status == "failed"
+    assert "GET /v1/projects" in (projects.error or "")
+    assert f"{settings.MAX_EMPTY_PAGES_IN_A_ROW} empty pages in a row" in (projects.error or "")
+    assert {outcome.report.tables[name].status for name in ("jobs", "users")} == {"failed"}
+    assert sql(f"SELECT * FROM {DATASET}.projects ORDER BY id, _dlt_valid_from") == before
+
+
+def test_the_archived_list_stops_at_its_next_page_once_projects_failed(
+    api: FakeApi, baseline: None, sync: Sync, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the active list failed `projects`, the archived list (a long one, every page
+    new rows) stops at its next page instead of walking on for nothing: at most a few pages
+    of its 300, and the summary gives the active list's reason."""
+    refused = threading.Event()
+    api.force("/v1/projects", httpx.Response(400, json={"message": "Invalid cursor"}))
+    forced = api.handle
+
+    def first_refused(request: httpx.Request) -> httpx.Response:
+        answer = forced(request)
+        if answer.status_code == 400:
+            refused.set()
+        return answer
+
+    def page(n: int) -> dict[str, Any]:
+        if n > 0:
+            refused.wait(10)  # the active list's failure has been answered
+        row = project(f"pa{n}", 1_700_000_000_100 + n, archived=True)
+        return {"projects": [row], "count": 1, "cursor": f"c{n}" if n < 299 else None}
+
+    monkeypatch.setattr(api, "handle", first_refused)
+    monkeypatch.setattr(api, "handle", _archived_list(api, page))
+    outcome = sync()
+    projects = outcome.report.tables["projects"]
+    assert projects.status == "failed"
+    assert "Invalid cursor" in (projects.error or "")
+    assert refused.is_set()
+    assert len(_archived_requests(api)) <= 10
+
+
+def test_users_load_nothing_while_a_table_they_are_made_from_is_refused(
+    api: FakeApi, baseline: None, sync: Sync, sql: Callable[[str], list[tuple[Any, ...]]]
+) -> None:
+    """With three of four projects gone the guard refuses `projects`; `users`,
+    made from projects' creators, would be recomputed from the one project left (u1 first seen
+    later): it loads nothing and says which table held it back, then loads with projects."""
+    users_before = sql(f"SELECT * FROM {DATASET}.users ORDER BY id")
+    for project_id in ("p1", "p2", "p3"):
+        del api.projects[project_id]
+    refused = sync()
+    tables = refused.report.tables
+    assert tables["projects"].status == "refused"
+    users = tables["users"]
+    assert users.status == "failed"
+    assert "projects" in (users.error or "") and "refused" in (users.error or "")
+    assert sql(f"SELECT * FROM {DATASET}.users ORDER BY id") == users_before
+    assert _runs(sql, refused.report.run_id)["users"][0] == "failed"
+
+    allowed = sync(allow_mass_delete=True)
+    assert allowed.ok
+    assert allowed.report.tables["users"].changed == 1
+    assert sql(f"SELECT epoch_ms(first_seen_at) FROM {DATASET}.users WHERE id = 'u1'") == [
+        (1_700_000_000_004,)
+    ]

@@ -179,14 +179,13 @@ class TableSync:
             result.seconds = walked
 
     def user_rows(self) -> Iterator[pa.Table]:
+        """Users from the creators of projects and webhooks, unless one of those loads
+        nothing this run (`_held_back_by`)."""
         result, walked = self._start("users")
-        blocking = [
-            self.walk.tables[name].error
-            for name in USERS.made_from
-            if self.walk.tables[name].error is not None
-        ]
-        if blocking:
-            _record_failure(result, blocking[0], prefix="creators incomplete: ")
+        blocking = self._held_back_by()
+        if blocking is not None:
+            _record_failure(result, blocking, prefix="creators incomplete: ")
+            result.seconds = walked
             return
         creators = self.walk.context.creators
         rows = [user_row(seen.creator, seen.first_ms, seen.last_ms) for seen in creators]
@@ -208,6 +207,24 @@ class TableSync:
             yield to_arrow(USERS.contract, rows, self.run.run_id, self.walk.issues)
         result.status = "success"
         result.seconds = walked
+
+    def _held_back_by(self) -> DroneOpsError | None:
+        """Why users may not load this run, if a table they are made from loads nothing: its
+        walk failed, or it was refused by the mass-delete guard or failed after its walk (both
+        decided per table, before users, which load last). Users recomputed from such a table
+        would disagree with what the warehouse keeps of it; they load with it next time."""
+        for name in USERS.made_from:
+            error = self.walk.tables[name].error
+            if error is not None:
+                return error
+        for name in USERS.made_from:
+            made_from = self.run.report.tables.get(name)
+            if made_from is not None and made_from.status in ("refused", "failed"):
+                return DroneOpsError(
+                    f"{name} was {made_from.status} this run, so users (made from its creators)"
+                    f" load nothing either; they load with {name} on the next run that loads it"
+                )
+        return None
 
 
 def _record_failure(result: TableResult, error: DroneOpsError | None, prefix: str = "") -> None:

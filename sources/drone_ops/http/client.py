@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -140,9 +140,10 @@ class DroneOpsClient:
                 raise ResponseError(
                     endpoint, f"a body that is not valid JSON ({attempts} attempts)"
                 ) from None
-            raise RetriesExhaustedError(
-                endpoint, retrying.statistics.get("attempt_number", 0), str(exc)
-            ) from None
+            attempts = retrying.statistics.get("attempt_number", 0)
+            spent = attempts >= self.retry.max_attempts
+            limit = "max_attempts" if spent else "retry_budget_seconds"
+            raise RetriesExhaustedError(endpoint, attempts, str(exc), limit) from None
         raise AssertionError("unreachable: tenacity either returns or raises")
 
     def get_record(self, path: str, stats: RequestCounter) -> dict[str, Any] | None:
@@ -167,10 +168,11 @@ class DroneOpsClient:
         max_pages: int = settings.MAX_PAGES_PER_WALK,
         critical: bool = False,
         items_key: str | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Each page body of a cursor-paginated list (`pages.walk_pages`, with its loop
-        guards); `critical` marks a long walk that nothing else can shorten (see
-        AdaptiveLimiter)."""
+        guards; `stop` ends it before a further page); `critical` marks a long walk that
+        nothing else can shorten (see AdaptiveLimiter)."""
 
         def get_page(page_path: str, query: dict[str, str]) -> dict[str, Any]:
             return self.get_json(
@@ -178,7 +180,13 @@ class DroneOpsClient:
             )
 
         return walk_pages(
-            get_page, path, params=params, stats=stats, max_pages=max_pages, items_key=items_key
+            get_page,
+            path,
+            params=params,
+            stats=stats,
+            max_pages=max_pages,
+            items_key=items_key,
+            stop=stop,
         )
 
     def _get_once(

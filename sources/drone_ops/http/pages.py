@@ -1,8 +1,11 @@
 """The one cursor paginator, its loop guards, and what a page must hold.
 
-Two guards end a walk that would not: a cursor seen before, and (given `items_key`) a page whose
-every item id this walk has already seen, which is what a server that hands out fresh cursors
-over the same rows looks like. Every walk is also capped at `MAX_PAGES_PER_WALK` pages.
+Three guards end a walk that would not: a cursor seen before and, given `items_key`, a page whose
+every item id this walk has already seen (a server that hands out fresh cursors over the same
+rows) or `MAX_EMPTY_PAGES_IN_A_ROW` pages in a row with no rows but a new cursor (a server that
+hands out fresh cursors over nothing). Every walk is also capped at `MAX_PAGES_PER_WALK` pages.
+A caller may also end a walk early with `stop` (its table already failed, so further pages
+would be thrown away).
 """
 
 from __future__ import annotations
@@ -39,12 +42,17 @@ def walk_pages(
     stats: RequestCounter | None = None,
     max_pages: int = settings.MAX_PAGES_PER_WALK,
     items_key: str | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Yields each page body of a cursor-paginated list until the cursor is null."""
+    """Yields each page body of a cursor-paginated list until the cursor is null, or until
+    `stop()` says before a further page that the caller no longer wants it."""
     cursor: str | None = None
     seen: set[str] = set()
     seen_ids: set[str] = set()
+    empty_in_a_row = 0
     for _ in range(max_pages):
+        if cursor is not None and stop is not None and stop():
+            return
         query = dict(params or {})
         if cursor is not None:
             query["cursor"] = cursor
@@ -54,6 +62,12 @@ def walk_pages(
         next_cursor = page.get("cursor")
         if items_key is not None and next_cursor is not None:
             _check_page_advances(path, page, items_key, seen_ids)
+            empty_in_a_row = empty_in_a_row + 1 if page.get(items_key) == [] else 0
+            if empty_in_a_row >= settings.MAX_EMPTY_PAGES_IN_A_ROW:
+                raise PaginationError(
+                    f"GET {path} returned {empty_in_a_row} empty pages in a row, each with a new"
+                    " cursor; the walk was stopped to avoid a loop"
+                )
         yield page
         if next_cursor is None:
             return

@@ -10,13 +10,18 @@ from .context import WalkContext
 
 
 def walk_list(context: WalkContext, entity: Entity) -> None:
-    """Walks one plain list into its table's snapshot; a failure fails that table only."""
+    """Walks one plain list into its table's snapshot; a failure fails that table only (and
+    ends the walk at its next page, should anything else have failed the table)."""
     table, path, items_key = entity.table, str(entity.list_path), str(entity.items_key)
     snapshot = context.tables[table]
     seen: set[str] = set()
     try:
         for page in context.client.paginate(
-            path, stats=context.stats[table], critical=True, items_key=items_key
+            path,
+            stats=context.stats[table],
+            critical=True,
+            items_key=items_key,
+            stop=lambda: snapshot.failed,
         ):
             context.check_cancelled()
             records = unseen(page_items(page, items_key, path), seen)

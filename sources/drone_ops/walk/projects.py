@@ -46,6 +46,8 @@ class ProjectWalker:
         another, so the pool never holds one task per project (20,000 at `large`)."""
 
     def walk_projects(self, params: Mapping[str, str]) -> None:
+        """Walks one project list (active or archived); both feed the `projects` snapshot, so
+        once either has failed it the other stops at its next page: nothing of it would load."""
         projects = self.context.tables["projects"]
         jobs = self.context.tables["jobs"]
         try:
@@ -56,6 +58,7 @@ class ProjectWalker:
                 stats=self.context.stats["projects"],
                 critical=True,
                 items_key=items_key,
+                stop=lambda: projects.failed,
             ):
                 self.context.check_cancelled()
                 records = []
@@ -131,6 +134,7 @@ class ProjectWalker:
             return self._project_ids - self.job_walked_projects
 
     def walk_jobs(self, project_id: str) -> None:
+        """Walks one project's jobs; stops at its next page once `jobs` failed elsewhere."""
         jobs = self.context.tables["jobs"]
         if jobs.failed or self.context.cancel.is_set():
             return
@@ -145,6 +149,7 @@ class ProjectWalker:
                     f"check {settings.CONFIG_SECTION}.jobs_path ({self.context.plan.jobs_path})"
                 ),
                 items_key=items_key,
+                stop=lambda: jobs.failed,
             ):
                 self.context.check_cancelled()
                 records = unseen(page_items(page, items_key, path), seen)

@@ -11,6 +11,7 @@ loaded (`completed_marks`, recorded by the pipeline in `_sync_delivery_marks`).
 from __future__ import annotations
 
 from concurrent.futures import Future
+from typing import Any
 
 import orjson
 
@@ -51,8 +52,12 @@ class WebhookWalker:
                         f" {settings.CONFIG_SECTION}.webhook_ids to the ids to sync"
                     ),
                     items_key=items_key,
+                    stop=lambda: webhooks.failed,
                 ):
                     found.extend(str(r["id"]) for r in page_items(page, items_key, path))
+                if webhooks.error is not None:
+                    # stopped early: a partial list would start partial chains
+                    raise webhooks.error
                 ids = tuple(dict.fromkeys(found))
             except DroneOpsError as exc:
                 webhooks.fail(exc)
@@ -62,7 +67,10 @@ class WebhookWalker:
             self.context.submit(WEBHOOKS, self._walk_webhook, webhook_id, configured)
 
     def _walk_webhook(self, webhook_id: str, configured: bool) -> None:
+        """Walks one webhook's chain to known ground; a chain stopped because
+        `webhook_deliveries` failed is not complete, so its mark does not move."""
         webhooks = self.context.tables["webhooks"]
+        deliveries = self.context.tables["webhook_deliveries"]
         path = str(WEBHOOK_DELIVERIES.list_path).format(webhook_id=webhook_id)
         items_key = str(WEBHOOK_DELIVERIES.items_key)
         mark = self.context.plan.delivery_marks.get(webhook_id)
@@ -83,16 +91,12 @@ class WebhookWalker:
                     not_found_fix=fix,
                     critical=True,
                     items_key=items_key,
+                    stop=lambda: deliveries.failed,
                 )
             ):
                 self.context.check_cancelled()
                 if number == 0:
-                    record = page.get("webhook")
-                    if not isinstance(record, dict) or "id" not in record:
-                        raise DroneOpsError(f"GET {path} returned no webhook object")
-                    webhooks.offer([record])
-                    self.context.creators.remember(record.get("created_by"), record.get("created"))
-                    self.context.report("webhooks", 1)
+                    self._offer_webhook(page, path)
                 reached_known = False
                 for entry in page_items(page, items_key, path):
                     created = entry.get("created")
@@ -117,6 +121,8 @@ class WebhookWalker:
                 spills.append(self._spill(pending, webhook_id))
             for future in spills:
                 future.result()
+            if deliveries.failed:
+                return
         except DroneOpsError as exc:
             if configured or not isinstance(exc, NotFoundError):
                 webhooks.fail(exc)
@@ -132,6 +138,15 @@ class WebhookWalker:
             # the mark may move here only if every entry walked is loaded: the pipeline
             # records it after the run's last delivery load succeeded
             self.completed_marks[webhook_id] = newest
+
+    def _offer_webhook(self, page: dict[str, Any], path: str) -> None:
+        """The webhook's own row, from the first page of its delivery log."""
+        record = page.get("webhook")
+        if not isinstance(record, dict) or "id" not in record:
+            raise DroneOpsError(f"GET {path} returned no webhook object")
+        self.context.tables["webhooks"].offer([record])
+        self.context.creators.remember(record.get("created_by"), record.get("created"))
+        self.context.report("webhooks", 1)
 
     def _spill(self, lines: LineBuffer, webhook_id: str) -> Future[None]:
         assert self.context.spill_pool is not None, "chains walk only while the walk runs"

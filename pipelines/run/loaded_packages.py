@@ -1,0 +1,60 @@
+"""Completed load packages: dlt keeps every one it loaded, so the newest few are kept and the
+rest removed at the end of each run.
+
+Why: dlt moves each package it loaded to `<pipelines_dir>/<pipeline>/load/loaded/` and never
+removes it (its `load.delete_completed_jobs` setting removes only the data files, and only
+as each package completes, so the last load could no longer be inspected either). A run makes
+a few packages (each load group, delivery waves, the run record), and a schedule runs every
+few minutes: measured before this module, 62 KB and 9 files per quiet run, 7 MB and 604 files
+after 42 runs, on DuckDB and PostgreSQL alike. The warehouse keeps what those packages
+loaded (`_dlt_loads`, `_sync_runs`), so the local copies are only for looking at recent loads
+with `dlt pipeline <name> load-package` or `info`: the newest `KEEP_LOADED_PACKAGES` are kept
+whole for that, every older one is removed with dlt's own `LoadStorage.delete_loaded_package`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Final
+
+import dlt
+from dlt.common.storages import LoadStorage, LoadStorageConfiguration
+
+log = logging.getLogger(__name__)
+
+KEEP_LOADED_PACKAGES: Final = 6
+"""Completed packages kept: two ordinary runs' worth (each load group and the run record), so
+`dlt pipeline <name> load-package` still shows the last run's loads."""
+
+
+def prune_loaded_packages(pipeline: dlt.Pipeline, keep: int = KEEP_LOADED_PACKAGES) -> list[str]:
+    """Removes every completed package but the newest `keep`; returns the load ids removed.
+
+    Called under the warehouse's lock, at the end of a run, so no load is using them. A
+    package that cannot be removed is left for the next run (logged): pruning never fails a
+    run whose data is already in the warehouse."""
+    storage = LoadStorage(
+        False,
+        [],
+        LoadStorageConfiguration(load_volume_path=os.path.join(pipeline.working_dir, "load")),
+    )
+    # load ids are creation times, so their order is the order dlt made the packages in
+    completed = sorted(pipeline.list_completed_load_packages(), key=_created)
+    removed: list[str] = []
+    for load_id in completed[: max(0, len(completed) - keep)]:
+        try:
+            storage.delete_loaded_package(load_id)
+        except OSError as exc:
+            log.warning("could not remove the completed load package %s: %s", load_id, exc)
+            continue
+        removed.append(load_id)
+    return removed
+
+
+def _created(load_id: str) -> tuple[float, str]:
+    """A load id's creation time (dlt makes it from the clock), its text as the tie-break."""
+    try:
+        return float(load_id), load_id
+    except ValueError:
+        return float("inf"), load_id

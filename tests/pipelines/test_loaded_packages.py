@@ -1,0 +1,58 @@
+"""dlt's completed load packages stay bounded however many runs a schedule makes.
+
+dlt keeps every package it loaded in `load/loaded/`; before the pruning, each quiet run added
+about 9 files and 62 KB there, forever. Here a tiny workspace is synced eight times (one run
+with changes among them): the folder must hold no more than `KEEP_LOADED_PACKAGES` packages,
+the newest of them the warehouse's last load, readable by dlt as the CLI reads it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dlt
+import duckdb
+import pytest
+
+from pipelines.run.loaded_packages import KEEP_LOADED_PACKAGES
+from pipelines.run.target import PIPELINE_NAME, Target
+
+from .conftest import SyncFn
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+RUNS = 8
+
+
+def _loaded(target: Target) -> list[Path]:
+    folder = target.resolved_pipelines_dir() / PIPELINE_NAME / "load" / "loaded"
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+def _size(folders: list[Path]) -> int:
+    return sum(f.stat().st_size for folder in folders for f in folder.rglob("*") if f.is_file())
+
+
+def test_completed_packages_stay_bounded_over_runs(
+    tiny_sim: Any, target: Target, sync: Any
+) -> None:
+    run: SyncFn = sync(tiny_sim)
+    counts: list[int] = []
+    for number in range(RUNS):
+        if number == 3:
+            tiny_sim.churn(seed=3, update_fraction=0.1, new_deliveries_per_webhook=2)
+        assert run().ok
+        counts.append(len(_loaded(target)))
+
+    assert max(counts) <= KEEP_LOADED_PACKAGES, counts
+    assert counts[-1] == KEEP_LOADED_PACKAGES, counts
+    kept = _loaded(target)
+    # the last run's data is what stays: its load is the warehouse's newest
+    with duckdb.connect(str(target.resolved_database()), read_only=True) as connection:
+        [(newest,)] = connection.sql("SELECT max(load_id) FROM drone_ops._dlt_loads").fetchall()
+    assert kept[-1].name == newest
+    pipeline = dlt.attach(PIPELINE_NAME, pipelines_dir=str(target.resolved_pipelines_dir()))
+    info = pipeline.get_load_package_info(kept[-1].name)
+    assert info.state == "loaded" and info.jobs["completed_jobs"]
+    assert _size(kept) < 1_000_000
