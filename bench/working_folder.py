@@ -15,11 +15,10 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from simulator.testing import running_simulator
-
 from pipelines.run.sync import run_sync
 from pipelines.run.target import PIPELINE_NAME, Target
 from sources.drone_ops import read_source_config
+from testkit.simulator_process import running_simulator
 
 
 def folder_size(folder: Path) -> tuple[int, int]:
