@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,6 +27,11 @@ class ProgressCounter:
     def __call__(self, table: str, rows: int) -> None:
         with self._lock:
             self.counts[table] = self.counts.get(table, 0) + rows
+
+    def snapshot(self) -> dict[str, int]:
+        """Rows walked so far per table, as a copy."""
+        with self._lock:
+            return dict(self.counts)
 
     def render(self) -> Text:
         with self._lock:
@@ -56,6 +61,26 @@ def live_progress(console: Console) -> Iterator[ProgressCounter | None]:
         finally:
             stop.set()
             thread.join()
+
+
+@contextmanager
+def heartbeat(every: float, beat: Callable[[ProgressCounter], None]) -> Iterator[ProgressCounter]:
+    """Counts rows like the live line and calls `beat` every `every` seconds until the block
+    ends: for logs, where a long walk must still show it is alive."""
+    counter = ProgressCounter()
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every):
+            beat(counter)
+
+    thread = threading.Thread(target=loop, name="drone-sync-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield counter
+    finally:
+        stop.set()
+        thread.join()
 
 
 def sync_with_progress(target: Target, console: Console, **kwargs: Any) -> SyncOutcome:
