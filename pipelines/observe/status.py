@@ -195,12 +195,13 @@ def human_age(seconds: float) -> str:
     days, rest = divmod(whole, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    if minutes:
-        return f"{minutes}m {secs}s"
+    for big, big_unit, small, small_unit in (
+        (days, "d", hours, "h"),
+        (hours, "h", minutes, "m"),
+        (minutes, "m", secs, "s"),
+    ):
+        if big:
+            return f"{big}{big_unit}" + (f" {small}{small_unit}" if small else "")
     return f"{secs}s"
 
 
@@ -259,7 +260,9 @@ def stale_alert_text(report: StatusReport) -> str:
     return "\n".join(parts)
 
 
-def status_command(target: Target, tables: Sequence[str] | None, max_age: str, as_json: bool) -> int:
+def status_command(
+    target: Target, tables: Sequence[str] | None, max_age: str, as_json: bool
+) -> int:
     """`drone-sync status`: lines (or one JSON object) and the exit code; a stale warehouse
     is also an alert when `runtime.slack_incoming_hook` is set."""
     try:
@@ -287,8 +290,13 @@ def status_command(target: Target, tables: Sequence[str] | None, max_age: str, a
 def _status_failed(kind: str, message: str, code: int, as_json: bool) -> int:
     """Status could not be told: one line on stderr, or the one JSON object saying why."""
     if as_json:
-        record = {"event": "status", "ts": datetime.now(UTC).isoformat(timespec="milliseconds")}
-        record |= {"outcome": kind, "exit_code": code, "error": message}
+        record: dict[str, Any] = {
+            "event": "status",
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "outcome": kind,
+            "exit_code": code,
+            "error": message,
+        }
         sys.stdout.write(redact(json.dumps(record)) + "\n")
     else:
         sys.stderr.write(redact(f"drone-sync: {kind}: {message}") + "\n")

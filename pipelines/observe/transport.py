@@ -64,14 +64,16 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def post_json(url: str, payload: dict[str, Any], *, what: str) -> bool:
+def post_json(
+    url: str, payload: dict[str, Any], *, what: str, headers: dict[str, str] | None = None
+) -> bool:
     """POSTs `payload` once; on any failure logs one warning naming `what` (never the URL,
     which may carry a token) and returns False."""
     try:
         with httpx.Client(
             timeout=SEND_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False
         ) as client:
-            response = client.post(url, json=payload)
+            response = client.post(url, json=payload, headers=headers)
     except httpx.HTTPError as exc:
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         logger.warning("%s not delivered: %s", what, redact(reason))
