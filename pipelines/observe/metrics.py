@@ -25,8 +25,11 @@ METRICS_SETTING = "runtime.metrics_file"
 ROW_KINDS = ("new", "changed", "retired")
 _LAST_SUCCESS = "drone_sync_last_success_timestamp_seconds"
 _LAST_SUCCESS_LINE = re.compile(
-    rf'^{_LAST_SUCCESS}\{{table="(?P<table>[^"\\]*)"\}} (?P<value>[0-9.eE+-]+)$'
+    rf'^{_LAST_SUCCESS}\{{table="(?P<table>(?:[^"\\]|\\.)*)"\}} (?P<value>[0-9.eE+-]+)$'
 )
+# the text format's label escapes, both ways
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n"}
+_UNESCAPE = re.compile(r"\\(.)")
 _HELP = {
     "drone_sync_rows": "Rows the last run wrote per table, by kind (new, changed, retired).",
     "drone_sync_requests_total": "API requests the last run made, per table.",
@@ -62,7 +65,11 @@ def previous_successes(path: Path) -> dict[str, float]:
     except (OSError, UnicodeDecodeError):
         return {}
     found = (_LAST_SUCCESS_LINE.match(line) for line in text.splitlines())
-    return {match["table"]: float(match["value"]) for match in found if match}
+    return {_unescape(match["table"]): float(match["value"]) for match in found if match}
+
+
+def _unescape(value: str) -> str:
+    return _UNESCAPE.sub(lambda m: "\n" if m[1] == "n" else m[1], value)
 
 
 def render(summary: dict[str, Any], previous: dict[str, float], now: float) -> str:
@@ -93,7 +100,7 @@ def _labels(labels: dict[str, str]) -> str:
     if not labels:
         return ""
     escaped = (
-        f'{key}="{value.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
+        f'{key}="{"".join(_ESCAPES.get(char, char) for char in value)}"'
         for key, value in labels.items()
     )
     return "{" + ",".join(escaped) + "}"
