@@ -47,37 +47,34 @@ def live_progress(console: Console) -> Iterator[ProgressCounter | None]:
         yield None
         return
     counter = ProgressCounter()
-    with Live(counter.render(), console=console, refresh_per_second=4, transient=True) as live:
-        stop = threading.Event()
-
-        def refresh() -> None:
-            while not stop.wait(0.25):
-                live.update(counter.render())
-
-        thread = threading.Thread(target=refresh, daemon=True)
-        thread.start()
-        try:
-            yield counter
-        finally:
-            stop.set()
-            thread.join()
+    live = Live(counter.render(), console=console, refresh_per_second=4, transient=True)
+    with live, every(0.25, lambda: live.update(counter.render())):
+        yield counter
 
 
 @contextmanager
-def heartbeat(every: float, beat: Callable[[ProgressCounter], None]) -> Iterator[ProgressCounter]:
-    """Counts rows like the live line and calls `beat` every `every` seconds until the block
-    ends: for logs, where a long walk must still show it is alive."""
+def heartbeat(seconds: float, beat: Callable[[ProgressCounter], None]) -> Iterator[ProgressCounter]:
+    """Counts rows like the live line and calls `beat` every `seconds` until the block ends:
+    for logs, where a long walk must still show it is alive."""
     counter = ProgressCounter()
+    with every(seconds, lambda: beat(counter)):
+        yield counter
+
+
+@contextmanager
+def every(seconds: float, action: Callable[[], None]) -> Iterator[None]:
+    """Calls `action` every `seconds` on a thread of its own while the block runs; the thread
+    is stopped and joined when the block ends, however it ends."""
     stop = threading.Event()
 
     def loop() -> None:
-        while not stop.wait(every):
-            beat(counter)
+        while not stop.wait(seconds):
+            action()
 
-    thread = threading.Thread(target=loop, name="drone-sync-heartbeat", daemon=True)
+    thread = threading.Thread(target=loop, name="drone-sync-every", daemon=True)
     thread.start()
     try:
-        yield counter
+        yield
     finally:
         stop.set()
         thread.join()

@@ -11,7 +11,6 @@ an exception: delivering news about a run must not change the run's outcome.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +18,7 @@ from urllib.parse import urlsplit
 import dlt
 import httpx
 
-from sources.drone_ops import ConfigError, redact, register_secret
+from sources.drone_ops import ConfigError, is_loopback_host, redact, register_secret
 
 SEND_TIMEOUT_SECONDS = 5.0
 """Connect, read and write, each; one attempt."""
@@ -47,21 +46,12 @@ def checked_url(setting: str, url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(setting, "is not an http(s) URL; expected https://host/path")
-    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
         raise ConfigError(
             setting,
             f"plain http is allowed only to loopback, not to {parts.hostname}; use https://",
         )
     return url
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def post_json(

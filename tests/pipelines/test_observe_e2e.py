@@ -34,6 +34,7 @@ from .cli_helpers import (
     wait_until,
 )
 from .receiver import running_receiver
+from .test_unattended import summary_of
 
 pytestmark = pytest.mark.e2e
 HOOK = "RUNTIME__SLACK_INCOMING_HOOK"
@@ -190,9 +191,9 @@ def test_json_summary_of_a_failed_run_names_the_root_cause(
 ) -> None:
     env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key="a-wrong-but-well-formed-key")
     result = run_cli(run_args(tmp_path / "w.duckdb", "--log-format", "json"), env, tmp_path)
-    assert result.code == EXIT_FAILED, result.describe()
-    summary = json_objects(result)[-1]
-    assert summary["outcome"] == "failed" and summary["error"], summary
+    summary = summary_of(result)
+    assert (result.code, summary["outcome"]) == (EXIT_FAILED, "failed"), result.describe()
+    assert summary["error"], summary
     assert "401" in summary["error"] or "api_key" in summary["error"], summary
 
 
