@@ -268,3 +268,36 @@ def test_openlineage_events_start_and_complete(tmp_path: Path, shared_sim: Simul
     projects = outputs["drone_ops.projects"]["outputFacets"]["outputStatistics"]
     assert projects["rowCount"] > 0, outputs["drone_ops.projects"]
     assert all(shared_sim.read_key not in request.raw for request in posted)
+
+
+def test_configuration_error_after_the_hook_is_read_is_alerted(tmp_path: Path) -> None:
+    with running_receiver() as receiver:
+        env = cli_env(tmp_path, api_key="some-key", extra={HOOK: receiver.url})
+        result = run_cli(run_args(tmp_path / "w.duckdb"), env, tmp_path)
+        assert wait_until(lambda: receiver.received(), 10)
+    assert result.code == EXIT_CONFIG, result.describe()
+    text = receiver.received()[0].body["text"]
+    assert "config_error" in text and "run id: none" in text, text
+    assert "sources.drone_ops.base_url" in text, text
+
+
+def test_status_reads_postgres(
+    tmp_path: Path, shared_sim: SimulatorHandle, postgres_dsn: str
+) -> None:
+    env = cli_env(
+        tmp_path,
+        base_url=shared_sim.base_url,
+        api_key=shared_sim.read_key,
+        extra={"DESTINATION__POSTGRES__CREDENTIALS": postgres_dsn},
+    )
+    status = ["status", "--destination", "postgres", "--log-format", "json"]
+    never = run_cli(status, env, tmp_path)
+    assert never.code == EXIT_FAILED, never.describe()
+    assert "no sync recorded" in json_objects(never)[0]["note"], never.describe()
+    loaded = run_cli(["run", "--destination", "postgres", "--no-models"], env, tmp_path)
+    assert loaded.code == EXIT_OK, loaded.describe()
+    fresh = run_cli(status, env, tmp_path)
+    assert fresh.code == EXIT_OK, fresh.describe()
+    (report,) = json_objects(fresh)
+    assert report["warehouse"] == "postgres dataset drone_ops", report
+    assert not any(row["stale"] for row in report["tables"].values()), report
