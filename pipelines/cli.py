@@ -1,8 +1,9 @@
-"""`drone-sync`: run, check, models, demo and the simulator, from one command.
+"""`drone-sync`: run, check, models, status, demo and the simulator, from one command.
 
 Exit codes (`exit_codes.py`) let a scheduler tell what to do next without reading the output:
 0 success, 1 a table failed or was refused (or dbt failed), 2 configuration error, 75
-warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM (`signals.py`).
+warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM (`signals.py`); `status`: 0 fresh,
+1 stale. What a run tells besides its output (alert, metrics, lineage) is `observe/watch.py`.
 """
 
 from __future__ import annotations

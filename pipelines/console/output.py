@@ -53,7 +53,9 @@ class Output:
     (`sync.RunObserver`), and the keeper of the final summary that alerts, metrics and
     lineage read (`summary`)."""
 
-    def __init__(self, console: Console, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS):
+    def __init__(
+        self, console: Console, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
+    ) -> None:
         self.console = console
         self.started = time.monotonic()
         self.heartbeat_seconds = heartbeat_seconds
@@ -207,7 +209,9 @@ class TextOutput(Output):
 
 
 class JsonOutput(Output):
-    def __init__(self, console: Console, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS):
+    def __init__(
+        self, console: Console, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
+    ) -> None:
         super().__init__(console, heartbeat_seconds)
         self._write_lock = threading.Lock()
         self._run_id: str | None = None
