@@ -1,8 +1,9 @@
-"""`drone-sync`: run, check, models, demo and the simulator, from one command.
+"""`drone-sync`: run, check, models, status, demo and the simulator, from one command.
 
 Exit codes (`exit_codes.py`) let a scheduler tell what to do next without reading the output:
 0 success, 1 a table failed or was refused (or dbt failed), 2 configuration error, 75
-warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM (`signals.py`).
+warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM (`signals.py`); `status`: 0 fresh,
+1 stale. What a run tells besides its output (alert, metrics, lineage) is `observe/watch.py`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from sources.drone_ops import (
     ALL_TABLES,
@@ -26,8 +27,16 @@ from sources.drone_ops import (
 )
 
 from .console.logs import setup_logging
-from .console.output import JsonOutput, Output, TextOutput, make_console
+from .console.output import (
+    DEFAULT_HEARTBEAT_SECONDS,
+    JsonOutput,
+    Output,
+    TextOutput,
+    make_console,
+)
 from .exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_OK
+from .observe.status import DEFAULT_MAX_AGE, status_command
+from .observe.watch import RunWatch
 from .publish.dbt_build import dbt_target
 from .publish.snapshot import CONFIG_KEY as SNAPSHOT_CONFIG_KEY
 from .publish.snapshot import SnapshotPlan
@@ -102,6 +111,55 @@ def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
+
+
+def _observe_arguments(run: argparse.ArgumentParser) -> None:
+    run.add_argument(
+        "--metrics-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="write a Prometheus textfile (*.prom) after the run (default: runtime.metrics_file;"
+        " docs/operations.md)",
+    )
+    run.add_argument(
+        "--heartbeat",
+        type=_positive_seconds,
+        default=DEFAULT_HEARTBEAT_SECONDS,
+        metavar="SECONDS",
+        help="with --log-format json, a heartbeat event this often while the run goes on"
+        f" (default {DEFAULT_HEARTBEAT_SECONDS:g})",
+    )
+
+
+def _status_parser(commands: Any) -> None:
+    status = commands.add_parser(
+        "status",
+        help="is the warehouse fresh? exit 0 fresh, 1 stale, 2 configuration error, 75 busy",
+    )
+    _target_arguments(status)
+    _output_arguments(status)
+    status.add_argument(
+        "--max-age",
+        default=DEFAULT_MAX_AGE,
+        help=f"oldest acceptable last successful sync per table: 90s, 45m, 2h, 1d (default"
+        f" {DEFAULT_MAX_AGE})",
+    )
+    status.add_argument(
+        "--resources",
+        default=None,
+        help=f"comma-separated tables to check (default: all of {','.join(ALL_TABLES)})",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(
         prog="drone-sync",
@@ -141,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
         " default a run that changed nothing keeps the current marts; docs/models.md)",
     )
     _snapshot_arguments(run)
+    _observe_arguments(run)
 
     check = commands.add_parser("check", help="validate config and key, list what is reachable")
     _output_arguments(check)
@@ -150,6 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     _output_arguments(models)
     models.add_argument("--no-test", action="store_true", help="build without running dbt tests")
     _snapshot_arguments(models)
+
+    _status_parser(commands)
 
     demo = commands.add_parser("demo", help="sync a simulated workspace end to end")
     demo.add_argument("--dir", type=Path, default=Path("demo"), help="where the demo writes")
@@ -169,36 +230,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     log_format = getattr(args, "log_format", None) or "text"
     console = make_console()
-    output: Output = JsonOutput(console) if log_format == "json" else TextOutput(console)
+    beat = getattr(args, "heartbeat", DEFAULT_HEARTBEAT_SECONDS)
+    output: Output = (
+        JsonOutput(console, beat) if log_format == "json" else TextOutput(console, beat)
+    )
     setup_logging(getattr(args, "verbose", False), json_lines=log_format == "json")
     stop = SignalStop()
+    watch = RunWatch()
     with stop.installed():
-        try:
-            if args.command == "run":
-                return _run(args, output, stop)
-            if args.command == "check":
-                return _check(output)
-            if args.command == "models":
-                return _models(args, output, stop)
-            if args.command == "demo":
-                from .demo import run_demo
+        code = _dispatch(args, output, stop, watch)
+        if args.command == "run":
+            watch.finish(output.summary)
+    return code
 
-                return run_demo(args.dir, seed=args.seed, console=console)
-            if args.command == "sim":
-                return int(args.sim_func(args) or 0)
-        except ConfigError as exc:
-            return output.fail("configuration error", redact(str(exc)), EXIT_CONFIG)
-        except WarehouseBusy as exc:
-            return output.fail("warehouse busy", redact(str(exc)), EXIT_BUSY)
-        except DroneOpsError as exc:
-            return output.fail("error", redact(str(exc)), EXIT_FAILED)
-        except KeyboardInterrupt:
-            return output.fail(
-                "interrupted",
-                f"stopped by {signal.Signals(stop.received or signal.SIGINT).name}; what was"
-                " loaded is complete per table, and the next run picks up the rest",
-                stop.exit_code,
+
+def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
+    """Runs the command; every error a user can fix ends as one line and its exit code."""
+    try:
+        if args.command == "run":
+            return _run(args, output, stop, watch)
+        if args.command == "status":
+            return status_command(
+                _target(args), _table_list(args.resources), args.max_age, _is_json(args)
             )
+        if args.command == "check":
+            return _check(output)
+        if args.command == "models":
+            return _models(args, output, stop)
+        if args.command == "demo":
+            from .demo import run_demo
+
+            return run_demo(args.dir, seed=args.seed, console=output.console)
+        if args.command == "sim":
+            return int(args.sim_func(args) or 0)
+    except ConfigError as exc:
+        return output.fail("configuration error", redact(str(exc)), EXIT_CONFIG)
+    except WarehouseBusy as exc:
+        return output.fail("warehouse busy", redact(str(exc)), EXIT_BUSY)
+    except DroneOpsError as exc:
+        return output.fail("error", redact(str(exc)), EXIT_FAILED)
+    except KeyboardInterrupt:
+        return output.fail(
+            "interrupted",
+            f"stopped by {signal.Signals(stop.received or signal.SIGINT).name}; what was"
+            " loaded is complete per table, and the next run picks up the rest",
+            stop.exit_code,
+        )
     return EXIT_FAILED
 
 
@@ -206,23 +283,39 @@ def _target(args: argparse.Namespace) -> Target:
     return Target(destination=args.destination, database=args.database, dataset=args.dataset)
 
 
-def _run(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
-    tables = None
-    if args.resources is not None:
-        tables = [t.strip() for t in args.resources.split(",")]
-        if not all(tables):
-            raise ConfigError("--resources", f"{args.resources!r} has an empty table name")
+def _is_json(args: argparse.Namespace) -> bool:
+    return (getattr(args, "log_format", None) or "text") == "json"
+
+
+def _table_list(resources: str | None) -> list[str] | None:
+    """`--resources a,b` as names; None for all tables."""
+    if resources is None:
+        return None
+    tables = [t.strip() for t in resources.split(",")]
+    if not all(tables):
+        raise ConfigError("--resources", f"{resources!r} has an empty table name")
+    return tables
+
+
+def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
     target = _target(args)
     # every setting and flag is read and checked once, before the lock file or anything else
-    # is created, and handed down as checked values
+    # is created, and handed down as checked values; the alert hook first, so that any later
+    # configuration error is alerted
+    watch.configure(target, args.metrics_file)
+    output.warehouse = watch.warehouse
+    tables = _table_list(args.resources)
     config = read_source_config()
     check_target(target)
     options = RunOptions(checked_tables(tables), args.allow_mass_delete, args.full_refresh)
     snapshot = _snapshot_plan(target, args)
+    observers = watch.watch_run(target, config, output)
     notes: list[str] = []
     with warehouse_lock(target.lock_path(), notes):
         with output.progress() as counter, stop.cooperating() as stopping:
-            outcome = sync_locked(target, config, options, progress=counter, cancel=stopping)
+            outcome = sync_locked(
+                target, config, options, progress=counter, cancel=stopping, observer=observers
+            )
         outcome.notes[:0] = notes
         tooling_note = link_for_dlt_cli(target)
         if tooling_note:

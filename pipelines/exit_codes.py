@@ -10,6 +10,9 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILED = 1
 """Some table failed or was refused, the API could not be reached, or dbt failed."""
+EXIT_STALE = 1
+"""`drone-sync status`: some table's last successful sync is older than `--max-age` (or there
+is none), or the warehouse could not be read."""
 EXIT_CONFIG = 2
 """A setting or flag is wrong: the message names it. Retrying will not help."""
 EXIT_BUSY = 75

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -19,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from sources.drone_ops import AccessReport, redact
+from sources.drone_ops import AccessReport, SyncReport, TableResult, redact
 
 from ..run.sync import SyncOutcome
-from .progress import ProgressCounter, live_progress
-from .summary import print_summary, table_fields
+from .progress import ProgressCounter, heartbeat, live_progress
+from .summary import print_summary, result_fields, root_cause, table_fields
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
 
 # Wide enough for the summary table and for error lines, so a log file gets them whole.
 PLAIN_WIDTH = 240
+DEFAULT_HEARTBEAT_SECONDS = 30.0
+"""How often `--log-format json` says a run is alive (`heartbeat` events)."""
+# the summary's `outcome` for a command that ended before its summary
+_FAILED_OUTCOMES = {"configuration error": "config_error", "warehouse busy": "busy"}
 
 
 def make_console() -> Console:
@@ -43,11 +49,27 @@ def make_console() -> Console:
 
 
 class Output:
-    """The common face of `TextOutput` and `JsonOutput`."""
+    """The common face of `TextOutput` and `JsonOutput`; also the run's observer
+    (`sync.RunObserver`), and the keeper of the final summary that alerts, metrics and
+    lineage read (`summary`)."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(
+        self, console: Console, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
+    ) -> None:
         self.console = console
         self.started = time.monotonic()
+        self.heartbeat_seconds = heartbeat_seconds
+        self.warehouse: str | None = None
+        """Set by the command once it knows where it loads; named in the `start` event."""
+        self.outcome: SyncOutcome | None = None
+        self.summary: dict[str, Any] | None = None
+        """The final summary's fields, once `finish` ran."""
+
+    def run_started(self, report: SyncReport, tables: Sequence[str]) -> None:
+        """The run has its id (`sync.RunObserver`)."""
+
+    def table_finished(self, result: TableResult) -> None:
+        """A table's load group ended (`sync.RunObserver`)."""
 
     def progress(self) -> AbstractContextManager[ProgressCounter | None]:
         return nullcontext(None)
@@ -78,6 +100,10 @@ class Output:
 
     def fail(self, kind: str, message: str, exit_code: int) -> int:
         """A run that ended before a summary: one line (or one event) and the exit code."""
+        self._failed(kind, message)
+        return self.finish(exit_code, _FAILED_OUTCOMES.get(kind, kind), error=message)
+
+    def _failed(self, kind: str, message: str) -> None:
         raise NotImplementedError
 
     def finish(
@@ -88,7 +114,32 @@ class Output:
         models: ModelsResult | None = None,
         error: str | None = None,
     ) -> int:
+        """Ends the command: records its summary (the root cause as `error` when it failed)
+        and shows it where the format has one."""
+        outcome = outcome if outcome is not None else self.outcome
+        if error is None and exit_code != 0:
+            error = _failure_cause(outcome, models)
+        tables = table_fields(outcome) if outcome is not None else {}
+        self.summary = {
+            "outcome": outcome_label,
+            "exit_code": exit_code,
+            "run_id": outcome.report.run_id if outcome is not None else None,
+            "tables": tables,
+            "requests": sum(row["requests"] for row in tables.values()),
+            "retries": sum(row["retries"] for row in tables.values()),
+            "rows_written": sum(
+                row["new"] + row["changed"] + row["retired"] for row in tables.values()
+            ),
+            "issues": outcome.issues if outcome is not None else 0,
+            "seconds": round(time.monotonic() - self.started, 3),
+            "models": _models_fields(models, None) if models is not None else None,
+            "error": redact(error) if error else None,
+        }
+        self._finished(self.summary)
         return exit_code
+
+    def _finished(self, summary: dict[str, Any]) -> None:
+        """Shows the final summary; text output has shown everything by then."""
 
 
 class TextOutput(Output):
@@ -99,6 +150,7 @@ class TextOutput(Output):
         return self.console.status(message) if self.console.is_terminal else nullcontext()
 
     def sync_summary(self, outcome: SyncOutcome) -> None:
+        self.outcome = outcome
         print_summary(self.console, outcome)
 
     def models_summary(self, result: ModelsResult, dataset: str) -> None:
@@ -151,22 +203,62 @@ class TextOutput(Output):
             highlight=False,
         )
 
-    def fail(self, kind: str, message: str, exit_code: int) -> int:
+    def _failed(self, kind: str, message: str) -> None:
         # stderr, one line: what cron mails and what an orchestrator shows
         sys.stderr.write(f"drone-sync: {kind}: {message}\n")
-        return exit_code
 
 
 class JsonOutput(Output):
+    def __init__(
+        self, console: Console, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
+    ) -> None:
+        super().__init__(console, heartbeat_seconds)
+        self._write_lock = threading.Lock()
+        self._run_id: str | None = None
+        self._told: set[str] = set()
+
     def _emit(self, event: str, **fields: Any) -> None:
         record = {"event": event, "ts": datetime.now(UTC).isoformat(timespec="milliseconds")}
         record.update(fields)
-        sys.stdout.write(redact(json.dumps(record, default=str)) + "\n")
-        sys.stdout.flush()
+        line = redact(json.dumps(record, default=str)) + "\n"
+        # the heartbeat writes from its own thread: one whole line at a time
+        with self._write_lock:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+    def progress(self) -> AbstractContextManager[ProgressCounter | None]:
+        return heartbeat(self.heartbeat_seconds, self._heartbeat)
+
+    def _heartbeat(self, counter: ProgressCounter) -> None:
+        counts = counter.snapshot()
+        self._emit(
+            "heartbeat",
+            run_id=self._run_id,
+            seconds=round(time.monotonic() - self.started, 3),
+            rows_seen=counts,
+            rows_seen_total=sum(counts.values()),
+        )
+
+    def run_started(self, report: SyncReport, tables: Sequence[str]) -> None:
+        self._run_id = report.run_id
+        self._emit(
+            "start",
+            run_id=report.run_id,
+            warehouse=self.warehouse,
+            tables=list(tables),
+            started_at=report.started_at.isoformat(timespec="milliseconds"),
+        )
+
+    def table_finished(self, result: TableResult) -> None:
+        self._told.add(result.table)
+        self._emit("table", run_id=self._run_id, table=result.table, **result_fields(result))
 
     def sync_summary(self, outcome: SyncOutcome) -> None:
+        self.outcome = outcome
+        # tables the run never got to load (a failed walk, an interruption) are told here
         for name, fields in table_fields(outcome).items():
-            self._emit("table", run_id=outcome.report.run_id, table=name, **fields)
+            if name not in self._told:
+                self._emit("table", run_id=outcome.report.run_id, table=name, **fields)
         for note in outcome.notes:
             self._emit("note", message=note)
 
@@ -201,39 +293,20 @@ class JsonOutput(Output):
     def snapshot_current(self, path: Path) -> None:
         self._emit("snapshot", ok=True, path=str(path), current=True, error=None)
 
-    def fail(self, kind: str, message: str, exit_code: int) -> int:
+    def _failed(self, kind: str, message: str) -> None:
         self._emit("error", kind=kind, message=message)
-        outcome_label = {"configuration error": "config_error", "warehouse busy": "busy"}.get(
-            kind, kind
-        )
-        return self.finish(exit_code, outcome_label, error=message)
 
-    def finish(
-        self,
-        exit_code: int,
-        outcome_label: str,
-        outcome: SyncOutcome | None = None,
-        models: ModelsResult | None = None,
-        error: str | None = None,
-    ) -> int:
-        tables = table_fields(outcome) if outcome is not None else {}
-        self._emit(
-            "summary",
-            outcome=outcome_label,
-            exit_code=exit_code,
-            run_id=outcome.report.run_id if outcome is not None else None,
-            tables=tables,
-            requests=sum(row["requests"] for row in tables.values()),
-            retries=sum(row["retries"] for row in tables.values()),
-            rows_written=sum(
-                row["new"] + row["changed"] + row["retired"] for row in tables.values()
-            ),
-            issues=outcome.issues if outcome is not None else 0,
-            seconds=round(time.monotonic() - self.started, 3),
-            models=_models_fields(models, None) if models is not None else None,
-            error=error,
-        )
-        return exit_code
+    def _finished(self, summary: dict[str, Any]) -> None:
+        self._emit("summary", **summary)
+
+
+def _failure_cause(outcome: SyncOutcome | None, models: ModelsResult | None) -> str | None:
+    """Why a command failed, when the caller did not say: the run's root cause, else dbt's."""
+    cause = root_cause(outcome) if outcome is not None else None
+    if cause is None and models is not None and not models.ok:
+        failures = [f"{failure.node}: {failure.message}" for failure in models.failures]
+        cause = models.error or (failures[0] if failures else "the dbt build failed")
+    return cause
 
 
 def _models_fields(result: ModelsResult, dataset: str | None) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,6 +28,11 @@ class ProgressCounter:
         with self._lock:
             self.counts[table] = self.counts.get(table, 0) + rows
 
+    def snapshot(self) -> dict[str, int]:
+        """Rows walked so far per table, as a copy."""
+        with self._lock:
+            return dict(self.counts)
+
     def render(self) -> Text:
         with self._lock:
             parts = [f"{table} {count:,}" for table, count in self.counts.items()]
@@ -42,20 +47,37 @@ def live_progress(console: Console) -> Iterator[ProgressCounter | None]:
         yield None
         return
     counter = ProgressCounter()
-    with Live(counter.render(), console=console, refresh_per_second=4, transient=True) as live:
-        stop = threading.Event()
+    live = Live(counter.render(), console=console, refresh_per_second=4, transient=True)
+    with live, every(0.25, lambda: live.update(counter.render())):
+        yield counter
 
-        def refresh() -> None:
-            while not stop.wait(0.25):
-                live.update(counter.render())
 
-        thread = threading.Thread(target=refresh, daemon=True)
-        thread.start()
-        try:
-            yield counter
-        finally:
-            stop.set()
-            thread.join()
+@contextmanager
+def heartbeat(seconds: float, beat: Callable[[ProgressCounter], None]) -> Iterator[ProgressCounter]:
+    """Counts rows like the live line and calls `beat` every `seconds` until the block ends:
+    for logs, where a long walk must still show it is alive."""
+    counter = ProgressCounter()
+    with every(seconds, lambda: beat(counter)):
+        yield counter
+
+
+@contextmanager
+def every(seconds: float, action: Callable[[], None]) -> Iterator[None]:
+    """Calls `action` every `seconds` on a thread of its own while the block runs; the thread
+    is stopped and joined when the block ends, however it ends."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(seconds):
+            action()
+
+    thread = threading.Thread(target=loop, name="drone-sync-every", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def sync_with_progress(target: Target, console: Console, **kwargs: Any) -> SyncOutcome:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from sources.drone_ops import ALL_TABLES, redact
+from sources.drone_ops import ALL_TABLES, TableResult, redact
 
 from ..run.sync import SyncOutcome
 
@@ -27,22 +27,38 @@ STATUS_STYLE = {
 def table_fields(outcome: SyncOutcome) -> dict[str, dict[str, Any]]:
     """Per table, what a run did: the summary table's columns, as plain values."""
     return {
-        name: {
-            "status": result.status,
-            "rows_seen": result.rows_seen,
-            "new": result.new,
-            "changed": result.changed,
-            "retired": result.retired,
-            "pages": result.pages,
-            "requests": result.requests,
-            "retries": result.retries,
-            "seconds": round(result.seconds, 3),
-            "error": redact(result.error) if result.error else None,
-            "scope": result.scope,
-        }
+        name: result_fields(result)
         for name in ALL_TABLES
         if (result := outcome.report.tables.get(name)) is not None
     }
+
+
+def result_fields(result: TableResult) -> dict[str, Any]:
+    """What a run did to one table, as plain values (a `table` event, a summary row)."""
+    return {
+        "status": result.status,
+        "rows_seen": result.rows_seen,
+        "new": result.new,
+        "changed": result.changed,
+        "retired": result.retired,
+        "pages": result.pages,
+        "requests": result.requests,
+        "retries": result.retries,
+        "seconds": round(result.seconds, 3),
+        "error": redact(result.error) if result.error else None,
+        "scope": result.scope,
+    }
+
+
+def root_cause(outcome: SyncOutcome) -> str | None:
+    """Why a run failed, in one line: the first failed table's error (in table order), else the
+    load's error; None for a run that did not fail."""
+    if outcome.ok:
+        return None
+    for row in table_fields(outcome).values():
+        if row["status"] in ("failed", "refused", "interrupted") and row["error"]:
+            return str(row["error"])
+    return redact(outcome.load_error) if outcome.load_error else "the run failed"
 
 
 def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync summary") -> None:

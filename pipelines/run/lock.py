@@ -98,12 +98,20 @@ def _describe(holder: dict[str, Any]) -> str:
 _HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
 
 
-def busy_message(database: Path, error: BaseException) -> str | None:
-    """The one line for DuckDB's cross-process lock error, or None if `error` is another."""
+def duckdb_holder(error: BaseException) -> str | None:
+    """Who holds a DuckDB file, from DuckDB's cross-process lock error ("PID n, program", or
+    "another process" when DuckDB did not say); None if `error` is another error."""
     match = _HOLDER.search(str(error))
     if match is None and "Could not set lock on file" not in str(error):
         return None
-    holder = f"PID {match['pid']}, {match['program']}" if match else "another process"
+    return f"PID {match['pid']}, {match['program']}" if match else "another process"
+
+
+def busy_message(database: Path, error: BaseException) -> str | None:
+    """The one line for DuckDB's cross-process lock error, or None if `error` is another."""
+    holder = duckdb_holder(error)
+    if holder is None:
+        return None
     return (
         f"{database} is open in another process ({holder}); DuckDB lets no"
         " other process write while a program (a BI tool, a notebook, DBeaver, even a"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import dlt
 import pyarrow as pa
@@ -28,6 +28,7 @@ from sources.drone_ops import (
     SourceConfig,
     SyncReport,
     SyncRun,
+    TableResult,
     checked_tables,
     drone_ops,
     issue_table,
@@ -67,6 +68,17 @@ class SyncOutcome:
     @property
     def ok(self) -> bool:
         return self.load_error is None and self.report.ok
+
+
+class RunObserver(Protocol):
+    """Who wants to hear of a run while it goes on, not only from its outcome: the JSON
+    events, the lineage events. Called on the run's own thread; must not raise."""
+
+    def run_started(self, report: SyncReport, tables: Sequence[str]) -> None:
+        """The run has its id and is about to read and load the warehouse."""
+
+    def table_finished(self, result: TableResult) -> None:
+        """A table's load group committed (or failed, or was skipped as interrupted)."""
 
 
 def run_sync(
@@ -116,12 +128,14 @@ def sync_locked(
     cancel: threading.Event | None = None,
     delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
     seams: Seams | None = None,
+    observer: RunObserver | None = None,
 ) -> SyncOutcome:
     """One sync, by a caller that holds the warehouse's lock and has checked the settings.
 
     `cancel`, once set (by a signal handler), interrupts the run: tables whose walk had not
     finished load nothing and are recorded as `interrupted`. `delivery_wave_rows` is how many
-    typed deliveries make a wave load while the chains still walk (`delivery_waves.py`)."""
+    typed deliveries make a wave load while the chains still walk (`delivery_waves.py`).
+    `observer` hears of the start and of each table as its load group ends."""
     run = SyncRun(
         config,
         options,
@@ -133,8 +147,10 @@ def sync_locked(
     if target.destination == "duckdb":
         ensure_duckdb_free(target.resolved_database())
     ensure_destination_reachable(target)
+    if observer is not None:
+        observer.run_started(run.report, run.options.tables)
     try:
-        return _locked_run(target, run, delivery_wave_rows)
+        return _locked_run(target, run, delivery_wave_rows, observer)
     except DroneOpsError:
         raise
     except Exception as exc:
@@ -148,7 +164,9 @@ def sync_locked(
         raise
 
 
-def _locked_run(target: Target, run: SyncRun, delivery_wave_rows: int) -> SyncOutcome:
+def _locked_run(
+    target: Target, run: SyncRun, delivery_wave_rows: int, observer: RunObserver | None
+) -> SyncOutcome:
     started = time.monotonic()
     # Arrow's default pool (jemalloc/mimalloc) keeps freed batches mapped; the system pool
     # hands them back, which keeps a long walk's footprint flat
@@ -186,10 +204,12 @@ def _locked_run(target: Target, run: SyncRun, delivery_wave_rows: int) -> SyncOu
             if run.interrupted:
                 walk.interrupt()
                 _mark_interrupted(report, selected)
+                _tell(observer, report, selected)
                 continue
             loaded = _load(
                 target, pipeline, source.with_resources(*selected), report, selected, outcome
             )
+            _tell(observer, report, selected)
             if "webhook_deliveries" in selected and loaded and waves and waves.error is None:
                 # every entry the completed chains walked is loaded: their marks may move
                 marks = dict(walk.webhooks.completed_marks)
@@ -211,6 +231,13 @@ def _locked_run(target: Target, run: SyncRun, delivery_wave_rows: int) -> SyncOu
     prune_loaded_packages(pipeline)
     outcome.data_version = read_data_version(pipeline)
     return outcome
+
+
+def _tell(observer: RunObserver | None, report: SyncReport, tables: Sequence[str]) -> None:
+    """Tells the observer each table of a load group, as the group ends."""
+    if observer is not None:
+        for name in tables:
+            observer.table_finished(report.table(name))
 
 
 def _repaired_pipeline(target: Target, outcome: SyncOutcome) -> dlt.Pipeline:

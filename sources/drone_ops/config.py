@@ -207,7 +207,7 @@ def validate_base_url(base_url: str) -> str:
         raise ConfigError(setting, "must not carry credentials; put the key in api_key")
     if parts.query or parts.fragment:
         raise ConfigError(setting, f"{shown} must not carry a query string or fragment")
-    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
         raise ConfigError(
             setting, f"{shown}: plain http:// is allowed for loopback hosts only; use https://"
         )
@@ -219,7 +219,8 @@ def validate_base_url(base_url: str) -> str:
     return base_url.rstrip("/")
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
+    """Whether plain http to `host` stays on this machine (the only place it is allowed)."""
     if host in settings.LOOPBACK_HOSTS:
         return True
     try:

@@ -1,0 +1,125 @@
+"""A Prometheus textfile after each `drone-sync run`, for node_exporter's textfile collector.
+
+Why a textfile and not an HTTP endpoint: a run is a short batch job, gone before any scrape;
+node_exporter reads `*.prom` files from its `--collector.textfile.directory` on every scrape.
+The file is written under a temporary name that does not end in `.prom` and renamed over the
+old one, so the collector never reads half a file. Every value is the last run's (all gauges);
+`drone_sync_last_success_timestamp_seconds` keeps, for a table that failed or was not synced
+this run, the value the previous file held, so `time() - that` is a table's real staleness.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from sources.drone_ops import ConfigError
+
+from ..run.target import check_creatable
+from .transport import read_setting
+
+METRICS_SETTING = "runtime.metrics_file"
+ROW_KINDS = ("new", "changed", "retired")
+_LAST_SUCCESS = "drone_sync_last_success_timestamp_seconds"
+_LAST_SUCCESS_LINE = re.compile(
+    rf'^{_LAST_SUCCESS}\{{table="(?P<table>(?:[^"\\]|\\.)*)"\}} (?P<value>[0-9.eE+-]+)$'
+)
+# the text format's label escapes, both ways
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n"}
+_UNESCAPE = re.compile(r"\\(.)")
+_HELP = {
+    "drone_sync_rows": "Rows the last run wrote per table, by kind (new, changed, retired).",
+    "drone_sync_requests_total": "API requests the last run made, per table.",
+    "drone_sync_retries_total": "API retries the last run made, per table.",
+    "drone_sync_seconds": "Wall-clock seconds of the last run.",
+    _LAST_SUCCESS: "Unix time of the last run that loaded the table successfully.",
+    "drone_sync_run_ok": "1 if the last run exited 0, else 0.",
+}
+
+
+def metrics_path(flag: Path | None) -> Path | None:
+    """Where to write the textfile: `--metrics-file`, else `runtime.metrics_file`; checked
+    now (a `.prom` name in a folder that can be written), before the run changes anything."""
+    setting = "--metrics-file" if flag is not None else METRICS_SETTING
+    configured = read_setting(METRICS_SETTING) if flag is None else None
+    path = flag if flag is not None else Path(configured) if configured else None
+    if path is None:
+        return None
+    if path.suffix != ".prom":
+        raise ConfigError(
+            setting, f"{path} does not end in .prom; node_exporter reads only *.prom files"
+        )
+    if path.is_dir():
+        raise ConfigError(setting, f"{path} is a folder; give the path of a .prom file")
+    check_creatable(setting, path)
+    return path
+
+
+def previous_successes(path: Path) -> dict[str, float]:
+    """The last-success timestamps a previous file held, per table (none if unreadable)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    found = (_LAST_SUCCESS_LINE.match(line) for line in text.splitlines())
+    return {_unescape(match["table"]): float(match["value"]) for match in found if match}
+
+
+def _unescape(value: str) -> str:
+    return _UNESCAPE.sub(lambda m: "\n" if m[1] == "n" else m[1], value)
+
+
+def render(summary: dict[str, Any], previous: dict[str, float], now: float) -> str:
+    """The textfile for one run's final summary (`Output.summary`)."""
+    tables: dict[str, dict[str, Any]] = summary.get("tables") or {}
+    successes = dict(previous)
+    for name, row in tables.items():
+        if row.get("status") == "success":
+            successes[name] = now
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {name: [] for name in _HELP}
+    for name, row in tables.items():
+        for kind in ROW_KINDS:
+            samples["drone_sync_rows"].append(({"table": name, "kind": kind}, row[kind]))
+        samples["drone_sync_requests_total"].append(({"table": name}, row["requests"]))
+        samples["drone_sync_retries_total"].append(({"table": name}, row["retries"]))
+    samples["drone_sync_seconds"].append(({}, float(summary.get("seconds") or 0.0)))
+    for name in sorted(successes):
+        samples[_LAST_SUCCESS].append(({"table": name}, successes[name]))
+    samples["drone_sync_run_ok"].append(({}, 1.0 if summary.get("exit_code") == 0 else 0.0))
+    lines: list[str] = []
+    for metric, values in samples.items():
+        lines += [f"# HELP {metric} {_HELP[metric]}", f"# TYPE {metric} gauge"]
+        lines += [f"{metric}{_labels(labels)} {_number(value)}" for labels, value in values]
+    return "\n".join(lines) + "\n"
+
+
+def _labels(labels: dict[str, str]) -> str:
+    if not labels:
+        return ""
+    escaped = (
+        f'{key}="{"".join(_ESCAPES.get(char, char) for char in value)}"'
+        for key, value in labels.items()
+    )
+    return "{" + ",".join(escaped) + "}"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def write_metrics(path: Path, summary: dict[str, Any]) -> None:
+    """Writes the textfile atomically (temporary file, fsync, rename). Raises OSError."""
+    text = render(summary, previous_successes(path), time.time())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with temporary.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)

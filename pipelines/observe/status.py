@@ -1,0 +1,303 @@
+"""`drone-sync status`: is the warehouse fresh? For monitors and cron wrappers.
+
+Why a command of its own, not a query in each monitor: the answer ("when did each table last
+load successfully, and is that too long ago") lives in `_sync_runs`, whose shape is ours, and a
+monitor should get it as an exit code. It only reads: a DuckDB file is opened read-only (a
+running sync holds it for writing, which is said in one line with the busy code), PostgreSQL
+in a read-only transaction. It never creates a file, a lock or a pipeline folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from sources.drone_ops import ConfigError, DroneOpsError, checked_tables, redact, settings
+
+from ..exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_OK, EXIT_STALE
+from ..run.lock import WarehouseBusy, duckdb_holder
+from ..run.target import Target, check_target, destination_credentials
+from .alerts import alert_hook, send_alert
+
+DEFAULT_MAX_AGE = "45m"
+"""Three missed runs of the README's every-15-minutes schedule."""
+STATUS_DESTINATIONS = ("duckdb", "postgres")
+_AGE = re.compile(r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class WarehouseUnreadable(DroneOpsError):
+    """The warehouse could not be read (a server that does not answer): exit 1."""
+
+
+@dataclass(frozen=True)
+class TableFreshness:
+    """One table's last successful sync and the last attempt (which may have failed)."""
+
+    table: str
+    last_success: datetime | None
+    age_seconds: float | None
+    stale: bool
+    last_run_id: str | None = None
+    last_status: str | None = None
+    last_error: str | None = None
+
+
+@dataclass
+class StatusReport:
+    warehouse: str
+    max_age_seconds: float
+    tables: list[TableFreshness] = field(default_factory=list)
+    note: str | None = None
+    """Why nothing could be found (no warehouse file, no `_sync_runs` yet)."""
+
+    @property
+    def stale(self) -> list[TableFreshness]:
+        return [table for table in self.tables if table.stale]
+
+
+def parse_max_age(text: str) -> float:
+    """`45m`, `2h`, `90s`, `1d` or plain seconds, as seconds; a `ConfigError` otherwise."""
+    match = _AGE.fullmatch(text.strip().lower())
+    seconds = float(match["number"]) * _UNIT_SECONDS[match["unit"]] if match else 0.0
+    if seconds <= 0:
+        raise ConfigError(
+            "--max-age", f"{text!r} is not a positive age; expected e.g. 90s, 45m, 2h or 1d"
+        )
+    return seconds
+
+
+def describe_warehouse(target: Target) -> str:
+    """The warehouse as a person names it: the DuckDB file, or the destination and dataset."""
+    if target.destination == "duckdb":
+        return str(target.resolved_database().absolute())
+    return f"{target.destination} dataset {target.dataset}"
+
+
+def read_status(
+    target: Target, tables: Sequence[str], max_age_seconds: float, now: datetime | None = None
+) -> StatusReport:
+    """Each table's freshness, read from `_sync_runs`. Raises `WarehouseBusy` when a sync holds
+    the DuckDB file, `ConfigError` for a destination it cannot read."""
+    if target.destination not in STATUS_DESTINATIONS:
+        raise ConfigError(
+            "--destination",
+            f"status reads {' and '.join(STATUS_DESTINATIONS)}, not {target.destination}",
+        )
+    report = StatusReport(describe_warehouse(target), max_age_seconds)
+    if target.destination == "duckdb":
+        rows = _duckdb_rows(target.resolved_database(), target.dataset, report)
+    else:
+        rows = _postgres_rows(target.dataset, report)
+    now = now or datetime.now(UTC)
+    successes = {row[0]: _utc(row[1]) for row in rows["success"]}
+    latest = {row[0]: row[1:] for row in rows["latest"]}
+    for name in tables:
+        last = successes.get(name)
+        age = (now - last).total_seconds() if last is not None else None
+        run_id, status, error = latest.get(name, (None, None, None))
+        report.tables.append(
+            TableFreshness(
+                table=name,
+                last_success=last,
+                age_seconds=age,
+                stale=age is None or age > max_age_seconds,
+                last_run_id=run_id,
+                last_status=status,
+                last_error=redact(error) if error else None,
+            )
+        )
+    return report
+
+
+def _queries(schema: str) -> dict[str, str]:
+    """Last success per table, and each table's latest attempt: plain SQL both engines read."""
+    runs = f'"{schema}"."{settings.RUNS_TABLE}"'
+    return {
+        "success": f"SELECT resource, max(finished_at) FROM {runs} WHERE status = 'success'"
+        " GROUP BY resource",
+        "latest": f"SELECT r.resource, r.run_id, r.status, r.error FROM {runs} r JOIN"
+        f" (SELECT resource, max(finished_at) AS last FROM {runs} GROUP BY resource) l"
+        " ON r.resource = l.resource AND r.finished_at = l.last",
+    }
+
+
+def _duckdb_rows(database: Path, schema: str, report: StatusReport) -> dict[str, list[Any]]:
+    empty: dict[str, list[Any]] = {"success": [], "latest": []}
+    if not database.is_file():
+        report.note = f"no warehouse at {database.absolute()}: no sync has run there yet"
+        return empty
+    try:
+        connection = duckdb.connect(str(database), read_only=True)
+    except duckdb.Error as exc:
+        holder = duckdb_holder(exc)
+        if holder is None:
+            raise ConfigError(
+                "--database / destination.duckdb.credentials",
+                f"{database} cannot be opened as a DuckDB database ({redact(str(exc))})",
+            ) from None
+        raise WarehouseBusy(
+            f"{database.absolute()} is open for writing in another process ({holder}),"
+            " usually a drone-sync run: status reads it once that lets go; try again later"
+        ) from None
+    try:
+        return {name: connection.sql(sql).fetchall() for name, sql in _queries(schema).items()}
+    except duckdb.CatalogException:
+        report.note = f"no {schema}.{settings.RUNS_TABLE} in {database}: no sync recorded yet"
+        return empty
+    finally:
+        connection.close()
+
+
+def _postgres_rows(schema: str, report: StatusReport) -> dict[str, list[Any]]:
+    import psycopg2
+
+    credentials = destination_credentials("postgres")
+    try:
+        connection = psycopg2.connect(
+            credentials.to_native_representation(),
+            connect_timeout=10,
+            options="-c default_transaction_read_only=on",
+        )
+    except psycopg2.OperationalError as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise WarehouseUnreadable(f"cannot read PostgreSQL: {redact(reason)}") from None
+    try:
+        with connection.cursor() as cursor:
+            rows: dict[str, list[Any]] = {}
+            for name, sql in _queries(schema).items():
+                cursor.execute(sql)
+                rows[name] = cursor.fetchall()
+            return rows
+    except psycopg2.errors.UndefinedTable:
+        report.note = f"no {schema}.{settings.RUNS_TABLE}: no sync recorded yet"
+        return {"success": [], "latest": []}
+    finally:
+        connection.close()
+
+
+def _utc(value: datetime) -> datetime:
+    """A timestamp from either engine as aware UTC (naive ones are UTC already)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def human_age(seconds: float) -> str:
+    """`3m 10s`, `2h 5m`, `1d 4h`: an age as a person reads it."""
+    whole = int(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    for big, big_unit, small, small_unit in (
+        (days, "d", hours, "h"),
+        (hours, "h", minutes, "m"),
+        (minutes, "m", secs, "s"),
+    ):
+        if big:
+            return f"{big}{big_unit}" + (f" {small}{small_unit}" if small else "")
+    return f"{secs}s"
+
+
+def status_lines(report: StatusReport) -> list[str]:
+    """One line per stale table when any is stale, else one line per table."""
+    limit = human_age(report.max_age_seconds)
+    lines = [f"note: {report.note}"] if report.note else []
+    for table in report.stale or report.tables:
+        if table.age_seconds is None:
+            what = "no successful sync recorded"
+        else:
+            what = f"last successful sync {human_age(table.age_seconds)} ago"
+        word = "stale" if table.stale else "fresh"
+        cause = f"; last run {table.last_run_id}: {table.last_error}" if table.last_error else ""
+        lines.append(f"{word}: {table.table}: {what} (max {limit}){cause}")
+    return lines
+
+
+def status_object(report: StatusReport, exit_code: int) -> str:
+    """The one JSON object of `drone-sync status --log-format json`."""
+    return json.dumps(
+        {
+            "event": "status",
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "warehouse": report.warehouse,
+            "stale": bool(report.stale),
+            "exit_code": exit_code,
+            "max_age_seconds": report.max_age_seconds,
+            "note": report.note,
+            "tables": {
+                table.table: {
+                    "stale": table.stale,
+                    "last_success": table.last_success.isoformat() if table.last_success else None,
+                    "age_seconds": round(table.age_seconds, 1)
+                    if table.age_seconds is not None
+                    else None,
+                    "last_run_id": table.last_run_id,
+                    "last_status": table.last_status,
+                    "last_error": table.last_error,
+                }
+                for table in report.tables
+            },
+        }
+    )
+
+
+def stale_alert_text(report: StatusReport) -> str:
+    """The alert for a stale warehouse: which tables, how old, and what their last run said."""
+    parts = [f"drone-sync: warehouse {report.warehouse} is stale"]
+    if report.note:
+        parts.append(report.note)
+    for table in report.stale:
+        age = "never synced" if table.age_seconds is None else human_age(table.age_seconds)
+        cause = f" (last run {table.last_run_id}: {table.last_error})" if table.last_error else ""
+        parts.append(f"{table.table}: {age}{cause}")
+    return "\n".join(parts)
+
+
+def status_command(
+    target: Target, tables: Sequence[str] | None, max_age: str, as_json: bool
+) -> int:
+    """`drone-sync status`: lines (or one JSON object) and the exit code; a stale warehouse
+    is also an alert when `runtime.slack_incoming_hook` is set."""
+    try:
+        hook = alert_hook()
+        limit = parse_max_age(max_age)
+        check_target(target)
+        report = read_status(target, checked_tables(tables), limit)
+    except ConfigError as exc:
+        return _status_failed("configuration error", str(exc), EXIT_CONFIG, as_json)
+    except WarehouseBusy as exc:
+        return _status_failed("warehouse busy", str(exc), EXIT_BUSY, as_json)
+    except DroneOpsError as exc:
+        return _status_failed("error", str(exc), EXIT_STALE, as_json)
+    code = EXIT_STALE if report.stale else EXIT_OK
+    if as_json:
+        sys.stdout.write(redact(status_object(report, code)) + "\n")
+    else:
+        sys.stdout.write("".join(redact(line) + "\n" for line in status_lines(report)))
+    sys.stdout.flush()
+    if report.stale and hook is not None:
+        send_alert(hook, stale_alert_text(report))
+    return code
+
+
+def _status_failed(kind: str, message: str, code: int, as_json: bool) -> int:
+    """Status could not be told: one line on stderr, or the one JSON object saying why."""
+    if as_json:
+        record: dict[str, Any] = {
+            "event": "status",
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "outcome": kind,
+            "exit_code": code,
+            "error": message,
+        }
+        sys.stdout.write(redact(json.dumps(record)) + "\n")
+    else:
+        sys.stderr.write(redact(f"drone-sync: {kind}: {message}") + "\n")
+    return code
