@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simulator.testing import SimulatorHandle, running_simulator, stop_process
+
+from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 from .cli_helpers import (
     ALL_TABLES,
