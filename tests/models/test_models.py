@@ -257,7 +257,7 @@ def test_answer_questions_reads_the_marts(built: tuple[pathlib.Path, ModelsResul
     assert [row[0] for row in delayed] == ["Project p3"]
     _, _, reliability = answers[2]
     assert all(len(row) == 6 for row in reliability)
-    _, columns, per_project = answers[3]
+    _, columns, _ = answers[3]
     assert columns == ["project_name", "occurrences", "jobs", "next_date"]
 
 

@@ -34,12 +34,12 @@ import pytest
 from pipelines.cli import EXIT_CONFIG, _snapshot_plan, build_parser, main
 from pipelines.publish.snapshot import (
     CONFIG_KEY,
-    INFO_TABLE,
     SnapshotError,
     default_snapshot_path,
     publish_snapshot,
     snapshot_plan,
 )
+from pipelines.publish.snapshot_freshness import INFO_TABLE
 from pipelines.run.sync import run_sync
 from pipelines.run.target import DEFAULT_DATABASE, Target
 from simulator.testing import SimulatorHandle, running_simulator, stop_process
