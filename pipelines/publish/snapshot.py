@@ -325,7 +325,7 @@ def _copy_all(
     """Attaches a new file at `tmp` and copies every published table into it."""
     relations = _relations(con, catalog, dataset, include_raw=include_raw)
     if include_runs and not include_raw and has_runs_table(con, catalog, dataset):
-        relations.append((dataset, RUNS_TABLE))
+        relations = sorted([*relations, (dataset, RUNS_TABLE)])
     runs = read_runs(con, catalog, dataset)
     con.execute(
         f"ATTACH {literal(str(tmp))} AS {_ALIAS}"

@@ -222,8 +222,18 @@ def temporary_files(folder: Path) -> list[str]:
 
 
 def expected_tables(database: Path, *, include_raw: bool) -> list[str]:
-    found = tables(database, (MARTS, DATASET) if include_raw else (MARTS,))
-    return [name for name in found if not name.startswith(f"{DATASET}._dlt_")]
+    """The marts, `_sync_runs` (in every snapshot by default), and with `include_raw` every
+    raw table but dlt's bookkeeping."""
+    found = tables(database, (MARTS, DATASET))
+    runs = f"{DATASET}._sync_runs"
+    raw = [name for name in found if name.startswith(f"{DATASET}.")]
+    return [
+        name
+        for name in found
+        if name.startswith(f"{MARTS}.")
+        or name == runs
+        or (include_raw and name in raw and not name.startswith(f"{DATASET}._dlt_"))
+    ]
 
 
 # --- the CLI and the published file -------------------------------------------------------
