@@ -23,7 +23,7 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -351,7 +351,7 @@ def _copy_all(
             "marts_published_at": now,
             "source_database": source_database,
             "dataset": dataset,
-            **runs.__dict__,
+            **asdict(runs),
             "includes_raw": include_raw,
             "includes_sync_runs": (dataset, RUNS_TABLE) in relations,
             "tables": len(relations),

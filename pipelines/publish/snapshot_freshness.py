@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -123,51 +123,39 @@ def refresh_copy(
     `tmp` detached and removed, when the previous snapshot is not a marts-only snapshot of
     `dataset` with this version's `_snapshot_info` (the caller then copies everything)."""
     try:
-        return _refresh(con, catalog, dataset, snapshot, tmp, alias, include_runs)
+        shutil.copyfile(snapshot, tmp)
+        con.execute(f"ATTACH {literal(str(tmp))} AS {alias} (READ_WRITE)")
+        previous = _previous_info(con, alias)
+        if previous.get("dataset") != dataset or previous.get("includes_raw") is not False:
+            raise NotRefreshable(f"{snapshot.name} is not a marts-only snapshot of {dataset}")
+        target = f"{alias}.{quote(dataset)}.{quote(RUNS_TABLE)}"
+        if include_runs and has_runs_table(con, catalog, dataset):
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {alias}.{quote(dataset)}")
+            con.execute(
+                f"CREATE OR REPLACE TABLE {target} AS"
+                f" SELECT * FROM {quote(catalog)}.{quote(dataset)}.{quote(RUNS_TABLE)}"
+            )
+        else:
+            con.execute(f"DROP TABLE IF EXISTS {target}")
+        tables = published_tables(con, alias)
+        runs = read_runs(con, catalog, dataset)
+        write_info(
+            con,
+            alias,
+            {
+                **previous,
+                "published_at": datetime.now(UTC),
+                **asdict(runs),
+                "includes_sync_runs": f"{dataset}.{RUNS_TABLE}" in tables,
+                "tables": len(tables),
+            },
+        )
+        return tables, runs.run_id
     except NotRefreshable as exc:
         log.info("BI snapshot published whole: %s", exc)
         con.execute(f"DETACH DATABASE IF EXISTS {alias}")
         tmp.unlink(missing_ok=True)
         return None
-
-
-def _refresh(
-    con: duckdb.DuckDBPyConnection,
-    catalog: str,
-    dataset: str,
-    snapshot: Path,
-    tmp: Path,
-    alias: str,
-    include_runs: bool,
-) -> tuple[tuple[str, ...], str | None]:
-    shutil.copyfile(snapshot, tmp)
-    con.execute(f"ATTACH {literal(str(tmp))} AS {alias} (READ_WRITE)")
-    previous = _previous_info(con, alias)
-    if previous.get("dataset") != dataset or previous.get("includes_raw") is not False:
-        raise NotRefreshable(f"{snapshot.name} is not a marts-only snapshot of {dataset}")
-    target = f"{alias}.{quote(dataset)}.{quote(RUNS_TABLE)}"
-    if include_runs and has_runs_table(con, catalog, dataset):
-        con.execute(f"CREATE SCHEMA IF NOT EXISTS {alias}.{quote(dataset)}")
-        con.execute(
-            f"CREATE OR REPLACE TABLE {target} AS"
-            f" SELECT * FROM {quote(catalog)}.{quote(dataset)}.{quote(RUNS_TABLE)}"
-        )
-    else:
-        con.execute(f"DROP TABLE IF EXISTS {target}")
-    tables = published_tables(con, alias)
-    runs = read_runs(con, catalog, dataset)
-    write_info(
-        con,
-        alias,
-        {
-            **previous,
-            "published_at": datetime.now(UTC),
-            **runs.__dict__,
-            "includes_sync_runs": f"{dataset}.{RUNS_TABLE}" in tables,
-            "tables": len(tables),
-        },
-    )
-    return tables, runs.run_id
 
 
 def _previous_info(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, object]:

@@ -35,24 +35,18 @@ SNAPSHOT_NAME = "drone_ops_warehouse_bi.duckdb"
 
 @dataclass(frozen=True)
 class TwoRuns:
-    """A warehouse after a run that built the marts and a quiet run that kept them."""
+    """A run that built the marts, then a quiet run that kept them, in `folder`: the
+    first run's `_snapshot_info`, what a reader that held the first snapshot read after the
+    quiet run, and the snapshot's inode after each run."""
 
     folder: Path
     first: Result
     quiet: Result
     before_quiet: dict[str, Any]
-    """`_snapshot_info` as the first run published it."""
     held_during_quiet: dict[str, Any]
-    """What a reader that opened the snapshot before the quiet run read after it."""
     inodes: tuple[int, int]
-
-    @property
-    def database(self) -> Path:
-        return self.folder / DEFAULT_DATABASE
-
-    @property
-    def snapshot(self) -> Path:
-        return self.folder / SNAPSHOT_NAME
+    database: Path
+    snapshot: Path
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +68,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoRuns]:
             held = read_info(reader)
         finally:
             reader.close()
-    yield TwoRuns(folder, first, quiet, before, held, (inode, snapshot.stat().st_ino))
+    inodes = (inode, snapshot.stat().st_ino)
+    yield TwoRuns(folder, first, quiet, before, held, inodes, folder / DEFAULT_DATABASE, snapshot)
 
 
 def events(result: Result) -> dict[str, dict[str, Any]]:
