@@ -193,3 +193,21 @@ def test_a_snapshot_with_raw_tables_is_published_whole(runs: TwoRuns, tmp_path: 
     assert not again.refreshed
     assert info(path)["includes_raw"] is False
     assert [t for t in again.tables if t.startswith(f"{DATASET}.")] == [f"{DATASET}._sync_runs"]
+
+
+def test_an_older_or_written_snapshot_is_published_whole(runs: TwoRuns, tmp_path: Path) -> None:
+    """A snapshot whose `_snapshot_info` an older version wrote, or with a `.wal` beside it (a
+    read-write session wrote into it), is not copied: everything is published again."""
+    path = tmp_path / "old.duckdb"
+    publish_snapshot(runs.database, DATASET, path, include_raw=False)
+    with duckdb.connect(str(path)) as con:
+        con.execute(f"CREATE OR REPLACE TABLE {INFO_TABLE} AS SELECT now() AS published_at")
+    again = publish_snapshot(runs.database, DATASET, path, include_raw=False, reuse_marts=True)
+    assert not again.refreshed and info(path)["last_sync_run_id"] is not None
+
+    path.with_name(path.name + ".wal").write_bytes(b"")
+    written = publish_snapshot(runs.database, DATASET, path, include_raw=False, reuse_marts=True)
+    assert not written.refreshed and not path.with_name(path.name + ".wal").exists()
+    assert publish_snapshot(
+        runs.database, DATASET, path, include_raw=False, reuse_marts=True
+    ).refreshed
