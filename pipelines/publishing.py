@@ -49,15 +49,10 @@ def build_models_step(
         if record is not None:
             reused = ModelsResult(ok=True, reused_from=record.built_at)
             output.models_summary(reused, target.dataset)
-            # a snapshot with raw tables carries _sync_runs, which every run changes
-            if (
-                snapshot is not None
-                and not snapshot.include_raw
-                and snapshot_current(record, snapshot.path)
-            ):
-                output.snapshot_current(snapshot.path)
-                snapshot = None
-            return finish_success(target, snapshot, output, outcome, reused)
+            # the snapshot in place holds these marts: only its freshness (_snapshot_info,
+            # _sync_runs) is refreshed; one with raw tables is published whole
+            reuse = snapshot is not None and snapshot_current(record, snapshot.path)
+            return finish_success(target, snapshot, output, outcome, reused, reuse_marts=reuse)
     if target.destination == "duckdb":
         ensure_duckdb_free(target.resolved_database().resolve())
     ensure_destination_reachable(target)
@@ -113,8 +108,11 @@ def command_snapshot_plan(
     )
 
 
-def _publish_snapshot(target: Target, plan: SnapshotPlan | None, output: Output) -> str | None:
-    """Publishes the BI snapshot (when on); the one-line reason when it could not be."""
+def _publish_snapshot(
+    target: Target, plan: SnapshotPlan | None, output: Output, *, reuse_marts: bool
+) -> str | None:
+    """Publishes the BI snapshot (when on), or with `reuse_marts` refreshes its freshness only;
+    the one-line reason when it could not be."""
     if plan is None:
         return None
     try:
@@ -124,6 +122,8 @@ def _publish_snapshot(target: Target, plan: SnapshotPlan | None, output: Output)
                 target.dataset,
                 plan.path,
                 include_raw=plan.include_raw,
+                include_runs=plan.include_runs,
+                reuse_marts=reuse_marts,
             )
     except SnapshotError as exc:
         message = redact(str(exc))
@@ -141,11 +141,14 @@ def finish_success(
     output: Output,
     outcome: SyncOutcome | None = None,
     models: ModelsResult | None = None,
+    *,
+    reuse_marts: bool = False,
 ) -> int:
-    """Ends a command that succeeded: publishes the BI snapshot, then the final summary. A
-    snapshot that cannot be published fails the command (exit 1) and leaves the previous one
-    in place."""
-    error = _publish_snapshot(target, snapshot, output)
+    """Ends a command that succeeded: publishes the BI snapshot (with `reuse_marts`, the marts
+    of the snapshot in place are kept and only its freshness is refreshed), then the final
+    summary. A snapshot that cannot be published fails the command (exit 1) and leaves the
+    previous one in place."""
+    error = _publish_snapshot(target, snapshot, output, reuse_marts=reuse_marts)
     if error is not None:
         return output.finish(EXIT_FAILED, "failed", outcome, models, error=error)
     return output.finish(EXIT_OK, "success", outcome, models)

@@ -188,7 +188,8 @@ class TextOutput(Output):
         )
         self.console.print(
             f"BI snapshot: {result.path} ({what}, {_size(result.bytes)})"
-            f" published in {result.seconds:.2f}s",
+            f" {'refreshed, marts kept,' if result.refreshed else 'published'}"
+            f" in {result.seconds:.2f}s",
             markup=False,
             highlight=False,
         )
@@ -333,6 +334,7 @@ def _snapshot_fields(result: SnapshotResult) -> dict[str, Any]:
         "seconds": round(result.seconds, 3),
         "run_id": result.run_id,
         "include_raw": result.include_raw,
+        "refreshed": result.refreshed,
         "error": None,
     }
 

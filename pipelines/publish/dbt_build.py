@@ -318,6 +318,24 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
             order by success_rate, deliveries desc
         """,
     ),
+    ExampleQuestion(
+        title="How many open flights does each project have in the next 30 days?",
+        sql="""
+            select
+                occurrences.project_name,
+                count(*) as occurrences,
+                count(distinct occurrences.job_id) as jobs,
+                min(occurrences.occurrence_date) as next_date
+            from {marts}.fct_job_occurrences as occurrences
+            where
+                occurrences.is_job_open
+                and occurrences.occurrence_date >= current_date
+                and occurrences.occurrence_date < current_date + 30
+            group by occurrences.project_id, occurrences.project_name
+            order by occurrences desc, occurrences.project_name
+            limit 15
+        """,
+    ),
 )
 
 

@@ -9,9 +9,12 @@ never waits and never sees a half-written file. A reader that holds the old file
 the old file (its inode lives on until it lets go) and sees the new data when it reconnects.
 
 What it holds (docs/bi.md): every table and view of the dbt marts schema `<dataset>_marts`,
-optionally the raw tables of `<dataset>` (`include_raw`), all as real tables in schemas of the
-same names, so the SQL written against the warehouse runs unchanged against the snapshot; and a
-one-row `_snapshot_info` table in schema `main` that says what was published and from which run.
+the run records `<dataset>._sync_runs` (unless turned off: `include_runs`), optionally every raw
+table of `<dataset>` (`include_raw`), all as real tables in schemas of the same names, so the
+SQL written against the warehouse runs unchanged against the snapshot; and a one-row
+`_snapshot_info` table in schema `main` that says what was published and how fresh it is.
+When the marts are those of the previous snapshot (`reuse_marts`), only `_sync_runs` and
+`_snapshot_info` are refreshed, in a copy of that file (`snapshot_freshness.py`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,17 +32,26 @@ import dlt
 import duckdb
 
 from sources.drone_ops import ConfigError, DroneOpsError
-from sources.drone_ops import settings as source_settings
 
 from ..run.lock import busy_message
 from ..run.target import check_creatable
+from .snapshot_freshness import (
+    RUNS_TABLE,
+    has_runs_table,
+    literal,
+    quote,
+    read_runs,
+    refresh_copy,
+    write_info,
+)
 
 log = logging.getLogger(__name__)
 
 CONFIG_KEY = "destination.duckdb.bi_snapshot"
 """Where the snapshot goes (a path), or false to publish none; default beside the warehouse."""
+RUNS_CONFIG_KEY = "destination.duckdb.bi_snapshot_sync_runs"
+"""Whether the snapshot carries `<dataset>._sync_runs` (default true), for freshness tiles."""
 DEFAULT_SUFFIX = "_bi"
-INFO_TABLE = "_snapshot_info"
 TMP_MARK = ".tmp-"
 SPILL_SUFFIX = ".spill"
 # Writing DuckDB's 1.0 storage format buffers whole row groups of text: at `large` the
@@ -68,6 +80,7 @@ class SnapshotPlan:
 
     path: Path
     include_raw: bool
+    include_runs: bool = True
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,8 @@ class SnapshotResult:
     run_id: str | None
     """The newest run recorded in the warehouse's `_sync_runs` (None before the first)."""
     include_raw: bool
+    refreshed: bool = False
+    """Only `_sync_runs` and `_snapshot_info` were refreshed; the marts are the previous file's."""
 
 
 def marts_schema(dataset: str) -> str:
@@ -131,7 +146,8 @@ def snapshot_plan(
             " false to publish none",
         )
     check_snapshot_path(setting, path, database, dataset)
-    return SnapshotPlan(path=path, include_raw=include_raw)
+    include_runs = not _is_off(dlt.config.get(RUNS_CONFIG_KEY))
+    return SnapshotPlan(path=path, include_raw=include_raw, include_runs=include_runs)
 
 
 def _is_off(value: Any) -> bool:
@@ -164,10 +180,19 @@ def check_snapshot_path(setting: str, snapshot: Path, database: Path, dataset: s
 
 
 def publish_snapshot(
-    database: Path, dataset: str, snapshot: Path, *, include_raw: bool
+    database: Path,
+    dataset: str,
+    snapshot: Path,
+    *,
+    include_raw: bool,
+    include_runs: bool = True,
+    reuse_marts: bool = False,
 ) -> SnapshotResult:
-    """Copies the marts (and with `include_raw` the raw tables) of `database` into a new file
-    and renames it over `snapshot` in one step.
+    """Copies the marts (and `_sync_runs` with `include_runs`, every raw table with
+    `include_raw`) of `database` into a new file and renames it over `snapshot` in one step.
+    With `reuse_marts` (the marts are those `snapshot` was published from), the new file is a
+    copy of `snapshot` with only `_sync_runs` and `_snapshot_info` refreshed, unless `snapshot`
+    cannot be refreshed so (then everything is copied).
 
     The warehouse is opened read-only, so publishing never changes it and never waits for a BI
     tool that reads it too. The caller holds the warehouse's run lock: nothing writes the
@@ -184,7 +209,19 @@ def publish_snapshot(
     try:
         folder.mkdir(parents=True, exist_ok=True)
         remove_leftovers(snapshot)
-        tables, run_id = _write(database, dataset, tmp, include_raw=include_raw)
+        # a WAL beside the snapshot holds what a read-write session wrote: the file alone is
+        # not the whole snapshot, so it is not copied
+        reuse = (
+            reuse_marts and not include_raw and snapshot.is_file() and not _wal(snapshot).exists()
+        )
+        tables, run_id, refreshed = _write(
+            database,
+            dataset,
+            tmp,
+            include_raw=include_raw,
+            include_runs=include_runs,
+            previous=snapshot if reuse else None,
+        )
         _fsync(tmp)
         # a WAL beside the snapshot belongs to the old file (a read-write session left it);
         # DuckDB would replay it into the new one
@@ -214,6 +251,7 @@ def publish_snapshot(
         tables=tables,
         run_id=run_id,
         include_raw=include_raw,
+        refreshed=refreshed,
     )
 
 
@@ -231,9 +269,17 @@ def remove_leftovers(snapshot: Path) -> list[Path]:
 
 
 def _write(
-    database: Path, dataset: str, tmp: Path, *, include_raw: bool
-) -> tuple[tuple[str, ...], str | None]:
-    """Writes the snapshot into `tmp` through one read-only connection on the warehouse."""
+    database: Path,
+    dataset: str,
+    tmp: Path,
+    *,
+    include_raw: bool,
+    include_runs: bool,
+    previous: Path | None,
+) -> tuple[tuple[str, ...], str | None, bool]:
+    """Writes the snapshot into `tmp` through one read-only connection on the warehouse: a
+    refreshed copy of `previous` when given and refreshable, else a copy of everything.
+    Returns the published tables, the newest run id, and whether it was a refresh."""
     spill = tmp.with_name(tmp.name + SPILL_SUFFIX)
     con = duckdb.connect(
         str(database),
@@ -250,40 +296,12 @@ def _write(
     try:
         row = con.execute("SELECT current_database()").fetchone()
         catalog = str(row[0]) if row else ""
-        relations = _relations(con, catalog, dataset, include_raw=include_raw)
-        run_id, run_finished_at = _newest_run(con, catalog, dataset)
-        con.execute(
-            f"ATTACH {_literal(str(tmp))} AS {_ALIAS}"
-            f" (READ_WRITE, STORAGE_VERSION {_literal(STORAGE_VERSION)})"
-        )
-        for schema in dict.fromkeys(schema for schema, _ in relations):
-            con.execute(f"CREATE SCHEMA {_ALIAS}.{_quote(schema)}")
-        for schema, name in relations:
-            # a view becomes a table: the reader has no warehouse for a view to point into
-            try:
-                con.execute(
-                    f"CREATE TABLE {_ALIAS}.{_quote(schema)}.{_quote(name)} AS"
-                    f" SELECT * FROM {_quote(catalog)}.{_quote(schema)}.{_quote(name)}"
-                )
-            except duckdb.Error as exc:
-                raise SnapshotError(f"copying {schema}.{name}: {_cause(exc)}") from None
-        con.execute(
-            f"CREATE TABLE {_ALIAS}.main.{INFO_TABLE} (published_at TIMESTAMPTZ,"
-            " source_database VARCHAR, dataset VARCHAR, run_id VARCHAR,"
-            " run_finished_at TIMESTAMPTZ, includes_raw BOOLEAN, tables BIGINT)"
-        )
-        con.execute(
-            f"INSERT INTO {_ALIAS}.main.{INFO_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                datetime.now(UTC),
-                database.name,
-                dataset,
-                run_id,
-                run_finished_at,
-                include_raw,
-                len(relations),
-            ],
-        )
+        result = None
+        if previous is not None:
+            result = refresh_copy(con, catalog, dataset, previous, tmp, _ALIAS, include_runs)
+        refreshed = result is not None
+        if result is None:
+            result = _copy_all(con, catalog, database.name, dataset, tmp, include_raw, include_runs)
         con.execute(f"CHECKPOINT {_ALIAS}")
         con.execute(f"DETACH {_ALIAS}")
     finally:
@@ -292,7 +310,54 @@ def _write(
     if _wal(tmp).exists():
         # everything must be in the file itself: the WAL would be left behind by the rename
         raise SnapshotError(f"DuckDB left {_wal(tmp).name} after detaching the snapshot")
-    return tuple(f"{schema}.{name}" for schema, name in relations), run_id
+    return result[0], result[1], refreshed
+
+
+def _copy_all(
+    con: duckdb.DuckDBPyConnection,
+    catalog: str,
+    source_database: str,
+    dataset: str,
+    tmp: Path,
+    include_raw: bool,
+    include_runs: bool,
+) -> tuple[tuple[str, ...], str | None]:
+    """Attaches a new file at `tmp` and copies every published table into it."""
+    relations = _relations(con, catalog, dataset, include_raw=include_raw)
+    if include_runs and not include_raw and has_runs_table(con, catalog, dataset):
+        relations = sorted([*relations, (dataset, RUNS_TABLE)])
+    runs = read_runs(con, catalog, dataset)
+    con.execute(
+        f"ATTACH {literal(str(tmp))} AS {_ALIAS}"
+        f" (READ_WRITE, STORAGE_VERSION {literal(STORAGE_VERSION)})"
+    )
+    for schema in dict.fromkeys(schema for schema, _ in relations):
+        con.execute(f"CREATE SCHEMA {_ALIAS}.{quote(schema)}")
+    for schema, name in relations:
+        # a view becomes a table: the reader has no warehouse for a view to point into
+        try:
+            con.execute(
+                f"CREATE TABLE {_ALIAS}.{quote(schema)}.{quote(name)} AS"
+                f" SELECT * FROM {quote(catalog)}.{quote(schema)}.{quote(name)}"
+            )
+        except duckdb.Error as exc:
+            raise SnapshotError(f"copying {schema}.{name}: {_cause(exc)}") from None
+    now = datetime.now(UTC)
+    write_info(
+        con,
+        _ALIAS,
+        {
+            "published_at": now,
+            "marts_published_at": now,
+            "source_database": source_database,
+            "dataset": dataset,
+            **asdict(runs),
+            "includes_raw": include_raw,
+            "includes_sync_runs": (dataset, RUNS_TABLE) in relations,
+            "tables": len(relations),
+        },
+    )
+    return tuple(f"{schema}.{name}" for schema, name in relations), runs.run_id
 
 
 def _relations(
@@ -315,25 +380,6 @@ def _relations(
     ]
 
 
-def _newest_run(
-    con: duckdb.DuckDBPyConnection, catalog: str, dataset: str
-) -> tuple[str | None, datetime | None]:
-    """The newest run recorded in `_sync_runs`, which tells a BI user how fresh the data is."""
-    exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables"
-        " WHERE table_catalog = ? AND table_schema = ? AND table_name = ?",
-        [catalog, dataset, source_settings.RUNS_TABLE],
-    ).fetchone()
-    if not exists or not exists[0]:
-        return None, None
-    row = con.execute(
-        f"SELECT run_id, finished_at FROM {_quote(catalog)}.{_quote(dataset)}"
-        f".{_quote(source_settings.RUNS_TABLE)}"
-        " ORDER BY finished_at DESC, run_id DESC LIMIT 1"
-    ).fetchone()
-    return (str(row[0]), row[1]) if row else (None, None)
-
-
 def _cause(exc: BaseException) -> str:
     """The error on one line: DuckDB's messages can span several (a query with a caret)."""
     return " ".join(f"{type(exc).__name__}: {exc}".split())
@@ -350,11 +396,3 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

@@ -171,6 +171,17 @@ def test_dim_jobs_carries_project_type_and_calendar(con: duckdb.DuckDBPyConnecti
     assert renamed == [("Solar roof",)]  # the job type's current name
 
 
+def test_occurrences_carry_their_jobs_project_and_status(con: duckdb.DuckDBPyConnection) -> None:
+    """Every occurrence says what dim_jobs says of its job, so calendar questions need no join."""
+    columns = [("project_id", "project_id"), ("project_name", "project_name")]
+    columns += [("job_status", "status"), ("is_job_open", "is_open")]
+    differs = " or ".join(f"o.{a} is distinct from j.{b}" for a, b in columns)
+    sql = f"from {MARTS}.fct_job_occurrences o join {MARTS}.dim_jobs j using (job_id)"
+    assert rows(con, f"select count(*) {sql} where {differs}") == [(0,)]
+    closed = rows(con, f"select distinct job_status {sql} where not o.is_job_open")
+    assert closed and {status for (status,) in closed} <= {"completed", "cancelled", "aborted"}
+
+
 def test_fct_project_status_history_merges_and_closes_intervals(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
@@ -246,6 +257,8 @@ def test_answer_questions_reads_the_marts(built: tuple[pathlib.Path, ModelsResul
     assert [row[0] for row in delayed] == ["Project p3"]
     _, _, reliability = answers[2]
     assert all(len(row) == 6 for row in reliability)
+    _, columns, _ = answers[3]
+    assert columns == ["project_name", "occurrences", "jobs", "next_date"]
 
 
 def test_a_build_drops_the_relations_of_renamed_models(tmp_path: pathlib.Path) -> None:

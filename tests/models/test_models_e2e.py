@@ -1,6 +1,6 @@
 """End to end: simulator over HTTP, the real sync, `dbt build`, marts checked against the API.
 
-The issue's bar: open jobs per project and deliveries/failures per webhook equal what the API
+What is checked: open jobs per project and deliveries/failures per webhook equal what the API
 says, and every job's calendar count equals the occurrence count the simulator reports when a
 pilot is assigned.
 """
@@ -51,6 +51,10 @@ def test_marts_agree_with_the_api(tmp_path: pathlib.Path) -> None:
             calendar = dict(
                 con.execute(f"select job_id, planned_occurrences from {marts}.dim_jobs").fetchall()
             )
+            occurrence_context = con.execute(
+                f"select distinct job_id, project_id, project_name, job_status, is_job_open"
+                f" from {marts}.fct_job_occurrences"
+            ).fetchall()
             pilot = con.execute(
                 f"select team_member_id from {marts}.dim_team_members where is_pilot limit 1"
             ).fetchone()
@@ -81,5 +85,13 @@ def test_marts_agree_with_the_api(tmp_path: pathlib.Path) -> None:
                 response.raise_for_status()
                 assert calendar[job["id"]] == response.json()["occurrences_per_pilot"], job
 
+    # each occurrence carries its job's project and status as the API states them
+    assert {row[0] for row in occurrence_context} <= set(api["jobs"])
+    for job_id, project_id, project_name, status, is_open in occurrence_context:
+        job = api["jobs"][job_id]
+        project = api["projects"][job["project_id"]]
+        expected = (job["project_id"], project["name"], job["status"], job["status"] not in CLOSED)
+        assert (project_id, project_name, status, is_open) == expected, job_id
+
     answers = answer_questions(target.database, target.dataset)
-    assert len(answers) == 3
+    assert len(answers) == 4

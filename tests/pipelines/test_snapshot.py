@@ -34,12 +34,12 @@ import pytest
 from pipelines.cli import EXIT_CONFIG, _snapshot_plan, build_parser, main
 from pipelines.publish.snapshot import (
     CONFIG_KEY,
-    INFO_TABLE,
     SnapshotError,
     default_snapshot_path,
     publish_snapshot,
     snapshot_plan,
 )
+from pipelines.publish.snapshot_freshness import INFO_TABLE
 from pipelines.run.sync import run_sync
 from pipelines.run.target import DEFAULT_DATABASE, Target
 from sources.drone_ops import ConfigError, read_source_config
@@ -222,8 +222,18 @@ def temporary_files(folder: Path) -> list[str]:
 
 
 def expected_tables(database: Path, *, include_raw: bool) -> list[str]:
-    found = tables(database, (MARTS, DATASET) if include_raw else (MARTS,))
-    return [name for name in found if not name.startswith(f"{DATASET}._dlt_")]
+    """The marts, `_sync_runs` (in every snapshot by default), and with `include_raw` every
+    raw table but dlt's bookkeeping."""
+    found = tables(database, (MARTS, DATASET))
+    runs = f"{DATASET}._sync_runs"
+    raw = [name for name in found if name.startswith(f"{DATASET}.")]
+    return [
+        name
+        for name in found
+        if name.startswith(f"{MARTS}.")
+        or name == runs
+        or (include_raw and name in raw and not name.startswith(f"{DATASET}._dlt_"))
+    ]
 
 
 # --- the CLI and the published file -------------------------------------------------------

@@ -1,6 +1,8 @@
 {#-
     Expands each current job's recurrence rule into dated occurrences, exactly as
     docs/occurrence-rules.md defines them (the simulator implements the same rules).
+    Each row also carries its job's project and current status, so calendar questions ("open
+    flights per project next week") need no join to dim_jobs.
     Periods are generated per job with a lateral series bounded by the job's window, so the
     cost is proportional to the occurrences produced, not to jobs x days.
 -#}
@@ -11,6 +13,10 @@ with
 
 jobs as (
     select * from {{ ref('int_jobs_current') }}
+),
+
+projects as (
+    select * from {{ ref('int_projects_current') }}
 ),
 
 days_of_week as (
@@ -265,10 +271,17 @@ final as (
         numbered.occurrence_number,
         numbered.occurrence_date,
         rules.project_id,
+        projects.name as project_name,
+        jobs.status as job_status,
+        jobs.status not in {{ quoted_list(closed_statuses()) }} as is_job_open,
         rules.occurrence_rule
     from numbered
     inner join rules
         on numbered.job_id = rules.job_id
+    inner join jobs
+        on numbered.job_id = jobs.job_id
+    left join projects
+        on rules.project_id = projects.project_id
 )
 
 select * from final

@@ -1,0 +1,190 @@
+"""The parts of the BI snapshot that every successful run changes: `_snapshot_info` and the run
+records `<dataset>._sync_runs`.
+
+Why a module of its own: a run that changed no data keeps the marts (`build_record.py`), and
+copying the marts again only to move a "data as of" time costs seconds to minutes on a large
+warehouse. So such a run refreshes only these two tables, in a byte copy of the previous
+snapshot (`refresh_copy`), and the caller renames that copy over the snapshot as it does after a
+full publish: the file a reader holds is only ever read, never written.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from sources.drone_ops import settings as source_settings
+
+log = logging.getLogger(__name__)
+
+INFO_TABLE = "_snapshot_info"
+RUNS_TABLE = source_settings.RUNS_TABLE
+# a run counts as successful when none of its tables ended in one of these (`skipped` does
+# not fail a run; docs/warehouse.md lists the statuses)
+FAILED_STATUSES = ("failed", "refused", "interrupted")
+INFO_COLUMNS = (
+    ("published_at", "TIMESTAMPTZ"),
+    ("source_database", "VARCHAR"),
+    ("dataset", "VARCHAR"),
+    ("run_id", "VARCHAR"),
+    ("run_finished_at", "TIMESTAMPTZ"),
+    ("last_sync_run_id", "VARCHAR"),
+    ("last_sync_finished_at", "TIMESTAMPTZ"),
+    ("includes_raw", "BOOLEAN"),
+    ("includes_sync_runs", "BOOLEAN"),
+    ("tables", "BIGINT"),
+    ("marts_published_at", "TIMESTAMPTZ"),
+)
+
+
+class NotRefreshable(Exception):
+    """The previous snapshot is not one this version can refresh in place (another dataset,
+    raw tables in it, an older `_snapshot_info`): the caller publishes it whole instead."""
+
+
+@dataclass(frozen=True)
+class Runs:
+    """What the warehouse's `_sync_runs` says about freshness."""
+
+    run_id: str | None = None
+    """The newest run recorded, whatever its outcome."""
+    run_finished_at: datetime | None = None
+    last_sync_run_id: str | None = None
+    """The newest run in which no table failed: the data is as of its finish."""
+    last_sync_finished_at: datetime | None = None
+
+
+def read_runs(con: duckdb.DuckDBPyConnection, catalog: str, dataset: str) -> Runs:
+    """The newest run and the newest successful run, or empty `Runs` before the first run."""
+    if not has_runs_table(con, catalog, dataset):
+        return Runs()
+    runs = f"{quote(catalog)}.{quote(dataset)}.{quote(RUNS_TABLE)}"
+    newest = con.execute(
+        f"SELECT run_id, finished_at FROM {runs} ORDER BY finished_at DESC, run_id DESC LIMIT 1"
+    ).fetchone()
+    good = con.execute(
+        f"SELECT run_id, max(finished_at) AS finished_at FROM {runs} GROUP BY run_id"
+        " HAVING NOT bool_or(list_contains(?, status))"
+        " ORDER BY finished_at DESC, run_id DESC LIMIT 1",
+        [list(FAILED_STATUSES)],
+    ).fetchone()
+    return Runs(
+        run_id=str(newest[0]) if newest else None,
+        run_finished_at=newest[1] if newest else None,
+        last_sync_run_id=str(good[0]) if good else None,
+        last_sync_finished_at=good[1] if good else None,
+    )
+
+
+def has_runs_table(con: duckdb.DuckDBPyConnection, catalog: str, dataset: str) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM information_schema.tables"
+        " WHERE table_catalog = ? AND table_schema = ? AND table_name = ?",
+        [catalog, dataset, RUNS_TABLE],
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def write_info(
+    con: duckdb.DuckDBPyConnection,
+    alias: str,
+    values: dict[str, object],
+) -> None:
+    """(Re)creates the one-row `_snapshot_info` in the attached snapshot `alias`; `values`
+    holds every column of INFO_COLUMNS."""
+    columns = ", ".join(f"{name} {kind}" for name, kind in INFO_COLUMNS)
+    con.execute(f"CREATE OR REPLACE TABLE {alias}.main.{INFO_TABLE} ({columns})")
+    marks = ", ".join("?" for _ in INFO_COLUMNS)
+    con.execute(
+        f"INSERT INTO {alias}.main.{INFO_TABLE} VALUES ({marks})",
+        [values[name] for name, _ in INFO_COLUMNS],
+    )
+
+
+def refresh_copy(
+    con: duckdb.DuckDBPyConnection,
+    catalog: str,
+    dataset: str,
+    snapshot: Path,
+    tmp: Path,
+    alias: str,
+    include_runs: bool,
+) -> tuple[tuple[str, ...], str | None] | None:
+    """Copies `snapshot` byte for byte to `tmp`, then in `tmp` replaces `_sync_runs` (or drops
+    it when `include_runs` is off) and rewrites `_snapshot_info`; the marts stay as they were
+    copied. `con` is the warehouse's read-only connection; `tmp` stays attached as `alias`.
+
+    Returns the published tables and the newest run id, as a full publish does; None, with
+    `tmp` detached and removed, when the previous snapshot is not a marts-only snapshot of
+    `dataset` with this version's `_snapshot_info` (the caller then copies everything)."""
+    try:
+        shutil.copyfile(snapshot, tmp)
+        con.execute(f"ATTACH {literal(str(tmp))} AS {alias} (READ_WRITE)")
+        previous = _previous_info(con, alias)
+        if previous.get("dataset") != dataset or previous.get("includes_raw") is not False:
+            raise NotRefreshable(f"{snapshot.name} is not a marts-only snapshot of {dataset}")
+        target = f"{alias}.{quote(dataset)}.{quote(RUNS_TABLE)}"
+        if include_runs and has_runs_table(con, catalog, dataset):
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {alias}.{quote(dataset)}")
+            con.execute(
+                f"CREATE OR REPLACE TABLE {target} AS"
+                f" SELECT * FROM {quote(catalog)}.{quote(dataset)}.{quote(RUNS_TABLE)}"
+            )
+        else:
+            con.execute(f"DROP TABLE IF EXISTS {target}")
+        tables = published_tables(con, alias)
+        runs = read_runs(con, catalog, dataset)
+        write_info(
+            con,
+            alias,
+            {
+                **previous,
+                "published_at": datetime.now(UTC),
+                **asdict(runs),
+                "includes_sync_runs": f"{dataset}.{RUNS_TABLE}" in tables,
+                "tables": len(tables),
+            },
+        )
+        return tables, runs.run_id
+    except NotRefreshable as exc:
+        log.info("BI snapshot published whole: %s", exc)
+        con.execute(f"DETACH DATABASE IF EXISTS {alias}")
+        tmp.unlink(missing_ok=True)
+        return None
+
+
+def _previous_info(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, object]:
+    """The copied snapshot's `_snapshot_info` row, when it has every column this version writes."""
+    try:
+        cursor = con.execute(f"SELECT * FROM {alias}.main.{INFO_TABLE}")
+    except duckdb.CatalogException:
+        raise NotRefreshable(f"the previous snapshot has no {INFO_TABLE}") from None
+    names = [column[0] for column in cursor.description or []]
+    rows = cursor.fetchall()
+    if len(rows) != 1 or set(names) != {name for name, _ in INFO_COLUMNS}:
+        raise NotRefreshable(f"the previous snapshot's {INFO_TABLE} is of another version")
+    return dict(zip(names, rows[0], strict=True))
+
+
+def published_tables(con: duckdb.DuckDBPyConnection, alias: str) -> tuple[str, ...]:
+    """`schema.table` of every data table in the attached snapshot, `_snapshot_info` aside."""
+    rows = con.execute(
+        "SELECT table_schema, table_name FROM information_schema.tables"
+        " WHERE table_catalog = ? AND NOT (table_schema = 'main' AND table_name = ?)"
+        " ORDER BY table_schema, table_name",
+        [alias, INFO_TABLE],
+    ).fetchall()
+    return tuple(f"{schema}.{name}" for schema, name in rows)
+
+
+def quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
