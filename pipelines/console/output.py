@@ -94,10 +94,6 @@ class Output:
         """The BI snapshot could not be published: one line saying why."""
         raise NotImplementedError
 
-    def snapshot_current(self, path: Path) -> None:
-        """The BI snapshot in place was published from the current marts: not published again."""
-        raise NotImplementedError
-
     def fail(self, kind: str, message: str, exit_code: int) -> int:
         """A run that ended before a summary: one line (or one event) and the exit code."""
         self._failed(kind, message)
@@ -197,13 +193,6 @@ class TextOutput(Output):
     def snapshot_failed(self, path: Path, message: str) -> None:
         self.console.print(f"[bold red]BI snapshot failed[/bold red]: {escape(message)}")
 
-    def snapshot_current(self, path: Path) -> None:
-        self.console.print(
-            f"BI snapshot: {path} is current (published from these marts)",
-            markup=False,
-            highlight=False,
-        )
-
     def _failed(self, kind: str, message: str) -> None:
         # stderr, one line: what cron mails and what an orchestrator shows
         sys.stderr.write(f"drone-sync: {kind}: {message}\n")
@@ -290,9 +279,6 @@ class JsonOutput(Output):
             include_raw=None,
             error=message,
         )
-
-    def snapshot_current(self, path: Path) -> None:
-        self._emit("snapshot", ok=True, path=str(path), current=True, error=None)
 
     def _failed(self, kind: str, message: str) -> None:
         self._emit("error", kind=kind, message=message)

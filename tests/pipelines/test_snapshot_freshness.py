@@ -22,7 +22,7 @@ import pytest
 from pipelines.publish.snapshot import RUNS_CONFIG_KEY, publish_snapshot, snapshot_plan
 from pipelines.publish.snapshot_freshness import INFO_TABLE
 from pipelines.run.target import DEFAULT_DATABASE
-from simulator.testing import running_simulator
+from testkit.simulator_process import running_simulator
 
 from .cli_helpers import EXIT_OK, Result, cli_env, run_cli
 
