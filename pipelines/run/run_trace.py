@@ -16,7 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 import dlt
+from dlt.common.schema import Schema
+from dlt.extract.source import DltSource
 from dlt.pipeline.trace import PipelineTrace, save_trace
+
+from sources.drone_ops import settings as source_settings
 
 from .target import Target
 
@@ -31,10 +35,25 @@ class RunLoads:
 
     def run(self, data: Any) -> None:
         """One `pipeline.run`; its trace is kept whether it succeeds or raises."""
+        schema = None if isinstance(data, DltSource) else self._source_schema()
         try:
-            self.pipeline.run(data, loader_file_format=self.target.loader_file_format())  # type: ignore[arg-type]
+            self.pipeline.run(
+                data,
+                schema=schema,  # type: ignore[arg-type]
+                loader_file_format=self.target.loader_file_format(),  # type: ignore[arg-type]
+            )
         finally:
             self._keep_trace()
+
+    def _source_schema(self) -> Schema:
+        """The source's schema (`drone_ops`) for the run's own tables (`_sync_runs`, marks),
+        given to dlt as such: a bare resource goes to the pipeline's default schema, and on a
+        new warehouse, before the source's first load, dlt would make one named after the
+        pipeline, which is now the warehouse's name, not the source's."""
+        name = source_settings.SOURCE_NAME
+        if name in self.pipeline.schema_names:
+            return self.pipeline.schemas[name].clone()
+        return Schema(name)
 
     def _keep_trace(self) -> None:
         trace = self.pipeline.last_trace

@@ -63,6 +63,9 @@ def test_trace_dataset_and_pipelines_folder(tiny_sim: SimulatorHandle, tmp_path:
 
     pipelines = database.parent / ".dlt_pipelines" / database.name
     assert sorted(p.name for p in pipelines.iterdir()) == [name]
+    # the run's own tables are in the source's schema, not one named after the pipeline
+    schemas = sorted(p.name for p in (pipelines / name / "schemas").glob("*.schema.json"))
+    assert schemas == ["drone_ops.schema.json"], schemas
     sync_dir = database.parent / SYNC_FOLDER / database.name
     assert (sync_dir / "spill").is_dir()
     listed = run_command(
