@@ -9,7 +9,8 @@ pipeline is named per warehouse (`Target.pipeline_name`) and the sync's own fold
 
 - the working folder under the old name becomes the new pipeline's (its pending packages,
   schemas and state kept; only the name inside its state is changed, because dlt refuses a
-  folder whose state names another pipeline);
+  folder whose state names another pipeline); so does the folder of a DuckDB file that was
+  moved with its `.dlt_pipelines` folder (its path, and so its name, changed);
 - the old dbt folder (the build record, dbt's partial-parse state) moves to the sync folder;
 - the old spill folder held only what killed runs left, so it is removed.
 
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from dlt.common.versioned_state import json_decode_state, json_encode_state
 
-from .target import OLD_PIPELINE_NAME, Target
+from .target import OLD_PIPELINE_NAME, PIPELINE_HASH_LENGTH, PIPELINE_PREFIX, Target
 
 log = logging.getLogger(__name__)
 
@@ -43,26 +44,51 @@ def carry_over(target: Target) -> list[str]:
 
 
 def adopt_old_working_folder(target: Target) -> str | None:
-    """Renames the old `drone_ops` working folder of this warehouse to its pipeline's name when
-    the new one does not exist yet; returns a note saying so."""
-    pipelines_dir = target.resolved_pipelines_dir()
-    old, new = pipelines_dir / OLD_PIPELINE_NAME, target.working_dir()
-    if old == new or not (old / STATE_FILE).is_file() or new.exists():
+    """Renames an earlier working folder of this warehouse to its pipeline's name when the
+    new one does not exist yet; returns a note saying so."""
+    new = target.working_dir()
+    if new.exists():
+        return None
+    old = _earlier_working_folder(target)
+    if old is None:
         return None
     name = target.pipeline_name()
     state_path = old / STATE_FILE
     try:
         state = json_decode_state(state_path.read_text())
     except (OSError, ValueError) as exc:
-        log.warning("left the old working folder %s alone: %s", old, exc)
+        log.warning("left the earlier working folder %s alone: %s", old, exc)
         return None
     state["pipeline_name"] = name
     staged = state_path.with_name(STATE_FILE + ".renaming")
     staged.write_text(json_encode_state(state))  # type: ignore[arg-type]
     staged.replace(state_path)
     old.rename(new)
-    log.info("adopted the old working folder %s as %s", old, new)
+    log.info("adopted the earlier working folder %s as %s", old, new)
     return f"dlt's working folder {old} is now {new.name} (one pipeline name per warehouse)"
+
+
+def _earlier_working_folder(target: Target) -> Path | None:
+    """The working folder this warehouse had before: under the old name `drone_ops`, or (a
+    DuckDB file moved or restored elsewhere with its `.dlt_pipelines` folder, which changes
+    its name) under the name of its old path. Either only when it loaded the same dataset:
+    the old name served every dataset of a file."""
+    pipelines_dir = target.resolved_pipelines_dir()
+    candidates = [pipelines_dir / OLD_PIPELINE_NAME]
+    if target.destination == "duckdb":
+        pattern = f"{PIPELINE_PREFIX}_{target.dataset}_" + "?" * PIPELINE_HASH_LENGTH
+        candidates += sorted(pipelines_dir.glob(pattern))
+    for folder in candidates:
+        if folder.is_dir() and _dataset_of(folder) == target.dataset:
+            return folder
+    return None
+
+
+def _dataset_of(folder: Path) -> str | None:
+    try:
+        return str(json_decode_state((folder / STATE_FILE).read_text()).get("dataset_name"))
+    except (OSError, ValueError):
+        return None
 
 
 def move_old_sync_folders(target: Target) -> list[str]:

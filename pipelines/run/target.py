@@ -109,7 +109,7 @@ class Target:
         """The sync's own folder for this warehouse (spill, dbt), outside dlt's pipelines
         folder: `.drone_sync/<file name>/` beside the DuckDB file, or beside the server
         dataset's pipelines folder."""
-        if self.destination == "duckdb" and self.pipelines_dir is None:
+        if self.destination == "duckdb":
             database = self.resolved_database().resolve()
             return database.parent / SYNC_FOLDER / database.name
         pipelines_dir = self.resolved_pipelines_dir()
