@@ -7,6 +7,7 @@ DLT_DATA_DIR, against the simulator on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -149,3 +150,15 @@ def test_a_warehouse_synced_under_the_old_name_syncs_on(
     assert sum(row["rows_new"] + row["rows_changed"] + row["rows_retired"] for row in latest) == 0
     info = dlt_cli("info", tmp_path, name)
     assert info.code == 0 and "dataset_name: drone_ops" in info.out, info.err
+
+
+def test_pipeline_name_is_the_warehouses(tmp_path: Path) -> None:
+    """One name per DuckDB file and dataset, whatever path reaches the file; readable."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
+    name = Target(database=tmp_path / "a" / "w.duckdb").pipeline_name()
+    assert re.fullmatch(r"drone_ops_drone_ops_[0-9a-f]{8}", name), name
+    assert Target(database=tmp_path / "link" / "w.duckdb").pipeline_name() == name
+    assert Target(database=tmp_path / "a" / "v.duckdb").pipeline_name() != name
+    other_dataset = Target(database=tmp_path / "a" / "w.duckdb", dataset="ops").pipeline_name()
+    assert other_dataset == f"drone_ops_ops_{name[-8:]}", other_dataset
