@@ -77,7 +77,7 @@ def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync sum
     )
     if outcome.pipeline_name:
         console.print(
-            f"dlt pipeline {outcome.pipeline_name} (dlt's tooling: `dlt pipeline"
+            f"dlt's pipeline name: {outcome.pipeline_name} (`dlt pipeline"
             f" {outcome.pipeline_name} info|trace|show`)",
             markup=False,
             highlight=False,

@@ -145,7 +145,7 @@ def test_a_warehouse_synced_under_the_old_name_syncs_on(
     assert (dlt_data_dir(tmp_path) / "pipelines" / name).resolve() == pipelines / name
 
     runs = sync_runs(database)
-    latest = [row for row in runs[first_runs:]]
+    latest = runs[first_runs:]
     assert latest and all(row["status"] == "success" for row in latest), latest
     assert sum(row["rows_new"] + row["rows_changed"] + row["rows_retired"] for row in latest) == 0
     info = dlt_cli("info", tmp_path, name)
@@ -162,3 +162,24 @@ def test_pipeline_name_is_the_warehouses(tmp_path: Path) -> None:
     assert Target(database=tmp_path / "a" / "v.duckdb").pipeline_name() != name
     other_dataset = Target(database=tmp_path / "a" / "w.duckdb", dataset="ops").pipeline_name()
     assert other_dataset == f"drone_ops_ops_{name[-8:]}", other_dataset
+
+
+def test_a_moved_warehouse_keeps_its_working_folder(
+    tiny_sim: SimulatorHandle, tmp_path: Path
+) -> None:
+    """A DuckDB file moved with its folders gets a new name (its path changed); its working
+    folder is adopted under that name and the run loads nothing again."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    synced(tmp_path, tiny_sim, before / "warehouse.duckdb")
+    before.rename(after)
+    database = after / "warehouse.duckdb"
+    first_runs = len(sync_runs(database))
+
+    result = synced(tmp_path, tiny_sim, database)
+    name = Target(database=database).pipeline_name()
+    pipelines = after / ".dlt_pipelines" / database.name
+    assert f"is now {name}" in result.out, result.describe()
+    assert sorted(p.name for p in pipelines.iterdir()) == [name]
+    latest = sync_runs(database)[first_runs:]
+    assert latest and all(row["status"] == "success" for row in latest), latest
+    assert sum(row["rows_new"] + row["rows_changed"] + row["rows_retired"] for row in latest) == 0
