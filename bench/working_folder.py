@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from pipelines.run.sync import run_sync
-from pipelines.run.target import PIPELINE_NAME, Target
+from pipelines.run.target import Target
 from sources.drone_ops import read_source_config
 from testkit.simulator_process import running_simulator
 
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     ):
         target = Target(database=Path(root) / "w.duckdb", pipelines_dir=Path(root) / "p")
         config = read_source_config({"base_url": sim.base_url, "api_key": sim.read_key})
-        working = target.resolved_pipelines_dir() / PIPELINE_NAME
+        working = target.resolved_pipelines_dir() / target.pipeline_name()
         if not run_sync(target, config=config).ok:
             raise SystemExit("the first run failed")
         print(f"after the first run: {describe(working)}")

@@ -43,6 +43,7 @@ from .publish.snapshot import SnapshotPlan
 from .publishing import build_models_step, command_snapshot_plan, finish_success
 from .run.dlt_tooling import link_for_dlt_cli
 from .run.lock import WarehouseBusy, warehouse_lock
+from .run.old_layout import carry_over
 from .run.signals import SignalStop
 from .run.sync import sync_locked
 from .run.target import (
@@ -358,6 +359,7 @@ def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     dbt_target(target)
     snapshot = _snapshot_plan(target, args)
     with warehouse_lock(target.lock_path()):
+        carry_over(target)
         return build_models_step(
             target,
             output,

@@ -107,8 +107,8 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     console.print(
         f"\nThe warehouse is {database}. For a BI tool, use the read-only snapshot"
         f" {snapshot.path} (schema {target.dataset}_marts, docs/bi.md); `dlt pipeline"
-        " drone_ops info` shows dlt's view of the run. Run `drone-sync demo` again for a"
-        " fresh copy."
+        f" {target.pipeline_name()} info` shows dlt's view of the run. Run `drone-sync demo`"
+        " again for a fresh copy."
     )
     return 0
 

@@ -43,7 +43,7 @@ def build_models_step(
     then publishes the snapshot and ends the command with its exit code."""
     from .publish.dbt_build import build_models
 
-    folder = dbt_folder(target.resolved_pipelines_dir())
+    folder = dbt_folder(target.sync_dir())
     if reuse_current:
         record = current_build(folder, data_version, target.dataset)
         if record is not None:
@@ -131,7 +131,7 @@ def _publish_snapshot(
         return message
     output.snapshot_summary(result)
     if not plan.include_raw:
-        remember_snapshot(dbt_folder(target.resolved_pipelines_dir()), plan.path)
+        remember_snapshot(dbt_folder(target.sync_dir()), plan.path)
     return None
 
 

@@ -120,6 +120,7 @@ class Output:
             "outcome": outcome_label,
             "exit_code": exit_code,
             "run_id": outcome.report.run_id if outcome is not None else None,
+            "pipeline_name": outcome.pipeline_name if outcome is not None else None,
             "tables": tables,
             "requests": sum(row["requests"] for row in tables.values()),
             "retries": sum(row["retries"] for row in tables.values()),

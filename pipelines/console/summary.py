@@ -91,6 +91,13 @@ def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync sum
         + (f" · database {outcome.database}" if outcome.database else ""),
         markup=False,
     )
+    if outcome.pipeline_name:
+        console.print(
+            f"dlt's pipeline name: {outcome.pipeline_name} (`dlt pipeline"
+            f" {outcome.pipeline_name} info|trace|show`)",
+            markup=False,
+            highlight=False,
+        )
     for note in outcome.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
     for name, row in fields.items():

@@ -12,9 +12,10 @@ says what the marts were built from; a run skips the build only when all of it s
   been weather-delayed) are refreshed at least once a day;
 - the build was a whole `dbt build` whose models and tests all passed.
 
-The record lives in the warehouse's dbt folder beside dlt's working folder, with dbt's own
-partial-parse state, and is removed before each build starts, so a build that fails or is
-killed leaves no record and the next run builds again.
+The record lives in the warehouse's dbt folder (in the sync folder beside dlt's pipelines
+folder, `Target.sync_dir()`), with dbt's own partial-parse state, and is removed before each
+build starts, so a build that fails or is killed leaves no record and the next run builds
+again.
 """
 
 from __future__ import annotations
@@ -69,9 +70,11 @@ def project_fingerprint(project_dir: Path = PROJECT_DIR) -> str:
     return digest.hexdigest()
 
 
-def dbt_folder(pipelines_dir: Path) -> Path:
-    """The warehouse's dbt folder: partial-parse state and the build record."""
-    return pipelines_dir / "dbt"
+def dbt_folder(sync_dir: Path) -> Path:
+    """The warehouse's dbt folder: partial-parse state and the build record. It lives in the
+    sync folder, not in dlt's pipelines folder, where dlt's tooling would list it as a
+    pipeline."""
+    return sync_dir / "dbt"
 
 
 def read_record(folder: Path) -> BuildRecord | None:

@@ -29,7 +29,7 @@ from sources.drone_ops import DroneOpsError, SyncRun, delivery_wave
 from sources.drone_ops import settings as source_settings
 
 from .errors import root_cause
-from .target import Target
+from .run_trace import RunLoads
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def marks_resource(run_id: str, marks: dict[str, int]) -> DltResource:
     )
 
 
-def record_marks_first(target: Target, pipeline: dlt.Pipeline, run: SyncRun) -> None:
+def record_marks_first(loads: RunLoads, run: SyncRun) -> None:
     """Before the first load of a warehouse whose marks are not recorded yet (first sync, or
     last synced before waves): records the marks it has, read from its deliveries, so that no
     wave ever runs on marks that a partial load could move."""
@@ -76,10 +76,7 @@ def record_marks_first(target: Target, pipeline: dlt.Pipeline, run: SyncRun) -> 
         for hook, mark in known.delivery_marks.items()
         if mark.newest_ms is not None
     }
-    pipeline.run(
-        marks_resource(run.run_id, marks),
-        loader_file_format=target.loader_file_format(),  # type: ignore[arg-type]
-    )
+    loads.run(marks_resource(run.run_id, marks))
 
 
 class DeliveryWaves:
@@ -90,15 +87,8 @@ class DeliveryWaves:
     walks share the 16 requests in flight with the five chains), so waves that started only
     after the lists' load found the chains done and loaded everything at the end."""
 
-    def __init__(
-        self,
-        target: Target,
-        pipeline: dlt.Pipeline,
-        run: SyncRun,
-        wave_rows: int,
-    ) -> None:
-        self.target = target
-        self.pipeline = pipeline
+    def __init__(self, loads: RunLoads, run: SyncRun, wave_rows: int) -> None:
+        self.loads = loads
         self.run = run
         self.wave_rows = wave_rows
         self.count = 0
@@ -125,7 +115,7 @@ class DeliveryWaves:
                 continue
             wave: Any = delivery_wave(self.run)
             try:
-                self.pipeline.run(wave, loader_file_format=self.target.loader_file_format())  # type: ignore[arg-type]
+                self.loads.run(wave)
             except PipelineStepFailed as exc:
                 self.error = (
                     f"a wave of deliveries failed to load: {exc.step} failed: {root_cause(exc)}"

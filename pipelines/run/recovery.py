@@ -17,7 +17,7 @@ from dlt.pipeline.exceptions import CannotRestorePipelineException
 from sources.drone_ops import SPILL_PREFIX
 
 from .errors import innermost, root_cause
-from .target import PIPELINE_NAME, Target, make_pipeline
+from .target import Target, make_pipeline
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def open_pipeline(target: Target) -> tuple[dlt.Pipeline, str | None]:
     itself and this sync re-derives every change by comparing with the warehouse, so a folder
     dlt cannot read is moved aside (one copy, for a post-mortem) and the run starts from the
     warehouse, as a run on a new machine does."""
-    working = target.resolved_pipelines_dir() / PIPELINE_NAME
+    working = target.working_dir()
     try:
         return make_pipeline(target), None
     except LOCAL_STATE_ERRORS as exc:

@@ -41,7 +41,9 @@ from .delivery_waves import DeliveryWaves, marks_resource, record_marks_first
 from .errors import root_cause
 from .loaded_packages import prune_loaded_packages
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
+from .old_layout import carry_over
 from .recovery import finish_pending, open_pipeline, remove_leftovers
+from .run_trace import RunLoads
 from .target import (
     Target,
     apply_runtime_defaults,
@@ -64,6 +66,8 @@ class SyncOutcome:
     """The warehouse's data version after the run (`warehouse.data_version`)."""
     delivery_waves: int = 0
     """Loads of deliveries made while the chains still walked (`delivery_waves.py`)."""
+    pipeline_name: str | None = None
+    """dlt's pipeline name for this warehouse (`Target.pipeline_name`), for `dlt pipeline`."""
 
     @property
     def ok(self) -> bool:
@@ -176,6 +180,8 @@ def _locked_run(
     if target.destination == "duckdb":
         outcome.database = target.resolved_database()
     pipeline = _repaired_pipeline(target, outcome)
+    outcome.pipeline_name = pipeline.pipeline_name
+    loads = RunLoads(target, pipeline)
     load_started = time.monotonic()
     marks: dict[str, int] = {}
     tables = run.options.tables
@@ -184,13 +190,13 @@ def _locked_run(
     with run:
         run.open(pipeline)
         assert run.known is not None and run.walk is not None
-        record_marks_first(target, pipeline, run)
+        record_marks_first(loads, run)
         walk = run.walk
         source = drone_ops(run=run)
         # deliveries load in waves while the walk goes on; the list tables as soon as their
         # part of the walk is done, the rest once the chains end
         waves = (
-            DeliveryWaves(target, pipeline, run, delivery_wave_rows)
+            DeliveryWaves(loads, run, delivery_wave_rows)
             if "webhook_deliveries" in source.resources
             else None
         )
@@ -206,9 +212,7 @@ def _locked_run(
                 _mark_interrupted(report, selected)
                 _tell(observer, report, selected)
                 continue
-            loaded = _load(
-                target, pipeline, source.with_resources(*selected), report, selected, outcome
-            )
+            loaded = _load(loads, source.with_resources(*selected), report, selected, outcome)
             _tell(observer, report, selected)
             if "webhook_deliveries" in selected and loaded and waves and waves.error is None:
                 # every entry the completed chains walked is loaded: their marks may move
@@ -225,7 +229,8 @@ def _locked_run(
     outcome.load_seconds = time.monotonic() - load_started
     outcome.issues = report.issues = len(walk_issues)
     outcome.total_seconds = time.monotonic() - started
-    _record_run(target, pipeline, report, walk_issues, outcome, marks)
+    _record_run(loads, report, walk_issues, outcome, marks)
+    loads.save_trace()
     # after every run, not only a clean one: a table failing run after run would otherwise
     # let the packages grow as before; the newest, this run's among them, are kept
     prune_loaded_packages(pipeline)
@@ -241,7 +246,9 @@ def _tell(observer: RunObserver | None, report: SyncReport, tables: Sequence[str
 
 
 def _repaired_pipeline(target: Target, outcome: SyncOutcome) -> dlt.Pipeline:
-    """The run's pipeline, once what a crashed or replayed run left is repaired."""
+    """The run's pipeline, once what an older drone-sync or a crashed or replayed run left is
+    carried over or repaired."""
+    outcome.notes.extend(carry_over(target))
     pipeline, reopened = open_pipeline(target)
     if reopened:
         outcome.notes.append(reopened)
@@ -272,8 +279,7 @@ def _mark_interrupted(report: SyncReport, tables: Sequence[str]) -> None:
 
 
 def _load(
-    target: Target,
-    pipeline: dlt.Pipeline,
+    loads: RunLoads,
     source: Any,
     report: SyncReport,
     tables: Sequence[str],
@@ -282,7 +288,7 @@ def _load(
     """Extracts, normalizes and loads one group of tables; a failure fails only that group.
     Returns whether the group loaded."""
     try:
-        pipeline.run(source, loader_file_format=target.loader_file_format())  # type: ignore[arg-type]
+        loads.run(source)
     except PipelineStepFailed as exc:
         error = f"{exc.step} failed: {root_cause(exc)}"
         outcome.load_error = error if outcome.load_error is None else outcome.load_error
@@ -299,8 +305,7 @@ def _load(
 
 
 def _record_run(
-    target: Target,
-    pipeline: dlt.Pipeline,
+    loads: RunLoads,
     report: SyncReport,
     issues: list[dict[str, str | None]],
     outcome: SyncOutcome,
@@ -352,7 +357,7 @@ def _record_run(
     if marks:
         resources.append(marks_resource(report.run_id, marks))
     try:
-        pipeline.run(resources, loader_file_format=target.loader_file_format())  # type: ignore[arg-type]
+        loads.run(resources)
     except PipelineStepFailed as exc:
         outcome.notes.append(
             f"could not record the run in {source_settings.RUNS_TABLE}: {root_cause(exc)}"

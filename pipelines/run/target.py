@@ -3,6 +3,7 @@ server dataset, its credentials, and the dlt pipeline that loads into it."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -26,7 +27,15 @@ from sources.drone_ops import (
     require_dlt_settings,
 )
 
-PIPELINE_NAME = "drone_ops"
+PIPELINE_PREFIX = "drone_ops"
+"""Every pipeline name starts with this (the dlt source itself is named `drone_ops` too)."""
+OLD_PIPELINE_NAME = "drone_ops"
+"""The one pipeline name drone-sync used for every warehouse before names were per warehouse;
+a working folder under it is adopted by `old_layout.adopt_old_working_folder`."""
+PIPELINE_HASH_LENGTH = 8
+SYNC_FOLDER = ".drone_sync"
+"""The sync's own files for a warehouse (walk spill, dbt state), beside `.dlt_pipelines`, not in
+it: dlt's tooling takes every folder of a pipelines folder for a pipeline."""
 DEFAULT_DATASET = "drone_ops"
 # Not `drone_ops.duckdb`: DuckDB names the catalog after the file, and DuckDB 2.0 rejects
 # `drone_ops.projects` as ambiguous when catalog and schema (our dataset) share a name.
@@ -36,6 +45,8 @@ DEFAULT_DUCKDB_THREADS = 1
 """DuckDB's threads for loads and merges. One wrote 500,000 deliveries (700 MB of text) in
 6.5 s and a 335 MB file where two took 11.5 s and wrote 589 MB (row groups compressed apart),
 and holds one row group in memory instead of two (docs/performance.md)."""
+DUCKDB_STATE_KEY = "duckdb_database"
+"""dlt's local-state key for a pipeline's DuckDB file (`Pipeline._bind_local_files`)."""
 LOADER_FILE_FORMATS = {"duckdb": "parquet", "postgres": "insert_values"}
 # destinations the dbt project is built and tested on (models/profiles.yml has their outputs)
 MODEL_DESTINATIONS = ("duckdb", "postgres")
@@ -69,13 +80,48 @@ class Target:
         data_dir = Path(dlt.current.run_context().data_dir)
         return data_dir / "drone_ops_sync" / f"{self.destination}-{self.dataset}"
 
+    def warehouse_identity(self) -> str:
+        """What tells this warehouse apart on the machine: the DuckDB file's resolved path, or
+        the server's host, port and database (never user or password) plus the dataset."""
+        if self.destination == "duckdb":
+            return f"duckdb:{self.resolved_database().resolve()}"
+        if self.destination == "postgres":
+            credentials = destination_credentials("postgres")
+            where = f"{credentials.host}:{credentials.port}/{credentials.database}"
+            return f"postgres:{where}/{self.dataset}"
+        return f"{self.destination}:{self.dataset}"
+
+    def pipeline_name(self) -> str:
+        """dlt's pipeline name for this warehouse: `drone_ops_<dataset>_<8 hex>`, the hex a
+        SHA-256 of `warehouse_identity`.
+
+        Why per warehouse: dlt's tooling (`dlt pipeline <name> ...`, the dashboard) finds a
+        pipeline by name in one folder per machine user; with one fixed name, whichever sync
+        ran last anywhere on the machine decided what the tooling showed."""
+        digest = hashlib.sha256(self.warehouse_identity().encode()).hexdigest()
+        return f"{PIPELINE_PREFIX}_{self.dataset}_{digest[:PIPELINE_HASH_LENGTH]}"
+
+    def working_dir(self) -> Path:
+        """dlt's working folder of this warehouse's pipeline."""
+        return self.resolved_pipelines_dir() / self.pipeline_name()
+
+    def sync_dir(self) -> Path:
+        """The sync's own folder for this warehouse (spill, dbt), outside dlt's pipelines
+        folder: `.drone_sync/<file name>/` beside the DuckDB file, or beside the server
+        dataset's pipelines folder."""
+        if self.destination == "duckdb":
+            database = self.resolved_database().resolve()
+            return database.parent / SYNC_FOLDER / database.name
+        pipelines_dir = self.resolved_pipelines_dir()
+        return pipelines_dir.parent / SYNC_FOLDER / pipelines_dir.name
+
     def lock_path(self) -> Path:
         """The run lock: beside the DuckDB file, or in the pipelines folder for a dataset on
         a server."""
         if self.destination == "duckdb":
             database = self.resolved_database().resolve()
             return database.with_name(database.name + ".lock")
-        return self.resolved_pipelines_dir() / f"{PIPELINE_NAME}.lock"
+        return self.resolved_pipelines_dir() / f"{OLD_PIPELINE_NAME}.lock"
 
     def loader_file_format(self) -> str | None:
         """The file format the load uses: parquet where DuckDB reads it natively; INSERT
@@ -85,9 +131,9 @@ class Target:
         return LOADER_FILE_FORMATS.get(self.destination)
 
     def spill_root(self) -> Path:
-        """Where a run's walk spills: beside dlt's working folder, not in the system temp
+        """Where a run's walk spills: in the warehouse's sync folder, not in the system temp
         dir, so a run can remove what an earlier killed run left."""
-        return self.resolved_pipelines_dir() / "spill"
+        return self.sync_dir() / "spill"
 
 
 # Settings the sync's correctness depends on, applied wherever the CLI runs from. They are
@@ -297,7 +343,12 @@ def duckdb_threads() -> int:
 
 def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
     """A pipeline whose working directory lives beside its DuckDB file, so two warehouses
-    never share local state."""
+    never share local state, named for its warehouse (`Target.pipeline_name`).
+
+    The DuckDB file's path is also kept in the pipeline's local state (`duckdb_database`, the
+    key dlt itself reads when a pipeline is attached without credentials), so dlt's tooling and
+    dashboard open this warehouse instead of creating `<pipeline>.duckdb` in the folder they
+    were started from."""
     apply_runtime_defaults()
     pipelines_dir = target.resolved_pipelines_dir()
     if target.destination == "duckdb":
@@ -313,10 +364,13 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
         destination = dlt.destinations.postgres(credentials=destination_credentials("postgres"))
     else:
         destination = target.destination
-    return dlt.pipeline(
-        pipeline_name=PIPELINE_NAME,
+    pipeline = dlt.pipeline(
+        pipeline_name=target.pipeline_name(),
         destination=destination,
         dataset_name=target.dataset,
         pipelines_dir=str(pipelines_dir),
         progress=progress,
     )
+    if target.destination == "duckdb":
+        pipeline.set_local_state_val(DUCKDB_STATE_KEY, str(target.resolved_database().resolve()))
+    return pipeline

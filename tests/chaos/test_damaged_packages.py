@@ -20,7 +20,7 @@ from .child import Zygote
 from .harness import Warehouse, failed_tables
 from .killing import churn, seeded_points
 from .results import ChaosResults
-from .watch import PIPELINE, STAGE_DIRS, signal_at
+from .watch import STAGE_DIRS, signal_at, working_folder
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -34,7 +34,7 @@ def sim() -> Iterator[SimulatorHandle]:
 
 
 def package_dirs(warehouse: Warehouse, stage: str) -> list[Path]:
-    folder = warehouse.pipelines_dir / PIPELINE / STAGE_DIRS[stage]
+    folder = working_folder(warehouse.pipelines_dir) / STAGE_DIRS[stage]
     return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
 
 
@@ -53,7 +53,7 @@ def half_moved_into_new(warehouse: Warehouse) -> str:
     """Moves half the job files of an extracted package into a package of the same load id in
     `load/new`, with its state file, as a normalize killed mid-move could leave it."""
     extracted = package_dirs(warehouse, "extracted")[0]
-    target = warehouse.pipelines_dir / PIPELINE / STAGE_DIRS["new"] / extracted.name
+    target = working_folder(warehouse.pipelines_dir) / STAGE_DIRS["new"] / extracted.name
     (target / "new_jobs").mkdir(parents=True, exist_ok=True)
     for name in ("load_package_state.json",):
         if (extracted / name).exists():

@@ -64,11 +64,22 @@ def _marks_only(package: Path) -> bool:
     return "_sync_delivery_marks" in tables and tables <= MARKS_ONLY
 
 
+def working_folder(pipelines_dir: Path) -> Path:
+    """The sync's dlt working folder in `pipelines_dir`: named per warehouse
+    (`drone_ops_<dataset>_<hash>`), so found by its prefix."""
+    found = sorted(
+        folder
+        for folder in pipelines_dir.glob(f"{PIPELINE}_*")
+        if folder.is_dir() and not folder.name.endswith(".damaged")
+    )
+    return found[0] if found else pipelines_dir / PIPELINE
+
+
 def packages(pipelines_dir: Path, *, skip_marks: bool = True) -> dict[str, Package]:
     """Every package in the pipeline folder but the first sync's marks package, at its
     furthest stage (a package being moved can show in two)."""
     found: dict[str, Package] = {}
-    root = pipelines_dir / PIPELINE
+    root = working_folder(pipelines_dir)
     for stage, relative in STAGE_DIRS.items():
         folder = root / relative
         try:

@@ -196,5 +196,7 @@ def test_demo_runs_from_a_fresh_directory(tmp_path: Path) -> None:
     with duckdb.connect(str(snapshot), read_only=True) as bi:
         marts = bi.execute("SELECT count(*) FROM drone_ops_marts.dim_projects").fetchone()
     assert marts is not None and marts[0] > 0, "the demo publishes the BI snapshot"
-    link = Path(env["DLT_DATA_DIR"]) / "pipelines" / "drone_ops"
-    assert link.resolve() == database.parent / ".dlt_pipelines" / database.name / "drone_ops"
+    name = Target(database=database).pipeline_name()
+    link = Path(env["DLT_DATA_DIR"]) / "pipelines" / name
+    assert link.resolve() == database.parent / ".dlt_pipelines" / database.name / name
+    assert f"dlt pipeline {name} info" in out, "the demo names the warehouse's pipeline"

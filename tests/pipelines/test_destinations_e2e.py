@@ -47,12 +47,12 @@ def postgres_run(
     return run_cli(args, env, tmp_path, timeout=timeout)
 
 
-def dlt_cli(command: str, tmp_path: Path) -> Result:
-    """`dlt pipeline drone_ops COMMAND` from the repository root, as a user types it (dlt's
+def dlt_cli(command: str, tmp_path: Path, pipeline: str, *args: str) -> Result:
+    """`dlt pipeline PIPELINE COMMAND` from the repository root, as a user types it (dlt's
     data folder is the test's, as it is for the runs)."""
     dlt = str(Path(sys.executable).with_name("dlt"))
     return run_command(
-        [dlt, "pipeline", "drone_ops", command], cli_env(tmp_path), REPO, timeout=120
+        [dlt, "pipeline", pipeline, command, *args], cli_env(tmp_path), REPO, timeout=120
     )
 
 
@@ -130,7 +130,9 @@ def test_postgres_full_churned_and_quiet_runs_with_models(
 
     # every dlt command is run in the DuckDB tooling test; here, that `info` finds the
     # postgres pipeline and shows no password
-    info = dlt_cli("info", tmp_path)
+    name = summary_of(first)["pipeline_name"]
+    assert name == target.pipeline_name() and name.startswith("drone_ops_drone_ops_"), name
+    info = dlt_cli("info", tmp_path, name)
     assert info.code == 0, info.err
     assert "postgres" in info.out and "dataset_name: drone_ops" in info.out, info.out
     assert password not in info.out + info.err
@@ -177,27 +179,35 @@ def test_postgres_login_without_a_password(tiny_sim: SimulatorHandle, tmp_path: 
         assert rows[0]["n"] > 0
 
 
-def test_dlt_tooling_finds_the_last_synced_duckdb_warehouse(
+def test_dlt_tooling_finds_each_duckdb_warehouse_by_its_pipeline_name(
     tiny_sim: SimulatorHandle, tmp_path: Path
 ) -> None:
-    """`dlt pipeline drone_ops ...` from the repository root shows the warehouse drone-sync
-    ran last, wherever it lives; a pipeline folder of someone else's is left alone."""
+    """`dlt pipeline <name> ...` from the repository root shows the warehouse the name belongs
+    to, wherever it lives, whatever was synced after it; a pipeline folder of someone else's
+    is left alone."""
     env = cli_env(tmp_path, base_url=tiny_sim.base_url, api_key=tiny_sim.read_key)
     first, second = tmp_path / "a" / "first.duckdb", tmp_path / "b" / "second.duckdb"
-    link = dlt_data_dir(tmp_path) / "pipelines" / "drone_ops"
+    names = {}
     for database in (first, second):
         result = run_cli(["run", "--no-models", "--database", str(database)], env, tmp_path)
         assert result.code == EXIT_OK, result.describe()
-        assert link.resolve() == database.parent / ".dlt_pipelines" / database.name / "drone_ops"
-    for command in DLT_COMMANDS:
-        shown = dlt_cli(command, tmp_path)
-        assert shown.code == 0, f"dlt pipeline drone_ops {command}:\n{shown.err}"
-        if command == "info":
-            assert "destination_type: dlt.destinations.duckdb" in shown.out, shown.out
-        if command == "load-package":
-            # dlt names the package's real folder: the working folder beside `second`
-            assert str(second.parent / ".dlt_pipelines") in shown.out, shown.out
+        names[database] = Target(database=database).pipeline_name()
+        assert f"dlt pipeline {names[database]}" in result.out, result.describe()
+        link = dlt_data_dir(tmp_path) / "pipelines" / names[database]
+        working = database.parent / ".dlt_pipelines" / database.name / names[database]
+        assert link.resolve() == working
+    assert names[first] != names[second]
+    for database in (first, second):
+        for command in DLT_COMMANDS:
+            shown = dlt_cli(command, tmp_path, names[database])
+            assert shown.code == 0, f"dlt pipeline {names[database]} {command}:\n{shown.err}"
+            if command == "info":
+                assert "destination_type: dlt.destinations.duckdb" in shown.out, shown.out
+            if command == "load-package":
+                # dlt names the package's real folder: the working folder beside the file
+                assert str(database.parent / ".dlt_pipelines") in shown.out, shown.out
 
+    link = dlt_data_dir(tmp_path) / "pipelines" / names[first]
     link.unlink()
     link.mkdir()
     (link / "someone_elses").write_text("kept")

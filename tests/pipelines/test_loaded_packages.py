@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from pipelines.run.loaded_packages import KEEP_LOADED_PACKAGES
-from pipelines.run.target import PIPELINE_NAME, Target
+from pipelines.run.target import Target
 
 from .conftest import SyncFn
 
@@ -26,7 +26,7 @@ RUNS = 8
 
 
 def _loaded(target: Target) -> list[Path]:
-    folder = target.resolved_pipelines_dir() / PIPELINE_NAME / "load" / "loaded"
+    folder = target.resolved_pipelines_dir() / target.pipeline_name() / "load" / "loaded"
     return sorted(folder.iterdir()) if folder.is_dir() else []
 
 
@@ -52,7 +52,7 @@ def test_completed_packages_stay_bounded_over_runs(
     with duckdb.connect(str(target.resolved_database()), read_only=True) as connection:
         [(newest,)] = connection.sql("SELECT max(load_id) FROM drone_ops._dlt_loads").fetchall()
     assert kept[-1].name == newest
-    pipeline = dlt.attach(PIPELINE_NAME, pipelines_dir=str(target.resolved_pipelines_dir()))
+    pipeline = dlt.attach(target.pipeline_name(), pipelines_dir=str(target.resolved_pipelines_dir()))
     info = pipeline.get_load_package_info(kept[-1].name)
     assert info.state == "loaded" and info.jobs["completed_jobs"]
     assert _size(kept) < 1_000_000

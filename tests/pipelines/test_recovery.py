@@ -20,7 +20,7 @@ from dlt.common.schema.utils import generate_version_hash
 
 from pipelines.run.recovery import DAMAGED_SUFFIX, finish_pending
 from pipelines.run.sync import run_sync
-from pipelines.run.target import PIPELINE_NAME, Target
+from pipelines.run.target import Target
 from sources.drone_ops import read_source_config
 
 from .test_sync_e2e import assert_equals_api, row_counts
@@ -30,9 +30,7 @@ pytestmark = pytest.mark.e2e
 
 def _damage_schema(target: Target) -> None:
     """The damage the chaos suite found: a schema file without dlt's version table."""
-    schema_file = (
-        target.resolved_pipelines_dir() / PIPELINE_NAME / "schemas" / "drone_ops.schema.json"
-    )
+    schema_file = target.working_dir() / "schemas" / "drone_ops.schema.json"
     stored = json.loads(schema_file.read_text(encoding="utf-8"))
     del stored["tables"]["_dlt_version"]
     # dlt wrote the damaged file itself, so its hash matched its content
@@ -52,7 +50,7 @@ def test_unreadable_working_folder_is_set_aside_and_the_run_heals(
 
     assert healed.ok, healed.notes
     assert any("set aside dlt's working folder" in note for note in healed.notes), healed.notes
-    aside = target.resolved_pipelines_dir() / f"{PIPELINE_NAME}{DAMAGED_SUFFIX}"
+    aside = target.resolved_pipelines_dir() / f"{target.pipeline_name()}{DAMAGED_SUFFIX}"
     assert (aside / "schemas" / "drone_ops.schema.json").is_file()
     assert_equals_api(tiny_sim, target)
     counts = row_counts(target)

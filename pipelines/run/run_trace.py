@@ -1,0 +1,75 @@
+"""Every load of one sync run goes through `RunLoads`, which keeps their dlt traces and saves
+them as one, so `dlt pipeline <name> trace` (and the dashboard) show the run's data loads.
+
+Why: a sync makes several `pipeline.run` calls (delivery waves, one per load group, then the
+bookkeeping load of `_sync_runs`, `_sync_issues` and `_sync_delivery_marks`), and dlt keeps
+only the last call's trace, so the tooling showed the 0.5 s bookkeeping load and none of the
+data. The bookkeeping cannot join the last data group's `pipeline.run` instead: its rows carry
+each table's outcome, known only once that load has finished, and the delivery marks may be
+recorded only after every delivery load succeeded (`delivery_waves.py`). So the loads stay
+apart, and the trace saved at the end of the run is theirs together, in order: every extract,
+normalize and load step with its load id, row counts and timings, the bookkeeping last.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dlt
+from dlt.common.schema import Schema
+from dlt.extract.source import DltSource
+from dlt.pipeline.trace import PipelineTrace, save_trace
+
+from sources.drone_ops import settings as source_settings
+
+from .target import Target
+
+
+class RunLoads:
+    """The loads of one run into one pipeline, in the target's loader file format."""
+
+    def __init__(self, target: Target, pipeline: dlt.Pipeline) -> None:
+        self.target = target
+        self.pipeline = pipeline
+        self.traces: list[PipelineTrace] = []
+
+    def run(self, data: Any) -> None:
+        """One `pipeline.run`; its trace is kept whether it succeeds or raises."""
+        schema = None if isinstance(data, DltSource) else self._source_schema()
+        try:
+            self.pipeline.run(
+                data,
+                schema=schema,  # type: ignore[arg-type]
+                loader_file_format=self.target.loader_file_format(),  # type: ignore[arg-type]
+            )
+        finally:
+            self._keep_trace()
+
+    def _source_schema(self) -> Schema:
+        """The source's schema (`drone_ops`) for the run's own tables (`_sync_runs`, marks),
+        given to dlt as such: a bare resource goes to the pipeline's default schema, and on a
+        new warehouse, before the source's first load, dlt would make one named after the
+        pipeline, which is now the warehouse's name, not the source's."""
+        name = source_settings.SOURCE_NAME
+        if name in self.pipeline.schema_names:
+            return self.pipeline.schemas[name].clone()
+        return Schema(name)
+
+    def _keep_trace(self) -> None:
+        trace = self.pipeline.last_trace
+        if trace is None or any(t.transaction_id == trace.transaction_id for t in self.traces):
+            return
+        self.traces.append(trace)
+
+    def save_trace(self) -> None:
+        """Saves the run's loads as the pipeline's last trace (dlt's own file, read by `dlt
+        pipeline <name> trace` and the dashboard)."""
+        if len(self.traces) < 2:
+            return
+        first, last = self.traces[0], self.traces[-1]
+        combined = first._replace(
+            steps=[step for trace in self.traces for step in trace.steps],
+            finished_at=last.finished_at,
+            resolved_config_values=last.resolved_config_values,
+        )
+        save_trace(self.pipeline.working_dir, combined)

@@ -1,0 +1,112 @@
+"""Debian's Chromium, headless and network-free, driven over the DevTools protocol: opens a
+page, waits until its text (shadow DOM included) holds what a test expects, and takes a
+screenshot. Used by the dashboard test; the page may reach 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from websockets.sync.client import connect
+
+from .cli_helpers import closed_loopback_port
+
+CHROMIUM = Path("/usr/bin/chromium")
+# no host but 127.0.0.1 resolves, and Chromium's own background traffic is off
+NETWORK_FREE_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+)
+# the visible text of the page, shadow roots included (marimo renders tables in them)
+PAGE_TEXT = """(function text(node) {
+  let found = '';
+  if (node.shadowRoot) found += text(node.shadowRoot);
+  for (const child of node.childNodes) {
+    if (child.nodeType === 3) found += child.textContent + ' ';
+    else if (!['STYLE', 'SCRIPT', 'TEMPLATE'].includes(child.tagName)) found += text(child);
+  }
+  return found;
+})(document.body)"""
+
+
+def page_text_and_screenshot(
+    url: str, expected: Sequence[str], screenshot: Path, profile: Path, timeout: float = 90
+) -> str:
+    """Opens `url`, waits until the page's text holds every string of `expected` (or the
+    timeout), saves a PNG screenshot and returns the text (whitespace collapsed)."""
+    port = closed_loopback_port()
+    browser = subprocess.Popen(
+        [
+            str(CHROMIUM),
+            *NETWORK_FREE_FLAGS,
+            f"--user-data-dir={profile}",
+            "--window-size=1400,1800",
+            f"--remote-debugging-port={port}",
+            "--remote-allow-origins=*",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with connect(_page_socket(port), max_size=50_000_000) as socket:
+            session = _Session(socket)
+            session.call("Page.navigate", url=url)
+            deadline = time.monotonic() + timeout
+            text = ""
+            while time.monotonic() < deadline:
+                text = " ".join(str(session.evaluate(PAGE_TEXT)).split())
+                if all(word in text for word in expected):
+                    break
+                time.sleep(1)
+            shot = session.call("Page.captureScreenshot", format="png")
+            screenshot.write_bytes(base64.b64decode(shot["data"]))
+            return text
+    finally:
+        browser.terminate()
+        browser.wait(timeout=30)
+
+
+def _page_socket(port: int) -> str:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json", timeout=2) as answer:
+                tabs = json.load(answer)
+            return str(next(tab for tab in tabs if tab["type"] == "page")["webSocketDebuggerUrl"])
+        except (OSError, StopIteration, ValueError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+class _Session:
+    """One DevTools connection: numbered calls, answers matched by id."""
+
+    def __init__(self, socket: Any) -> None:
+        self.socket = socket
+        self.last_id = 0
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        self.last_id += 1
+        self.socket.send(json.dumps({"id": self.last_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv())
+            if message.get("id") == self.last_id:
+                return dict(message.get("result") or {})
+
+    def evaluate(self, expression: str) -> Any:
+        return self.call("Runtime.evaluate", expression=expression)["result"].get("value", "")
