@@ -17,9 +17,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from simulator.testing import SimulatorHandle
 
 from pipelines.run.target import Target
+from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import EXIT_OK, cli_env, closed_loopback_port, run_cli, wait_until
 from .headless_browser import CHROMIUM, page_text_and_screenshot

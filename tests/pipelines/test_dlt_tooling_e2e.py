@@ -13,9 +13,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from simulator.testing import SimulatorHandle
 
 from pipelines.run.target import SYNC_FOLDER, Target
+from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import (
     EXIT_OK,

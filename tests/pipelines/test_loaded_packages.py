@@ -52,7 +52,9 @@ def test_completed_packages_stay_bounded_over_runs(
     with duckdb.connect(str(target.resolved_database()), read_only=True) as connection:
         [(newest,)] = connection.sql("SELECT max(load_id) FROM drone_ops._dlt_loads").fetchall()
     assert kept[-1].name == newest
-    pipeline = dlt.attach(target.pipeline_name(), pipelines_dir=str(target.resolved_pipelines_dir()))
+    pipeline = dlt.attach(
+        target.pipeline_name(), pipelines_dir=str(target.resolved_pipelines_dir())
+    )
     info = pipeline.get_load_package_info(kept[-1].name)
     assert info.state == "loaded" and info.jobs["completed_jobs"]
     assert _size(kept) < 1_000_000

@@ -220,9 +220,11 @@ class TableSync:
         for name in USERS.made_from:
             made_from = self.run.report.tables.get(name)
             if made_from is not None and made_from.status in ("refused", "failed"):
+                # the table's own error (which names the endpoint or the guard) says why
                 return DroneOpsError(
-                    f"{name} was {made_from.status} this run, so users (made from its creators)"
-                    f" load nothing either; they load with {name} on the next run that loads it"
+                    f"{name} was {made_from.status} this run ({made_from.error}), so users (made"
+                    f" from its creators) load nothing either; they load with {name} on the next"
+                    " run that loads it"
                 )
         return None
 
