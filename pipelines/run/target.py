@@ -26,8 +26,9 @@ from sources.drone_ops import (
     require_dlt_settings,
 )
 
+from ..defaults import DEFAULT_DATASET
+
 PIPELINE_NAME = "drone_ops"
-DEFAULT_DATASET = "drone_ops"
 # Not `drone_ops.duckdb`: DuckDB names the catalog after the file, and DuckDB 2.0 rejects
 # `drone_ops.projects` as ambiguous when catalog and schema (our dataset) share a name.
 DEFAULT_DATABASE = "drone_ops_warehouse.duckdb"
@@ -37,8 +38,6 @@ DEFAULT_DUCKDB_THREADS = 1
 6.5 s and a 335 MB file where two took 11.5 s and wrote 589 MB (row groups compressed apart),
 and holds one row group in memory instead of two (docs/performance.md)."""
 LOADER_FILE_FORMATS = {"duckdb": "parquet", "postgres": "insert_values"}
-# destinations the dbt project is built and tested on (models/profiles.yml has their outputs)
-MODEL_DESTINATIONS = ("duckdb", "postgres")
 
 
 @dataclass
