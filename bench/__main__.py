@@ -62,6 +62,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.add_argument(f"--{key}", type=int, help="simulator count (with --scale custom)")
     p.add_argument("--output", type=Path, help="default bench/results/<timestamp>.json")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run N CPU hog processes (one core each) beside every variant, as on a shared runner",
+    )
     return p.parse_args(argv)
 
 
@@ -89,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         baseline_from=args.baseline_from,
         output=output,
         quiet=args.quiet,
+        busy=max(0, args.busy),
     )
     try:
         document = run_bench(options)

@@ -33,6 +33,8 @@ class Options:
     baseline_from: Path | None = None
     output: Path | None = None
     quiet: bool = False
+    busy: int = 0
+    """CPU hog processes running beside every variant (`bench/busy.py`)."""
 
 
 @dataclass

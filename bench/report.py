@@ -188,6 +188,8 @@ def build_document(
         "models": measured.get("models"),
         "models_postgres": measured.get("models_postgres"),
         "postgres": measured.get("postgres"),
+        # CPU hogs beside every variant (`--busy N`): how many, how long, the CPU they got
+        "busy": measured.get("busy") or {"hogs": 0},
         "total_seconds": round(total_seconds, 1),
     }
     document["ratios"] = ratios(variants)
@@ -238,7 +240,8 @@ def check_targets(document: dict[str, Any]) -> list[dict[str, Any]]:
         speedup = r["baseline/ours (speedup)"]
         add("initial: faster than rest_api defaults", speedup, ">= 12x", speedup >= 12)
     if r["ours/floor"] is not None:
-        limit = 1.05 if latency > 0 else 1.5
+        # with a core taken by other work, the GIL time per hop weighs more: a looser bound
+        limit = (1.15 if _busy(document) else 1.05) if latency > 0 else 1.5
         add("initial: ours / floor", r["ours/floor"], f"<= {limit}", r["ours/floor"] <= limit)
     if latency == 0 and "ours_initial" in v and "floor" in v and v["floor"]["cpu_seconds"]:
         cpu = round(v["ours_initial"]["cpu_seconds"] / v["floor"]["cpu_seconds"], 3)
@@ -297,11 +300,16 @@ def check_targets(document: dict[str, Any]) -> list[dict[str, Any]]:
     return checks
 
 
+def _busy(document: dict[str, Any]) -> int:
+    return int((document.get("busy") or {}).get("hogs", 0))
+
+
 def format_table(document: dict[str, Any]) -> str:
     """The printed summary: one line per variant, then ratios, targets and the model build."""
     lines = [
         f"scale={document['scale']} latency={document['latency_ms']} ms runs={document['runs']}"
-        f" workers={document['max_workers']} workspace rows={document['workspace_rows']:,}",
+        f" workers={document['max_workers']} workspace rows={document['workspace_rows']:,}"
+        f" busy={_busy(document)} CPU hog(s)",
         f"{'variant':<17} {'seconds':>9} {'requests':>9} {'rows/s':>9} {'RSS MB':>8}"
         f" {'vs ours':>8}",
     ]

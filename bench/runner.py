@@ -22,6 +22,7 @@ from typing import Any
 from testkit.postgres import RunningPostgres, create_database, running_postgres
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
+from .busy import cpu_hogs
 from .measurement import Options, Sample
 from .report import build_document
 
@@ -322,10 +323,14 @@ def run_bench(options: Options) -> dict[str, Any]:
             workspace = sim.counts()
             if not options.quiet:
                 print(f"simulator {sim.base_url} scale={scale} {workspace}", file=sys.stderr)
+            hogs = stack.enter_context(cpu_hogs(options.busy))
+            if not options.quiet and options.busy:
+                print(f"busy: {options.busy} CPU hog process(es) running", file=sys.stderr)
             measured = Bench(options, sim, root, postgres).run()
             measured["load_average_at_start"] = load_at_start
             measured["code_at_start"] = code_at_start
             measured["postgres"] = server_info
+        measured["busy"] = hogs.info()  # the hogs were stopped with the stack: their CPU is known
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return build_document(options, workspace, measured, time.monotonic() - started)

@@ -12,223 +12,38 @@ import argparse
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING
 
-from sources.drone_ops import (
-    ALL_TABLES,
-    ConfigError,
-    DroneOpsError,
-    RunOptions,
-    check_access,
-    checked_tables,
-    read_source_config,
-    redact,
-)
-
-from .console.logs import setup_logging
-from .console.output import (
-    DEFAULT_HEARTBEAT_SECONDS,
-    JsonOutput,
-    Output,
-    TextOutput,
-    make_console,
-)
+from .cli_parser import build_parser
+from .defaults import DEFAULT_HEARTBEAT_SECONDS, MODEL_DESTINATIONS
 from .exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_OK
-from .observe.status import DEFAULT_MAX_AGE, status_command
-from .observe.watch import RunWatch
-from .publish.dbt_build import dbt_target
-from .publish.snapshot import CONFIG_KEY as SNAPSHOT_CONFIG_KEY
-from .publish.snapshot import SnapshotPlan
-from .publishing import build_models_step, command_snapshot_plan, finish_success
-from .run.dlt_tooling import link_for_dlt_cli
-from .run.lock import WarehouseBusy, warehouse_lock
-from .run.old_layout import carry_over
-from .run.signals import SignalStop
-from .run.sync import sync_locked
-from .run.target import (
-    DEFAULT_DATASET,
-    MODEL_DESTINATIONS,
-    Target,
-    apply_runtime_defaults,
-    check_target,
-    make_pipeline,
-)
-from .run.warehouse import read_data_version
+
+if TYPE_CHECKING:
+    from .console.output import Output
+    from .observe.watch import RunWatch
+    from .publish.snapshot import SnapshotPlan
+    from .run.signals import SignalStop
+    from .run.target import Target
+
+# Everything else is imported by the command that uses it: `--help` and a usage error cost
+# the interpreter and argparse only (no dlt, DuckDB, pyarrow, rich, dbt or simulator), and each
+# command loads what its own run needs (docs/performance.md, "What the CLI imports").
 
 __all__ = ["EXIT_BUSY", "EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "build_parser", "main"]
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line (the scheduler's log gets the cause, not the usage text)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_CONFIG, f"{self.prog}: configuration error: {message} (see --help)\n")
-
-
-def _output_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--log-format",
-        choices=("text", "json"),
-        default=None,
-        help="text (default) or json: one JSON object per event and a final summary object",
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log requests and retries")
-
-
-def _target_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--destination",
-        default="duckdb",
-        help="dlt destination name (default duckdb); credentials come from dlt config",
-    )
-    parser.add_argument(
-        "--database",
-        type=Path,
-        default=None,
-        help="DuckDB file (default: DESTINATION__DUCKDB__CREDENTIALS or"
-        " ./drone_ops_warehouse.duckdb)",
-    )
-    parser.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset/schema name")
-
-
-def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--snapshot",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="where to publish the read-only BI snapshot after success (default:"
-        f" {SNAPSHOT_CONFIG_KEY} or <warehouse stem>_bi.duckdb beside the warehouse)",
-    )
-    where.add_argument(
-        "--no-snapshot", action="store_true", help="publish no BI snapshot (see docs/bi.md)"
-    )
-    parser.add_argument(
-        "--snapshot-raw",
-        action="store_true",
-        help="put the raw tables of the dataset into the BI snapshot too, beside the marts",
-    )
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
-    return seconds
-
-
-def _observe_arguments(run: argparse.ArgumentParser) -> None:
-    run.add_argument(
-        "--metrics-file",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="write a Prometheus textfile (*.prom) after the run (default: runtime.metrics_file;"
-        " docs/operations.md)",
-    )
-    run.add_argument(
-        "--heartbeat",
-        type=_positive_seconds,
-        default=DEFAULT_HEARTBEAT_SECONDS,
-        metavar="SECONDS",
-        help="with --log-format json, a heartbeat event this often while the run goes on"
-        f" (default {DEFAULT_HEARTBEAT_SECONDS:g})",
-    )
-
-
-def _status_parser(commands: Any) -> None:
-    status = commands.add_parser(
-        "status",
-        help="is the warehouse fresh? exit 0 fresh, 1 stale, 2 configuration error, 75 busy",
-    )
-    _target_arguments(status)
-    _output_arguments(status)
-    status.add_argument(
-        "--max-age",
-        default=DEFAULT_MAX_AGE,
-        help=f"oldest acceptable last successful sync per table: 90s, 45m, 2h, 1d (default"
-        f" {DEFAULT_MAX_AGE})",
-    )
-    status.add_argument(
-        "--resources",
-        default=None,
-        help=f"comma-separated tables to check (default: all of {','.join(ALL_TABLES)})",
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(
-        prog="drone-sync",
-        description="Sync a Drone Operations workspace into DuckDB and model it with dbt."
-        " Exit codes: 0 ok, 1 a table or the model build failed, 2 configuration error,"
-        " 75 warehouse busy, 130/143 interrupted.",
-    )
-    _output_arguments(parser)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
-
-    run = commands.add_parser("run", help="sync the workspace into the warehouse")
-    _target_arguments(run)
-    _output_arguments(run)
-    run.add_argument(
-        "--resources",
-        default=None,
-        help=f"comma-separated tables to sync (default: all of {','.join(ALL_TABLES)})",
-    )
-    run.add_argument(
-        "--full-refresh",
-        action="store_true",
-        help="re-read every delivery log page instead of stopping at what is loaded, and walk"
-        " every project's jobs even when job_refresh_slices is set",
-    )
-    run.add_argument(
-        "--allow-mass-delete",
-        action="store_true",
-        help="retire rows even when a table would lose more than max_retire_share",
-    )
-    run.add_argument(
-        "--no-models", action="store_true", help="skip building the dbt models after the load"
-    )
-    run.add_argument(
-        "--force-models",
-        action="store_true",
-        help="build the dbt models even when nothing changed since their last build (by"
-        " default a run that changed nothing keeps the current marts; docs/models.md)",
-    )
-    _snapshot_arguments(run)
-    _observe_arguments(run)
-
-    check = commands.add_parser("check", help="validate config and key, list what is reachable")
-    _output_arguments(check)
-
-    models = commands.add_parser("models", help="build and test the dbt models")
-    _target_arguments(models)
-    _output_arguments(models)
-    models.add_argument("--no-test", action="store_true", help="build without running dbt tests")
-    _snapshot_arguments(models)
-
-    _status_parser(commands)
-
-    demo = commands.add_parser("demo", help="sync a simulated workspace end to end")
-    demo.add_argument("--dir", type=Path, default=Path("demo"), help="where the demo writes")
-    demo.add_argument("--seed", type=int, default=42)
-
-    try:
-        from simulator.cli import add_sim_commands
-    except ImportError:  # the simulator ships with the project; tolerate a slim install
-        pass
-    else:
-        add_sim_commands(commands)
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parses first (`--help` and usage errors end here, having imported nothing heavy), then
+    loads what the chosen command needs."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(with_sim="sim" in words).parse_args(words)
+    from .console.logs import setup_logging
+    from .console.output import JsonOutput, TextOutput, make_console
+    from .observe.watch import RunWatch
+    from .run.signals import SignalStop
+    from .run.target import apply_runtime_defaults
+
     apply_runtime_defaults()
-    args = build_parser().parse_args(argv)
     log_format = getattr(args, "log_format", None) or "text"
     console = make_console()
     beat = getattr(args, "heartbeat", DEFAULT_HEARTBEAT_SECONDS)
@@ -247,10 +62,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
     """Runs the command; every error a user can fix ends as one line and its exit code."""
+    from sources.drone_ops import ConfigError, DroneOpsError, redact
+
+    from .run.lock import WarehouseBusy
+
     try:
         if args.command == "run":
             return _run(args, output, stop, watch)
         if args.command == "status":
+            from .observe.status import status_command
+
             return status_command(
                 _target(args), _table_list(args.resources), args.max_age, _is_json(args)
             )
@@ -281,6 +102,8 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
 
 
 def _target(args: argparse.Namespace) -> Target:
+    from .run.target import Target
+
     return Target(destination=args.destination, database=args.database, dataset=args.dataset)
 
 
@@ -290,6 +113,8 @@ def _is_json(args: argparse.Namespace) -> bool:
 
 def _table_list(resources: str | None) -> list[str] | None:
     """`--resources a,b` as names; None for all tables."""
+    from sources.drone_ops import ConfigError
+
     if resources is None:
         return None
     tables = [t.strip() for t in resources.split(",")]
@@ -299,6 +124,14 @@ def _table_list(resources: str | None) -> list[str] | None:
 
 
 def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
+    from sources.drone_ops import RunOptions, checked_tables, read_source_config
+
+    from .publishing import build_models_step, finish_success
+    from .run.dlt_tooling import link_for_dlt_cli
+    from .run.lock import warehouse_lock
+    from .run.sync import sync_locked
+    from .run.target import check_target
+
     target = _target(args)
     # every setting and flag is read and checked once, before the lock file or anything else
     # is created, and handed down as checked values; the alert hook first, so that any later
@@ -346,6 +179,8 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunW
 
 
 def _check(output: Output) -> int:
+    from sources.drone_ops import check_access, read_source_config
+
     report = check_access(read_source_config())
     output.access_report(report)
     return output.finish(
@@ -354,6 +189,12 @@ def _check(output: Output) -> int:
 
 
 def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
+    from .publish.dbt_build import dbt_target
+    from .publishing import build_models_step
+    from .run.lock import warehouse_lock
+    from .run.old_layout import carry_over
+    from .run.target import check_target
+
     target = _target(args)
     check_target(target)
     dbt_target(target)
@@ -373,12 +214,17 @@ def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
 def _data_version(target: Target) -> str | None:
     """What the warehouse holds now, for the build record; a missing DuckDB file is left to
     the build to report (opening it here would create an empty one)."""
+    from .run.target import make_pipeline
+    from .run.warehouse import read_data_version
+
     if target.destination == "duckdb" and not target.resolved_database().is_file():
         return None
     return read_data_version(make_pipeline(target))
 
 
 def _snapshot_plan(target: Target, args: argparse.Namespace) -> SnapshotPlan | None:
+    from .publishing import command_snapshot_plan
+
     return command_snapshot_plan(
         target,
         path_flag=args.snapshot,

@@ -183,7 +183,7 @@ def test_simulator_imports_nothing_of_ours() -> None:
 
 
 # the demo serves a simulated workspace in-process; `drone-sync sim serve` registers its CLI
-SIMULATOR_USERS = ("pipelines.demo", "pipelines.cli")
+SIMULATOR_USERS = ("pipelines.demo", "pipelines.cli_parser")
 
 
 def test_pipelines_use_the_simulator_only_for_demo_and_sim() -> None:

@@ -23,6 +23,7 @@ from rich.markup import escape
 
 from sources.drone_ops import AccessReport, SyncReport, TableResult, redact
 
+from ..defaults import DEFAULT_HEARTBEAT_SECONDS
 from ..run.sync import SyncOutcome
 from .progress import ProgressCounter, heartbeat, live_progress
 from .summary import print_summary, result_fields, root_cause, table_fields
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 
 # Wide enough for the summary table and for error lines, so a log file gets them whole.
 PLAIN_WIDTH = 240
-DEFAULT_HEARTBEAT_SECONDS = 30.0
-"""How often `--log-format json` says a run is alive (`heartbeat` events)."""
 # the summary's `outcome` for a command that ended before its summary
 _FAILED_OUTCOMES = {"configuration error": "config_error", "warehouse busy": "busy"}
 

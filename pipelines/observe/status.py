@@ -27,8 +27,6 @@ from ..run.lock import WarehouseBusy, duckdb_holder
 from ..run.target import Target, check_target, destination_credentials
 from .alerts import alert_hook, send_alert
 
-DEFAULT_MAX_AGE = "45m"
-"""Three missed runs of the README's every-15-minutes schedule."""
 STATUS_DESTINATIONS = ("duckdb", "postgres")
 _AGE = re.compile(r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -23,8 +23,9 @@ import duckdb
 
 from sources.drone_ops import ConfigError
 
+from ..defaults import MODEL_DESTINATIONS
 from ..run.recovery import SCRATCH_PREFIX
-from ..run.target import MODEL_DESTINATIONS, Target, destination_credentials
+from ..run.target import Target, destination_credentials
 
 PROJECT_DIR = pathlib.Path(__file__).resolve().parents[2] / "models"
 PATH_ENV = "DRONE_SYNC_DUCKDB_PATH"

@@ -33,6 +33,7 @@ import duckdb
 
 from sources.drone_ops import ConfigError, DroneOpsError
 
+from ..defaults import SNAPSHOT_CONFIG_KEY
 from ..run.lock import busy_message
 from ..run.target import check_creatable
 from .snapshot_freshness import (
@@ -47,8 +48,7 @@ from .snapshot_freshness import (
 
 log = logging.getLogger(__name__)
 
-CONFIG_KEY = "destination.duckdb.bi_snapshot"
-"""Where the snapshot goes (a path), or false to publish none; default beside the warehouse."""
+CONFIG_KEY = SNAPSHOT_CONFIG_KEY
 RUNS_CONFIG_KEY = "destination.duckdb.bi_snapshot_sync_runs"
 """Whether the snapshot carries `<dataset>._sync_runs` (default true), for freshness tiles."""
 DEFAULT_SUFFIX = "_bi"

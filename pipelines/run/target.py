@@ -27,6 +27,8 @@ from sources.drone_ops import (
     require_dlt_settings,
 )
 
+from ..defaults import DEFAULT_DATASET
+
 PIPELINE_PREFIX = "drone_ops"
 """Every pipeline name starts with this (the dlt source itself is named `drone_ops` too)."""
 OLD_PIPELINE_NAME = "drone_ops"
@@ -36,7 +38,6 @@ PIPELINE_HASH_LENGTH = 8
 SYNC_FOLDER = ".drone_sync"
 """The sync's own files for a warehouse (walk spill, dbt state), beside `.dlt_pipelines`, not in
 it: dlt's tooling takes every folder of a pipelines folder for a pipeline."""
-DEFAULT_DATASET = "drone_ops"
 # Not `drone_ops.duckdb`: DuckDB names the catalog after the file, and DuckDB 2.0 rejects
 # `drone_ops.projects` as ambiguous when catalog and schema (our dataset) share a name.
 DEFAULT_DATABASE = "drone_ops_warehouse.duckdb"
@@ -48,8 +49,6 @@ and holds one row group in memory instead of two (docs/performance.md)."""
 DUCKDB_STATE_KEY = "duckdb_database"
 """dlt's local-state key for a pipeline's DuckDB file (`Pipeline._bind_local_files`)."""
 LOADER_FILE_FORMATS = {"duckdb": "parquet", "postgres": "insert_values"}
-# destinations the dbt project is built and tested on (models/profiles.yml has their outputs)
-MODEL_DESTINATIONS = ("duckdb", "postgres")
 
 
 @dataclass

@@ -1,0 +1,204 @@
+"""`drone-sync`'s command line: every sub-command, flag and help text, and nothing else.
+
+Kept apart from the commands (`cli.py`) and importing no more than argparse and the defaults,
+so that `drone-sync --help`, `drone-sync run --help` and a usage error are answered without
+loading dlt, DuckDB, pyarrow, rich, dbt or the simulator (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, NoReturn
+
+from .defaults import (
+    DEFAULT_DATASET,
+    DEFAULT_HEARTBEAT_SECONDS,
+    DEFAULT_MAX_AGE,
+    SNAPSHOT_CONFIG_KEY,
+)
+from .exit_codes import EXIT_CONFIG
+
+__all__ = ["SIM_HELP", "build_parser"]
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line (the scheduler's log gets the cause, not the usage text)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_CONFIG, f"{self.prog}: configuration error: {message} (see --help)\n")
+
+
+def _output_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=None,
+        help="text (default) or json: one JSON object per event and a final summary object",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log requests and retries")
+
+
+def _target_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--destination",
+        default="duckdb",
+        help="dlt destination name (default duckdb); credentials come from dlt config",
+    )
+    parser.add_argument(
+        "--database",
+        type=Path,
+        default=None,
+        help="DuckDB file (default: DESTINATION__DUCKDB__CREDENTIALS or"
+        " ./drone_ops_warehouse.duckdb)",
+    )
+    parser.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset/schema name")
+
+
+def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--snapshot",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="where to publish the read-only BI snapshot after success (default:"
+        f" {SNAPSHOT_CONFIG_KEY} or <warehouse stem>_bi.duckdb beside the warehouse)",
+    )
+    where.add_argument(
+        "--no-snapshot", action="store_true", help="publish no BI snapshot (see docs/bi.md)"
+    )
+    parser.add_argument(
+        "--snapshot-raw",
+        action="store_true",
+        help="put the raw tables of the dataset into the BI snapshot too, beside the marts",
+    )
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
+
+
+def _observe_arguments(run: argparse.ArgumentParser) -> None:
+    run.add_argument(
+        "--metrics-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="write a Prometheus textfile (*.prom) after the run (default: runtime.metrics_file;"
+        " docs/operations.md)",
+    )
+    run.add_argument(
+        "--heartbeat",
+        type=_positive_seconds,
+        default=DEFAULT_HEARTBEAT_SECONDS,
+        metavar="SECONDS",
+        help="with --log-format json, a heartbeat event this often while the run goes on"
+        f" (default {DEFAULT_HEARTBEAT_SECONDS:g})",
+    )
+
+
+def _status_parser(commands: Any) -> None:
+    status = commands.add_parser(
+        "status",
+        help="is the warehouse fresh? exit 0 fresh, 1 stale, 2 configuration error, 75 busy",
+    )
+    _target_arguments(status)
+    _output_arguments(status)
+    status.add_argument(
+        "--max-age",
+        default=DEFAULT_MAX_AGE,
+        help=f"oldest acceptable last successful sync per table: 90s, 45m, 2h, 1d (default"
+        f" {DEFAULT_MAX_AGE})",
+    )
+    status.add_argument(
+        "--resources",
+        default=None,
+        help="comma-separated tables to check (default: every table; `drone-sync check`"
+        " lists them)",
+    )
+
+
+def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
+    """The whole command line; `with_sim=False` lists `sim` without importing the simulator
+    (`main` does so unless `sim` is on the command line)."""
+    parser = _OneLineParser(
+        prog="drone-sync",
+        description="Sync a Drone Operations workspace into DuckDB and model it with dbt."
+        " Exit codes: 0 ok, 1 a table or the model build failed, 2 configuration error,"
+        " 75 warehouse busy, 130/143 interrupted.",
+    )
+    _output_arguments(parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+
+    run = commands.add_parser("run", help="sync the workspace into the warehouse")
+    _target_arguments(run)
+    _output_arguments(run)
+    run.add_argument(
+        "--resources",
+        default=None,
+        help="comma-separated tables to sync (default: every table; `drone-sync check` lists them)",
+    )
+    run.add_argument(
+        "--full-refresh",
+        action="store_true",
+        help="re-read every delivery log page instead of stopping at what is loaded, and walk"
+        " every project's jobs even when job_refresh_slices is set",
+    )
+    run.add_argument(
+        "--allow-mass-delete",
+        action="store_true",
+        help="retire rows even when a table would lose more than max_retire_share",
+    )
+    run.add_argument(
+        "--no-models", action="store_true", help="skip building the dbt models after the load"
+    )
+    run.add_argument(
+        "--force-models",
+        action="store_true",
+        help="build the dbt models even when nothing changed since their last build (by"
+        " default a run that changed nothing keeps the current marts; docs/models.md)",
+    )
+    _snapshot_arguments(run)
+    _observe_arguments(run)
+
+    check = commands.add_parser("check", help="validate config and key, list what is reachable")
+    _output_arguments(check)
+
+    models = commands.add_parser("models", help="build and test the dbt models")
+    _target_arguments(models)
+    _output_arguments(models)
+    models.add_argument("--no-test", action="store_true", help="build without running dbt tests")
+    _snapshot_arguments(models)
+
+    _status_parser(commands)
+
+    demo = commands.add_parser("demo", help="sync a simulated workspace end to end")
+    demo.add_argument("--dir", type=Path, default=Path("demo"), help="where the demo writes")
+    demo.add_argument("--seed", type=int, default=42)
+
+    if with_sim:
+        _sim_commands(commands)
+    else:
+        commands.add_parser("sim", help=SIM_HELP, add_help=False)
+    return parser
+
+
+SIM_HELP = "run the local Drone Operations API simulator"
+
+
+def _sim_commands(commands: Any) -> None:
+    """The simulator's own sub-commands; its modules (uvicorn, Starlette, the generator) are
+    imported only when `sim` is asked for, the listing in `--help` costs nothing."""
+    try:
+        from simulator.cli import add_sim_commands
+    except ImportError:  # the simulator ships with the project; tolerate a slim install
+        commands.add_parser("sim", help=SIM_HELP)
+    else:
+        add_sim_commands(commands)

@@ -1,0 +1,18 @@
+"""The defaults the CLI shows in its help, kept in a module that imports nothing.
+
+`drone-sync run --help` (and a scheduler's dry check of its flags) should not pay for dlt,
+DuckDB, pyarrow or rich; the modules that use these values import them from here, so each
+value is still defined once.
+"""
+
+from __future__ import annotations
+
+DEFAULT_DATASET = "drone_ops"
+DEFAULT_HEARTBEAT_SECONDS = 30.0
+"""How often `--log-format json` says a run is alive (`heartbeat` events)."""
+DEFAULT_MAX_AGE = "45m"
+"""Three missed runs of the README's every-15-minutes schedule."""
+SNAPSHOT_CONFIG_KEY = "destination.duckdb.bi_snapshot"
+"""Where the snapshot goes (a path), or false to publish none; default beside the warehouse."""
+MODEL_DESTINATIONS = ("duckdb", "postgres")
+"""Destinations the dbt project is built and tested on (models/profiles.yml has their outputs)."""

@@ -1,0 +1,32 @@
+"""`--busy N`: the hogs spin while the block runs, are stopped by their handles, and end on
+their own when their time bound passes (so none outlives a benchmark that vanished)."""
+
+from __future__ import annotations
+
+import time
+
+from bench.busy import cpu_hogs
+
+
+def test_hogs_spin_during_the_block_and_are_stopped_after() -> None:
+    with cpu_hogs(1) as hogs:
+        time.sleep(0.8)
+        assert [p.poll() for p in hogs.processes] == [None]
+    assert all(p.returncode is not None for p in hogs.processes)
+    info = hogs.info()
+    assert info["hogs"] == 1
+    assert len(info["cpu_seconds"]) == 1 and info["cpu_seconds"][0] > 0.0
+
+
+def test_a_hog_ends_on_its_own_after_its_bound() -> None:
+    with cpu_hogs(1, max_seconds=0.3) as hogs:
+        deadline = time.monotonic() + 20.0
+        while hogs.processes[0].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert hogs.processes[0].poll() == 0
+
+
+def test_no_hogs_is_nothing() -> None:
+    with cpu_hogs(0) as hogs:
+        assert hogs.processes == []
+    assert hogs.info() == {"hogs": 0, "seconds": hogs.info()["seconds"], "cpu_seconds": []}

@@ -1,0 +1,67 @@
+"""What `drone-sync run --help` imports: argparse and our CLI module, nothing heavy.
+
+A scheduler's or a user's `--help` (and a usage error) should not pay for dlt, DuckDB,
+pyarrow, httpx, rich, dbt or the simulator's server: measured, that was 120 MB and over a
+second before anything was printed (docs/performance.md). Checked in a fresh interpreter,
+because this test session has imported all of them already. An import test, not a timing one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MARKER = "--- modules ---"
+SCRIPT = f"""
+import json, sys
+from pipelines import cli
+try:
+    cli.main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+print({MARKER!r})
+print(json.dumps({{"code": code, "modules": sorted(sys.modules)}}))
+"""
+HEAVY = ("dlt", "duckdb", "pyarrow", "httpx", "rich", "dbt", "uvicorn", "starlette", "simulator")
+
+
+def _modules_after(*argv: str) -> tuple[object, list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    tail = done.stdout.split(MARKER, 1)[1]
+    result = json.loads(tail)
+    return result["code"], result["modules"]
+
+
+def _heavy(modules: list[str]) -> list[str]:
+    return sorted({m.split(".")[0] for m in modules} & set(HEAVY))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("run", "--help"), ("--help",), ("status", "--help"), ("run", "--no-such-flag")],
+    ids=["run-help", "help", "status-help", "usage-error"],
+)
+def test_help_and_usage_errors_import_nothing_heavy(argv: tuple[str, ...]) -> None:
+    code, modules = _modules_after(*argv)
+    assert code in (0, 2)
+    assert _heavy(modules) == []
+    assert not [m for m in modules if m.startswith("sources.")]
+
+
+def test_sim_help_still_reaches_the_simulator() -> None:
+    """`sim` is listed without importing the simulator, and asking for it loads it."""
+    code, modules = _modules_after("sim", "serve", "--help")
+    assert code == 0
+    assert "simulator.cli" in modules
