@@ -161,10 +161,6 @@ class WorkspaceWalk:
                     self.tables[table].interrupt()
             done.set()
 
-    @property
-    def cancelled(self) -> bool:
-        return self.context.cancel.is_set()
-
     def lookup_records(self, table: str, paths: Sequence[str]) -> list[dict[str, Any] | None]:
         """Each single-record path asked once, in parallel: the record, or None for a 404.
         What the comparison uses to confirm a deletion before it is believed."""
