@@ -4,6 +4,9 @@ stops it cleanly, and kill -9 during a burst loses no acknowledged event."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,7 +16,7 @@ import pytest
 
 from pipelines.listen.spool import read_spool
 
-from .listen_process import event, post, running_listener
+from .listen_process import SECRET_ENV, event, post, running_listener
 
 SECRET = "listen-test-secret-8c1f"
 
@@ -141,3 +144,31 @@ def test_kill_9_during_a_burst_loses_no_acknowledged_event(
         assert health["events_in_spool"] == len(spooled)
         again = post(client, listener.url, event(acked[0]), SECRET)
         assert again.json()["status"] == "duplicate"
+
+
+def test_configuration_error_and_busy_spool_exit_codes(tmp_path: Path) -> None:
+    base = [sys.executable, "-m", "pipelines.cli", "listen", "--port", "0"]
+    spool = ["--spool", str(tmp_path / "spool")]
+    env = {k: v for k, v in os.environ.items() if k != SECRET_ENV}
+    empty = subprocess.run(
+        base + spool,
+        env={**env, SECRET_ENV: "  "},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert empty.returncode == 2
+    assert "webhook_secret: is empty" in empty.stderr + empty.stdout
+    with running_listener(tmp_path, SECRET):
+        busy = subprocess.run(
+            base + spool,
+            env={**env, SECRET_ENV: SECRET},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+    assert busy.returncode == 75
+    assert "held by another receiver" in busy.stderr + busy.stdout
+    assert SECRET not in busy.stderr + busy.stdout
