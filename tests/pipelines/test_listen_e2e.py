@@ -146,29 +146,26 @@ def test_kill_9_during_a_burst_loses_no_acknowledged_event(
         assert again.json()["status"] == "duplicate"
 
 
-def test_configuration_error_and_busy_spool_exit_codes(tmp_path: Path) -> None:
-    base = [sys.executable, "-m", "pipelines.cli", "listen", "--port", "0"]
-    spool = ["--spool", str(tmp_path / "spool")]
+def _listen_once(tmp_path: Path, secret: str) -> subprocess.CompletedProcess[str]:
+    """`listen` on the test's spool, expected to stop at once; its output as one text."""
     env = {k: v for k, v in os.environ.items() if k != SECRET_ENV}
-    empty = subprocess.run(
-        base + spool,
-        env={**env, SECRET_ENV: "  "},
+    spool = str(tmp_path / "spool")
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "listen", "--port", "0", "--spool", spool],
+        env={**env, SECRET_ENV: secret},
         capture_output=True,
         text=True,
         timeout=60,
         cwd=tmp_path,
     )
+
+
+def test_configuration_error_and_busy_spool_exit_codes(tmp_path: Path) -> None:
+    empty = _listen_once(tmp_path, "  ")
     assert empty.returncode == 2
     assert "webhook_secret: is empty" in empty.stderr + empty.stdout
     with running_listener(tmp_path, SECRET):
-        busy = subprocess.run(
-            base + spool,
-            env={**env, SECRET_ENV: SECRET},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=tmp_path,
-        )
+        busy = _listen_once(tmp_path, SECRET)
     assert busy.returncode == 75
     assert "held by another receiver" in busy.stderr + busy.stdout
     assert SECRET not in busy.stderr + busy.stdout
