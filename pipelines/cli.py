@@ -1,4 +1,4 @@
-"""`drone-sync`: run, check, models, status, demo and the simulator, from one command.
+"""`drone-sync`: run, check, models, status, demo, listen and the simulator, from one command.
 
 Exit codes (`exit_codes.py`) let a scheduler tell what to do next without reading the output:
 0 success, 1 a table failed or was refused (or dbt failed), 2 configuration error, 75
@@ -83,6 +83,10 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
             from .demo import run_demo
 
             return run_demo(args.dir, seed=args.seed, console=output.console)
+        if args.command == "listen":
+            from .listen.serve import listen_command
+
+            return listen_command(args, output, stop)
         if args.command == "sim":
             return int(args.sim_func(args) or 0)
     except ConfigError as exc:

@@ -14,6 +14,8 @@ from typing import Any, NoReturn
 from .defaults import (
     DEFAULT_DATASET,
     DEFAULT_HEARTBEAT_SECONDS,
+    DEFAULT_LISTEN_HOST,
+    DEFAULT_LISTEN_PORT,
     DEFAULT_MAX_AGE,
     SNAPSHOT_CONFIG_KEY,
 )
@@ -125,6 +127,34 @@ def _status_parser(commands: Any) -> None:
     )
 
 
+def _listen_parser(commands: Any) -> None:
+    listen = commands.add_parser(
+        "listen",
+        help="receive the API's webhook deliveries into a spool file (docs/events.md)",
+    )
+    listen.add_argument(
+        "--host",
+        default=DEFAULT_LISTEN_HOST,
+        help=f"address to listen on (default {DEFAULT_LISTEN_HOST})",
+    )
+    listen.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_LISTEN_PORT,
+        help=f"port to listen on; 0 picks a free one (default {DEFAULT_LISTEN_PORT})",
+    )
+    listen.add_argument(
+        "--spool",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder of the spool file events.jsonl (default: .drone_sync/<warehouse file>/"
+        "events/ beside the warehouse)",
+    )
+    _target_arguments(listen)
+    _output_arguments(listen)
+
+
 def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
     """The whole command line; `with_sim=False` lists `sim` without importing the simulator
     (`main` does so unless `sim` is on the command line)."""
@@ -182,6 +212,8 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="sync a simulated workspace end to end")
     demo.add_argument("--dir", type=Path, default=Path("demo"), help="where the demo writes")
     demo.add_argument("--seed", type=int, default=42)
+
+    _listen_parser(commands)
 
     if with_sim:
         _sim_commands(commands)

@@ -16,3 +16,6 @@ SNAPSHOT_CONFIG_KEY = "destination.duckdb.bi_snapshot"
 """Where the snapshot goes (a path), or false to publish none; default beside the warehouse."""
 MODEL_DESTINATIONS = ("duckdb", "postgres")
 """Destinations the dbt project is built and tested on (models/profiles.yml has their outputs)."""
+DEFAULT_LISTEN_HOST = "127.0.0.1"
+"""`drone-sync listen` answers on loopback unless told otherwise (a proxy in front, or --host)."""
+DEFAULT_LISTEN_PORT = 8787

@@ -1,0 +1,127 @@
+"""`drone-sync listen`: reads the secret, opens the spool, binds, and serves until a signal.
+
+The one owner of the receiver's lifecycle: it opens the spool and closes it after uvicorn's
+graceful shutdown (SIGINT/SIGTERM: stop accepting, finish the requests in flight), so every
+acknowledged event is on disk when the process exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import dlt
+import uvicorn
+
+from sources.drone_ops import ConfigError, register_secret, setting_name
+
+from ..exit_codes import EXIT_BUSY, EXIT_OK
+from .app import EVENTS_PATH, UNSIGNED_WARNING, Receiver, build_app
+from .spool import Spool, SpoolBusy
+
+if TYPE_CHECKING:
+    from ..console.output import Output
+    from ..run.signals import SignalStop
+
+SECRET_SETTING = "webhook_secret"
+SPOOL_FOLDER = "events"
+"""The default spool's folder inside the warehouse's sync folder (`.drone_sync/<file>/`)."""
+
+log = logging.getLogger(__name__)
+
+
+def read_webhook_secrets() -> tuple[str, ...]:
+    """The shared secret from dlt's providers (`sources.drone_ops.webhook_secret`, or
+    `SOURCES__DRONE_OPS__WEBHOOK_SECRET`), registered for redaction; none means unsigned mode.
+    A list of strings is accepted too, for a rotation where both secrets are valid."""
+    name = setting_name(SECRET_SETTING)
+    raw: Any = dlt.secrets.get(name)
+    if raw is None:
+        return ()
+    values = raw if isinstance(raw, list | tuple) else [raw]
+    secrets = []
+    for value in values:
+        if not isinstance(value, str):
+            raise ConfigError(name, "must be a string or a list of strings (value not shown)")
+        register_secret(value)
+        secret = value.strip()
+        if not secret:
+            raise ConfigError(name, "is empty; set the shared secret or remove the setting")
+        register_secret(secret)
+        secrets.append(secret)
+    return tuple(secrets)
+
+
+def default_spool(args: argparse.Namespace) -> Path:
+    """Beside the warehouse, in its sync folder: `.drone_sync/<warehouse file>/events/`."""
+    from ..run.target import Target
+
+    target = Target(destination=args.destination, database=args.database, dataset=args.dataset)
+    return target.sync_dir() / SPOOL_FOLDER
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before serving so `--port 0` can report the port taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError("--host/--port", f"cannot listen on {host}:{port}: {exc}") from None
+    sock.listen(1024)
+    return sock
+
+
+def listen_command(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
+    """Serves until SIGINT/SIGTERM; prints `url=<base url>` on stdout once listening."""
+    logging.getLogger(__package__ or "pipelines.listen").setLevel(logging.INFO)
+    secrets = read_webhook_secrets()
+    spool_dir: Path = args.spool if args.spool is not None else default_spool(args)
+    try:
+        spool = Spool(spool_dir)
+    except SpoolBusy as exc:
+        return output.fail("spool busy", str(exc), EXIT_BUSY)
+    try:
+        sock = bind(args.host, args.port)
+        with sock:
+            _serve(Receiver(spool=spool, secrets=secrets), sock, stop)
+    finally:
+        spool.close()
+    log.info("receiver stopped; spool %s closed", spool.path)
+    return stop.exit_code if stop.received is not None else EXIT_OK
+
+
+def _serve(receiver: Receiver, sock: socket.socket, stop: SignalStop) -> None:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}"
+    spool = receiver.spool
+    log.info(
+        "listening on %s%s; spool %s holds %d events (%d unreadable lines skipped, %d bytes"
+        " of a torn last line cut); signatures %s",
+        url,
+        EVENTS_PATH,
+        spool.path,
+        len(spool),
+        spool.skipped,
+        spool.cut_bytes,
+        "checked" if receiver.signed else "NOT CHECKED",
+    )
+    if not receiver.signed:
+        log.warning(UNSIGNED_WARNING)
+    print(f"url={url}", flush=True)
+    config = uvicorn.Config(
+        build_app(receiver),
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        log_level="warning",
+        timeout_graceful_shutdown=10,
+    )
+    with stop.cooperating():
+        uvicorn.Server(config).run(sockets=[sock])
