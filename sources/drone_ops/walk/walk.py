@@ -25,6 +25,7 @@ from typing import Any
 
 from ..exceptions import DroneOpsError
 from ..http import DroneOpsClient
+from ..tables.breaches import Issue
 from ..tables.entities import ENTITIES, LISTS, PROJECTS, WEBHOOKS, WEBHOOKS_TABLE
 from .context import ProgressCallback, WalkContext, WalkStats
 from .lists import walk_list
@@ -57,7 +58,7 @@ class WorkspaceWalk:
             spill_root.mkdir(parents=True, exist_ok=True)
         self._tmp = tempfile.TemporaryDirectory(prefix=SPILL_PREFIX, dir=spill_root)
         spill = Path(self._tmp.name)
-        issues: list[Any] = []
+        issues: list[Issue] = []
         tables = {
             name: TableSnapshot(
                 entity, spill, run_id, issues, plan.known_versions.get(name, frozenset())
@@ -97,7 +98,7 @@ class WorkspaceWalk:
         return self.context.stats
 
     @property
-    def issues(self) -> list[Any]:
+    def issues(self) -> list[Issue]:
         return self.context.issues
 
     def __enter__(self) -> WorkspaceWalk:
