@@ -82,24 +82,18 @@ class SyncRun:
     def __post_init__(self) -> None:
         self.report = SyncReport(self.run_id, self.started_at)
 
-    def open(self, pipeline: dlt.Pipeline | None, known: KnownState | None = None) -> None:
-        """Reads what the warehouse holds (through `pipeline`, unless `known` is given) and
-        opens the walk; the walk starts with the first table that waits for it."""
+    def open(self, pipeline: dlt.Pipeline) -> None:
+        """Reads what the warehouse holds through `pipeline` and opens the walk; the walk
+        starts with the first table that waits for it."""
         with self._lock:
             if self.walk is not None:
                 return
-            if known is None:
-                known = (
-                    read_known_state(
-                        pipeline,
-                        delivery_overlap_seconds=self.config.delivery_overlap_seconds,
-                        full_refresh=self.options.full_refresh,
-                    )
-                    if pipeline is not None
-                    else KnownState()
-                )
-            self.known = known
-            self.walk = self._open_walk(known)
+            self.known = read_known_state(
+                pipeline,
+                delivery_overlap_seconds=self.config.delivery_overlap_seconds,
+                full_refresh=self.options.full_refresh,
+            )
+            self.walk = self._open_walk(self.known)
 
     def close(self) -> None:
         """Stops a walk still under way and removes its spill files."""
