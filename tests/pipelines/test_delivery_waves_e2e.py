@@ -22,15 +22,17 @@ from .warehouse_check import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 WAVE_ROWS = 500
-LOGS = 12_000
+LOGS = 24_000
 MARKS = "drone_ops._sync_delivery_marks"
 
 
 @pytest.fixture
 def long_logs() -> Iterator[SimulatorHandle]:
-    """Two webhooks with 240 log pages each at 10 ms a page: the list tables are loaded long
-    before the chains end, and each chain types a batch every 5,000 entries, so the
-    deliveries load in waves meanwhile."""
+    """Two webhooks with 480 log pages each at 10 ms a page: the list tables are loaded long
+    before the chains end, and each chain types a batch every 5,000 entries (four each before
+    the last), so the deliveries load in waves meanwhile even when a busy machine holds the
+    waves back during the lists (with 240 pages, a suite run on 2 shared cores once saw the
+    chains end after a single wave)."""
     with running_simulator(
         seed=7, scale="small", latency_ms=10, extra_args=("--logs-per-webhook", str(LOGS))
     ) as handle:
