@@ -76,7 +76,7 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
                 _target(args), _table_list(args.resources), args.max_age, _is_json(args)
             )
         if args.command == "check":
-            return _check(output)
+            return _check(args, output)
         if args.command == "models":
             return _models(args, output, stop)
         if args.command == "demo":
@@ -128,7 +128,31 @@ def _table_list(resources: str | None) -> list[str] | None:
 
 
 def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
-    from sources.drone_ops import RunOptions, checked_tables, read_source_config
+    """One workspace in this process; several, each in a process of its own (`run/fleet.py`)."""
+    from sources.drone_ops import selected_names
+
+    names = selected_names(_names(args.workspace))
+    if len(names) > 1:
+        return _run_fleet(args, names, output, stop, watch)
+    return _run_one(args, names[0], output, stop, watch)
+
+
+def _names(flag: str | None) -> list[str] | None:
+    """`--workspace a,b` as names; None for every configured workspace."""
+    from sources.drone_ops import ConfigError
+
+    if flag is None:
+        return None
+    names = [name.strip() for name in flag.split(",")]
+    if not all(names):
+        raise ConfigError("--workspace", f"{flag!r} has an empty workspace name")
+    return names
+
+
+def _run_one(
+    args: argparse.Namespace, name: str, output: Output, stop: SignalStop, watch: RunWatch
+) -> int:
+    from sources.drone_ops import RunOptions, checked_tables, read_workspace_config
 
     from .publishing import build_models_step, finish_success
     from .run.dlt_tooling import link_for_dlt_cli
@@ -136,17 +160,18 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunW
     from .run.sync import sync_locked
     from .run.target import check_target
 
-    target = _target(args)
+    target = _target(args).for_workspace(name)
+    models = target.models_target()
     # every setting and flag is read and checked once, before the lock file or anything else
     # is created, and handed down as checked values; the alert hook first, so that any later
     # configuration error is alerted
     watch.configure(target, args.metrics_file)
     output.warehouse = watch.warehouse
     tables = _table_list(args.resources)
-    config = read_source_config()
+    config = read_workspace_config(name)
     check_target(target)
     options = RunOptions(checked_tables(tables), args.allow_mass_delete, args.full_refresh)
-    snapshot = _snapshot_plan(target, args)
+    snapshot = _snapshot_plan(models, args)
     observers = watch.watch_run(target, config, output)
     notes: list[str] = []
     with warehouse_lock(target.lock_path(), notes):
@@ -169,27 +194,137 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunW
         if not outcome.ok:
             return output.finish(EXIT_FAILED, "failed", outcome)
         if args.no_models or target.destination not in MODEL_DESTINATIONS:
-            return finish_success(target, snapshot, output, outcome)
+            return finish_success(models, snapshot, output, outcome)
         return build_models_step(
-            target,
+            models,
             output,
             stop,
             run_tests=True,
-            data_version=outcome.data_version,
+            data_version=_fleet_data_version(models, outcome.data_version, name),
             reuse_current=not args.force_models,
             outcome=outcome,
             snapshot=snapshot,
         )
 
 
-def _check(output: Output) -> int:
-    from sources.drone_ops import check_access, read_source_config
+def _run_fleet(
+    args: argparse.Namespace,
+    names: Sequence[str],
+    output: Output,
+    stop: SignalStop,
+    watch: RunWatch,
+) -> int:
+    from .publishing import build_models_step, finish_success
+    from .run.fleet import fleet_exit_code, run_fleet
+    from .run.target import check_target
 
-    report = check_access(read_source_config())
-    output.access_report(report)
-    return output.finish(
-        EXIT_OK if report.ok else EXIT_FAILED, "success" if report.ok else "failed"
+    models = _target(args)
+    watch.configure(models, args.metrics_file)
+    output.warehouse = watch.warehouse
+    check_target(models)
+    _table_list(args.resources)
+    if args.parallel < 1:
+        from sources.drone_ops import ConfigError
+
+        raise ConfigError("--parallel", f"{args.parallel}; expected a whole number of 1 or more")
+    snapshot = _snapshot_plan(models, args)
+    with stop.cooperating() as stopping:
+        runs = run_fleet(
+            names,
+            _child_arguments(args),
+            parallel=args.parallel,
+            stop=stopping,
+            on_finished=output.workspace_finished,
+        )
+    output.workspaces_exit = fleet_exit_code(runs)
+    if stop.received is not None:
+        return output.finish(stop.exit_code, "interrupted")
+    if not any(run.ok for run in runs):
+        return output.finish(output.workspaces_exit, "failed")
+    if args.no_models or models.destination not in MODEL_DESTINATIONS:
+        return finish_success(models, snapshot, output)
+    return build_models_step(
+        models,
+        output,
+        stop,
+        run_tests=True,
+        data_version=_fleet_data_version(models, None, None),
+        reuse_current=not args.force_models,
+        snapshot=snapshot,
     )
+
+
+def _child_arguments(args: argparse.Namespace) -> list[str]:
+    """What each workspace's own `drone-sync run` is given: the fleet's flags, no models (built
+    once, after all of them) and no snapshot (published from those models)."""
+    child = ["--destination", args.destination, "--dataset", args.dataset]
+    if args.database is not None:
+        child += ["--database", str(args.database.resolve())]
+    if args.resources is not None:
+        child += ["--resources", args.resources]
+    if args.full_refresh:
+        child.append("--full-refresh")
+    if args.allow_mass_delete:
+        child.append("--allow-mass-delete")
+    if args.verbose:
+        child.append("--verbose")
+    return [*child, "--no-models", "--no-snapshot"]
+
+
+def _fleet_data_version(target: Target, known: str | None, known_for: str | None) -> str | None:
+    """What the whole warehouse holds, for the build record: the one workspace's data version
+    when only the default is configured (as before workspaces existed), else every configured
+    workspace's, joined (`known` is `known_for`'s, read by its run already)."""
+    from sources.drone_ops import configured_names
+
+    names = configured_names()
+    if list(names) == [known_for]:
+        return known
+    versions = []
+    for name in names:
+        version = known if name == known_for else _data_version(target.for_workspace(name))
+        if version is None:
+            return None
+        versions.append(f"{name}={version}")
+    return ";".join(versions)
+
+
+def _check(args: argparse.Namespace, output: Output) -> int:
+    """Checks each selected workspace's settings and key; one workspace's failure is reported
+    and the others are still checked."""
+    from sources.drone_ops import (
+        ConfigError,
+        DroneOpsError,
+        check_access,
+        read_workspace_config,
+        redact,
+        selected_names,
+    )
+
+    names = selected_names(_names(args.workspace))
+    if len(names) == 1:
+        report = check_access(read_workspace_config(names[0]))
+        output.access_report(report)
+        return output.finish(
+            EXIT_OK if report.ok else EXIT_FAILED, "success" if report.ok else "failed"
+        )
+    codes = []
+    for name in names:
+        try:
+            report = check_access(read_workspace_config(name))
+        except ConfigError as exc:
+            output.workspace_check(name, None, f"configuration error: {redact(str(exc))}")
+            codes.append(EXIT_CONFIG)
+            continue
+        except DroneOpsError as exc:
+            output.workspace_check(name, None, redact(str(exc)))
+            codes.append(EXIT_FAILED)
+            continue
+        output.workspace_check(name, report, None)
+        codes.append(EXIT_OK if report.ok else EXIT_FAILED)
+    failed = [code for code in codes if code]
+    code = EXIT_OK if not failed else (EXIT_CONFIG if set(failed) == {EXIT_CONFIG} else EXIT_FAILED)
+    return output.finish(code, "success" if code == EXIT_OK else "failed")
 
 
 def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
@@ -210,7 +345,7 @@ def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
             output,
             stop,
             run_tests=not args.no_test,
-            data_version=_data_version(target),
+            data_version=_fleet_data_version(target, None, None),
             snapshot=snapshot,
         )
 
@@ -223,7 +358,8 @@ def _data_version(target: Target) -> str | None:
 
     if target.destination == "duckdb" and not target.resolved_database().is_file():
         return None
-    return read_data_version(make_pipeline(target))
+    with target.file_access():
+        return read_data_version(make_pipeline(target))
 
 
 def _snapshot_plan(target: Target, args: argparse.Namespace) -> SnapshotPlan | None:

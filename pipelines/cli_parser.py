@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from .defaults import (
     DEFAULT_DATASET,
+    DEFAULT_FLEET_PARALLEL,
     DEFAULT_HEARTBEAT_SECONDS,
     DEFAULT_LISTEN_HOST,
     DEFAULT_LISTEN_PORT,
@@ -55,6 +56,16 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
         " ./drone_ops_warehouse.duckdb)",
     )
     parser.add_argument("--dataset", default=DEFAULT_DATASET, help="dataset/schema name")
+
+
+def _workspace_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workspace",
+        default=None,
+        metavar="NAME[,NAME...]",
+        help="the workspaces to use: `default` (the top-level settings) or names under"
+        " [sources.drone_ops.workspaces.<name>]; default: all configured (docs/fleet.md)",
+    )
 
 
 def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
@@ -167,9 +178,18 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
     _output_arguments(parser)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
 
-    run = commands.add_parser("run", help="sync the workspace into the warehouse")
+    run = commands.add_parser("run", help="sync the workspaces into the warehouse")
     _target_arguments(run)
+    _workspace_arguments(run)
     _output_arguments(run)
+    run.add_argument(
+        "--parallel",
+        type=int,
+        default=DEFAULT_FLEET_PARALLEL,
+        metavar="N",
+        help="with several workspaces, how many sync at once, each in its own process"
+        f" (default {DEFAULT_FLEET_PARALLEL})",
+    )
     run.add_argument(
         "--resources",
         default=None,
@@ -199,6 +219,7 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
     _observe_arguments(run)
 
     check = commands.add_parser("check", help="validate config and key, list what is reachable")
+    _workspace_arguments(check)
     _output_arguments(check)
 
     models = commands.add_parser("models", help="build and test the dbt models")

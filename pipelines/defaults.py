@@ -19,3 +19,5 @@ MODEL_DESTINATIONS = ("duckdb", "postgres")
 DEFAULT_LISTEN_HOST = "127.0.0.1"
 """`drone-sync listen` answers on loopback unless told otherwise (a proxy in front, or --host)."""
 DEFAULT_LISTEN_PORT = 8787
+DEFAULT_FLEET_PARALLEL = 4
+"""Workspaces synced at once by one `drone-sync run` (docs/fleet.md, the sizing table)."""

@@ -7,8 +7,9 @@ published, so a failed or interrupted run never publishes half-updated data.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from sources.drone_ops import ConfigError, redact
+from sources.drone_ops import ConfigError, configured_names, redact, workspace_dataset
 
 from .console.output import Output
 from .exit_codes import EXIT_FAILED, EXIT_OK
@@ -22,6 +23,7 @@ from .publish.build_record import (
 )
 from .publish.dbt_build import ModelsResult, dbt_target
 from .publish.snapshot import SnapshotError, SnapshotPlan, publish_snapshot, snapshot_plan
+from .run.access import ACCESS_WAIT_SECONDS, waiting_turn
 from .run.lock import WarehouseBusy, busy_message, ensure_duckdb_free
 from .run.signals import SignalStop
 from .run.sync import SyncOutcome
@@ -40,7 +42,46 @@ def build_models_step(
     snapshot: SnapshotPlan | None = None,
 ) -> int:
     """Builds (and tests) the models, or, with `reuse_current`, keeps marts that are current;
-    then publishes the snapshot and ends the command with its exit code."""
+    then publishes the snapshot and ends the command with its exit code. The models are the
+    whole fleet's: every configured workspace's raw tables, unioned (`fleet_vars`); on DuckDB
+    all of it under the file's access lock, so no workspace loads meanwhile."""
+    # one build at a time per warehouse, whoever starts it (a workspace's run, a fleet run,
+    # `drone-sync models`, Dagster): they share dbt's target folder and the build record
+    turn = waiting_turn(target.models_lock_path(), ACCESS_WAIT_SECONDS, "the model build")
+    with turn, target.file_access():
+        return _build_models_step(
+            target,
+            output,
+            stop,
+            run_tests=run_tests,
+            data_version=data_version,
+            reuse_current=reuse_current,
+            outcome=outcome,
+            snapshot=snapshot,
+        )
+
+
+def fleet_vars(target: Target) -> dict[str, Any]:
+    """The dbt var naming every configured workspace and the schema of its raw tables."""
+    return {
+        "workspaces": [
+            {"name": name, "schema": workspace_dataset(target.dataset, name)}
+            for name in configured_names()
+        ]
+    }
+
+
+def _build_models_step(
+    target: Target,
+    output: Output,
+    stop: SignalStop,
+    *,
+    run_tests: bool,
+    data_version: str | None,
+    reuse_current: bool,
+    outcome: SyncOutcome | None,
+    snapshot: SnapshotPlan | None,
+) -> int:
     from .publish.dbt_build import build_models
 
     folder = dbt_folder(target.sync_dir())
@@ -64,6 +105,7 @@ def build_models_step(
             run_tests=run_tests,
             target_path=folder / "target",
             scratch_root=target.spill_root(),
+            dbt_vars=fleet_vars(target),
         )
     if target.destination == "duckdb" and result.error:
         busy = busy_message(target.resolved_database().resolve(), Exception(result.error))

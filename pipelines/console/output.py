@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from ..publish.dbt_build import ModelsResult
     from ..publish.snapshot import SnapshotResult
+    from ..run.fleet import WorkspaceRun
 
 # Wide enough for the summary table and for error lines, so a log file gets them whole.
 PLAIN_WIDTH = 240
@@ -63,6 +64,33 @@ class Output:
         self.outcome: SyncOutcome | None = None
         self.summary: dict[str, Any] | None = None
         """The final summary's fields, once `finish` ran."""
+        self.workspaces: dict[str, dict[str, Any]] = {}
+        """A fleet run's workspaces by name (`workspace_finished`), for the final summary."""
+        self.workspaces_exit = 0
+        """A fleet run's exit code from its workspaces alone (`fleet.fleet_exit_code`): the
+        command fails with it even when the model build after them succeeded."""
+
+    def workspace_finished(self, run: WorkspaceRun) -> None:
+        """One workspace of a fleet run ended (`fleet.py`); shown as it happens."""
+        fields = {
+            "exit_code": run.exit_code,
+            "outcome": run.summary.get("outcome", "crashed"),
+            "run_id": run.summary.get("run_id"),
+            "pipeline_name": run.summary.get("pipeline_name"),
+            "rows_written": run.summary.get("rows_written", 0),
+            "requests": run.summary.get("requests", 0),
+            "seconds": round(run.seconds, 3),
+            "error": redact(run.error) if run.error else None,
+        }
+        self.workspaces[run.name] = fields
+        self._workspace(run.name, fields)
+
+    def _workspace(self, name: str, fields: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def workspace_check(self, name: str, report: AccessReport | None, error: str | None) -> None:
+        """`drone-sync check` of one workspace among several: its report, or why it failed."""
+        raise NotImplementedError
 
     def run_started(self, report: SyncReport, tables: Sequence[str]) -> None:
         """The run has its id (`sync.RunObserver`)."""
@@ -112,6 +140,10 @@ class Output:
         """Ends the command: records its summary (the root cause as `error` when it failed)
         and shows it where the format has one."""
         outcome = outcome if outcome is not None else self.outcome
+        if self.workspaces_exit and exit_code == 0:
+            exit_code, outcome_label = self.workspaces_exit, "failed"
+            failed = [name for name, run in self.workspaces.items() if run["exit_code"]]
+            error = f"workspaces failed: {', '.join(failed)} (each one's cause above)"
         if error is None and exit_code != 0:
             error = _failure_cause(outcome, models)
         tables = table_fields(outcome) if outcome is not None else {}
@@ -131,6 +163,8 @@ class Output:
             "models": _models_fields(models, None) if models is not None else None,
             "error": redact(error) if error else None,
         }
+        if self.workspaces:
+            self.summary["workspaces"] = self.workspaces
         self._finished(self.summary)
         return exit_code
 
@@ -166,6 +200,26 @@ class TextOutput(Output):
             self.console.print(f"[bold red]{failure.node}[/bold red]: {escape(failure.message)}")
         if result.error:
             self.console.print(f"[bold red]dbt error[/bold red]: {escape(redact(result.error))}")
+
+    def _workspace(self, name: str, fields: dict[str, Any]) -> None:
+        seconds = f"{fields['seconds']:.1f} s"
+        if fields["exit_code"] == 0:
+            self.console.print(
+                f"[green]{escape(name)}[/green]: {fields['outcome']} in {seconds},"
+                f" {fields['rows_written']:,} rows written, {fields['requests']:,} requests"
+            )
+        else:
+            self.console.print(
+                f"[red]{escape(name)}[/red]: {fields['outcome']} (exit {fields['exit_code']})"
+                f" after {seconds}: {escape(fields['error'] or '')}"
+            )
+
+    def workspace_check(self, name: str, report: AccessReport | None, error: str | None) -> None:
+        self.console.print(f"[bold]workspace {escape(name)}[/bold]")
+        if report is not None:
+            self.access_report(report)
+        else:
+            self.console.print(f"  [red]fail[/red] {escape(error or '')}")
 
     def access_report(self, report: AccessReport) -> None:
         self.console.print(
@@ -254,6 +308,23 @@ class JsonOutput(Output):
 
     def models_summary(self, result: ModelsResult, dataset: str) -> None:
         self._emit("models", **_models_fields(result, dataset))
+
+    def _workspace(self, name: str, fields: dict[str, Any]) -> None:
+        self._emit("workspace", workspace=name, **fields)
+
+    def workspace_check(self, name: str, report: AccessReport | None, error: str | None) -> None:
+        if report is None:
+            self._emit("check", workspace=name, ok=False, error=error)
+            return
+        self._emit(
+            "check",
+            workspace=name,
+            ok=report.ok,
+            base_url=report.base_url,
+            scope=report.scope,
+            reachable=report.reachable,
+            failures=report.failures,
+        )
 
     def access_report(self, report: AccessReport) -> None:
         self._emit(

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from dlt.common.versioned_state import json_decode_state, json_encode_state
 
+from sources.drone_ops import DEFAULT_WORKSPACE
+
 from .target import OLD_PIPELINE_NAME, PIPELINE_HASH_LENGTH, PIPELINE_PREFIX, Target
 
 log = logging.getLogger(__name__)
@@ -38,7 +40,10 @@ def carry_over(target: Target) -> list[str]:
     """Everything an older drone-sync left for this warehouse, carried over; called under the
     warehouse's lock before anything opens the pipeline (a pipeline opened first would create
     an empty working folder under the new name, and the old one would no longer be adopted).
-    Returns notes for the run's summary."""
+    Returns notes for the run's summary. Only the default workspace can have an older
+    layout: named workspaces came after it, and must never adopt the default's folders."""
+    if target.workspace != DEFAULT_WORKSPACE:
+        return []
     adopted = adopt_old_working_folder(target)
     return ([adopted] if adopted else []) + move_old_sync_folders(target)
 

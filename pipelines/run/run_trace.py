@@ -37,11 +37,14 @@ class RunLoads:
         """One `pipeline.run`; its trace is kept whether it succeeds or raises."""
         schema = None if isinstance(data, DltSource) else self._source_schema()
         try:
-            self.pipeline.run(
-                data,
-                schema=schema,  # type: ignore[arg-type]
-                loader_file_format=self.target.loader_file_format(),  # type: ignore[arg-type]
-            )
+            # the whole call: dlt opens the destination before extracting (state sync) and
+            # again to load, and a group's extract reads what its walk stage already spilled
+            with self.target.file_access():
+                self.pipeline.run(
+                    data,
+                    schema=schema,  # type: ignore[arg-type]
+                    loader_file_format=self.target.loader_file_format(),  # type: ignore[arg-type]
+                )
         finally:
             self._keep_trace()
 

@@ -149,7 +149,8 @@ def sync_locked(
         seams=seams if seams is not None else Seams(),
     )
     if target.destination == "duckdb":
-        ensure_duckdb_free(target.resolved_database())
+        with target.file_access():
+            ensure_duckdb_free(target.resolved_database())
     ensure_destination_reachable(target)
     if observer is not None:
         observer.run_started(run.report, run.options.tables)
@@ -179,7 +180,8 @@ def _locked_run(
     outcome = SyncOutcome(report=report)
     if target.destination == "duckdb":
         outcome.database = target.resolved_database()
-    pipeline = _repaired_pipeline(target, outcome)
+    with target.file_access():
+        pipeline = _repaired_pipeline(target, outcome)
     outcome.pipeline_name = pipeline.pipeline_name
     loads = RunLoads(target, pipeline)
     load_started = time.monotonic()
@@ -188,9 +190,10 @@ def _locked_run(
     # this run owns its walk: opened here, after the repairs, and stopped, its spill files
     # removed, when the block ends, however it ends
     with run:
-        run.open(pipeline)
-        assert run.known is not None and run.walk is not None
-        record_marks_first(loads, run)
+        with target.file_access():
+            run.open(pipeline)
+            assert run.known is not None and run.walk is not None
+            record_marks_first(loads, run)
         walk = run.walk
         source = drone_ops(run=run)
         # deliveries load in waves while the walk goes on; the list tables as soon as their
@@ -234,7 +237,8 @@ def _locked_run(
     # after every run, not only a clean one: a table failing run after run would otherwise
     # let the packages grow as before; the newest, this run's among them, are kept
     prune_loaded_packages(pipeline)
-    outcome.data_version = read_data_version(pipeline)
+    with target.file_access():
+        outcome.data_version = read_data_version(pipeline)
     return outcome
 
 
@@ -331,6 +335,7 @@ def _record_run(
             "seconds": round(result.seconds, 3),
             "error": redact(result.error) if result.error else None,
             "scope": result.scope,
+            "workspace": loads.target.workspace,
         }
         for result in report.tables.values()
     ]
@@ -342,13 +347,16 @@ def _record_run(
             columns={
                 "error": {"data_type": "text", "nullable": True},
                 "scope": {"data_type": "text", "nullable": True},
+                "workspace": {"data_type": "text", "nullable": True},
             },
         )
     ]
     # created on the first run even when empty, so dashboards and tests can always read it
     resources.append(
         dlt.resource(
-            [issue_table(issues)] if issues else [dlt.mark.materialize_table_schema()],
+            [issue_table({**issue, "workspace": loads.target.workspace} for issue in issues)]
+            if issues
+            else [dlt.mark.materialize_table_schema()],
             name=source_settings.ISSUES_TABLE,
             write_disposition="append",
             columns=issue_columns(),

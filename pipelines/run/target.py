@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +20,18 @@ from dlt.common.configuration.exceptions import (
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
 from sources.drone_ops import (
+    DEFAULT_WORKSPACE,
     ConfigError,
     DroneOpsError,
     missing_setting,
     redact,
     register_secret,
     require_dlt_settings,
+    workspace_dataset,
 )
 
 from ..defaults import DEFAULT_DATASET
+from .access import duckdb_access
 
 PIPELINE_PREFIX = "drone_ops"
 """Every pipeline name starts with this (the dlt source itself is named `drone_ops` too)."""
@@ -53,12 +57,29 @@ LOADER_FILE_FORMATS = {"duckdb": "parquet", "postgres": "insert_values"}
 
 @dataclass
 class Target:
-    """Where a run loads: destination, database file (DuckDB) and dataset."""
+    """Where a run loads: destination, database file (DuckDB) and dataset.
+
+    `dataset` is where this target's raw tables are; `models_dataset` the one the models are
+    named after (`<models_dataset>_stg`, `_marts`). They are the same for the default
+    workspace; a named workspace's raw tables are `<models_dataset>_<name>` (`for_workspace`)."""
 
     destination: str = "duckdb"
     database: Path | None = None
     dataset: str = DEFAULT_DATASET
     pipelines_dir: Path | None = None
+    workspace: str = DEFAULT_WORKSPACE
+    models_dataset: str | None = None
+
+    def for_workspace(self, name: str) -> Target:
+        """The same warehouse, for one workspace's raw tables and pipeline."""
+        base = self.models_dataset or self.dataset
+        return replace(
+            self, dataset=workspace_dataset(base, name), workspace=name, models_dataset=base
+        )
+
+    def models_target(self) -> Target:
+        """The target the models are built on: the fleet's base dataset."""
+        return self.for_workspace(DEFAULT_WORKSPACE)
 
     def resolved_database(self) -> Path:
         if self.database is not None:
@@ -115,10 +136,13 @@ class Target:
         return pipelines_dir.parent / SYNC_FOLDER / pipelines_dir.name
 
     def lock_path(self) -> Path:
-        """The run lock: beside the DuckDB file, or in the pipelines folder for a dataset on
-        a server."""
+        """The run lock: beside the DuckDB file (`<file>.lock` for the default workspace, as
+        before workspaces existed, `<file>.<dataset>.lock` for a named one), or in the
+        pipelines folder for a dataset on a server."""
         if self.destination == "duckdb":
             database = self.resolved_database().resolve()
+            if self.workspace != DEFAULT_WORKSPACE:
+                return database.with_name(f"{database.name}.{self.dataset}.lock")
             return database.with_name(database.name + ".lock")
         return self.resolved_pipelines_dir() / f"{OLD_PIPELINE_NAME}.lock"
 
@@ -129,9 +153,21 @@ class Target:
         as slow at small scale); dlt's own choice elsewhere."""
         return LOADER_FILE_FORMATS.get(self.destination)
 
+    def models_lock_path(self) -> Path:
+        """Taken by every model build of this warehouse (`publishing.build_models_step`)."""
+        return self.models_target().sync_dir() / "models.lock"
+
+    def file_access(self) -> AbstractContextManager[None]:
+        """The DuckDB file's access lock, held by every step that opens the file, so the
+        workspaces sharing it take turns (`access.py`); nothing for a server destination."""
+        return duckdb_access(self.resolved_database() if self.destination == "duckdb" else None)
+
     def spill_root(self) -> Path:
         """Where a run's walk spills: in the warehouse's sync folder, not in the system temp
-        dir, so a run can remove what an earlier killed run left."""
+        dir, so a run can remove what an earlier killed run left; one folder per workspace,
+        so one workspace's run never removes another's live spill."""
+        if self.workspace != DEFAULT_WORKSPACE:
+            return self.sync_dir() / f"spill-{self.workspace}"
         return self.sync_dir() / "spill"
 
 

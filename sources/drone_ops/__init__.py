@@ -53,9 +53,19 @@ from .tables.rows import issue_table
 from .tables.schema import ISSUES
 from .walk import ProgressCallback, WorkspaceWalk
 from .walk.spill import SPILL_PREFIX
+from .workspaces import (
+    DEFAULT_WORKSPACE,
+    Workspace,
+    configured_names,
+    read_workspace_config,
+    read_workspaces,
+    selected_names,
+    workspace_dataset,
+)
 
 __all__ = [
     "ALL_TABLES",
+    "DEFAULT_WORKSPACE",
     "ENTITIES",
     "ENTITY_TABLES",
     "ISSUES",
@@ -82,10 +92,12 @@ __all__ = [
     "SyncReport",
     "SyncRun",
     "TableResult",
+    "Workspace",
     "WorkspaceWalk",
     "check_access",
     "checked_api_key",
     "checked_tables",
+    "configured_names",
     "delivery_wave",
     "drone_ops",
     "is_loopback_host",
@@ -94,10 +106,14 @@ __all__ = [
     "new_run_id",
     "read_known_state",
     "read_source_config",
+    "read_workspace_config",
+    "read_workspaces",
     "redact",
     "register_secret",
     "require_dlt_settings",
+    "selected_names",
     "setting_name",
     "settings",
     "validate_base_url",
+    "workspace_dataset",
 ]

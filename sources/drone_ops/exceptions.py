@@ -32,6 +32,7 @@ class ConfigError(DroneOpsError):
 
     def __init__(self, setting: str, problem: str) -> None:
         self.setting = setting
+        self.problem = problem
         super().__init__(f"{setting}: {problem}")
 
 

@@ -38,10 +38,11 @@ from dlt.extract.resource import DltResource
 
 from . import settings
 from .compare import TableSync
-from .config import checked_tables, read_source_config
+from .config import checked_tables
 from .run import RunOptions, SyncRun
 from .tables.entities import ENTITIES, Entity
 from .tables.schema import dlt_columns
+from .workspaces import DEFAULT_WORKSPACE, read_workspace_config
 
 SCD2_DISPOSITION: TScd2StrategyDict = {
     "disposition": "merge",
@@ -66,19 +67,22 @@ def drone_ops(
     tables: Sequence[str] | None = None,
     allow_mass_delete: bool = False,
     full_refresh: bool = False,
+    workspace: str = DEFAULT_WORKSPACE,
     run: Any = None,
 ) -> list[DltResource]:
     """Projects, jobs, job types, team, webhooks, deliveries and users of one workspace.
 
     `tables` limits the run to some tables (all by default); `allow_mass_delete` lets a table
     retire more than `max_retire_share` of its rows; `full_refresh` walks every delivery page
-    and every project's jobs. `run` is a `SyncRun` made by `drone-sync` (typed `Any` for dlt,
-    which builds a config spec from the signature); without it the source reads its settings
-    from dlt's config and opens its own run when dlt first asks it for rows."""
+    and every project's jobs. `workspace` names whose settings are read (the top-level ones by
+    default, `sources.drone_ops.workspaces.<name>` for a named one: `workspaces.py`). `run` is
+    a `SyncRun` made by `drone-sync` (typed `Any` for dlt, which builds a config spec from the
+    signature); without it the source reads its settings from dlt's config and opens its own
+    run when dlt first asks it for rows."""
     require_dlt_settings()
     if run is None:
         options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
-        run = SyncRun(read_source_config(), options)
+        run = SyncRun(read_workspace_config(workspace), options)
     assert isinstance(run, SyncRun)
     sync = TableSync(run)
     return [table(sync) for table in TABLES if table.__name__ in run.options.tables]

@@ -87,7 +87,9 @@ class Contract:
 
 ISSUES = Contract(
     settings.ISSUES_TABLE,
-    columns("run_id:str table_name:str record_id:str field:str value:str problem:str"),
+    columns(
+        "run_id:str table_name:str record_id:str field:str value:str problem:str workspace:str"
+    ),
 )
 """`_sync_issues`: one row per value that broke the contract, per run."""
 

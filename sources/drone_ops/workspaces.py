@@ -1,0 +1,211 @@
+"""Workspaces: which API workspaces a warehouse holds, and each one's checked settings.
+
+One workspace needs nothing new: `sources.drone_ops.base_url` and `api_key` are the workspace
+called `default`, as they always were. A fleet adds a named table per workspace:
+
+    [sources.drone_ops.workspaces.acme]          # .dlt/config.toml
+    base_url = "https://acme.drone-ops.example.com"
+
+    [sources.drone_ops.workspaces.acme]          # .dlt/secrets.toml (or the environment:
+    api_key = "..."                              # SOURCES__DRONE_OPS__WORKSPACES__ACME__API_KEY)
+
+Why `base_url` and `api_key` are never inherited from the top level: a workspace that silently
+used another workspace's address or key would load one client's data under another's name. Every
+other setting (`max_workers`, `webhook_ids`, ...) may be set per workspace and otherwise takes
+the top-level value, so a fleet tunes once and overrides where one API differs.
+
+The names are the union of the tables found in every config provider (a workspace may be named
+only in secrets.toml, or only in the environment as JSON), because dlt's own lookup returns the
+first provider's table and would hide the others.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import dlt
+from dlt.common.configuration.accessors import config as dlt_config
+
+from . import settings
+from .config import ConfigLookup, SourceConfig, checked_config, env_name, setting_name
+from .exceptions import ConfigError
+
+DEFAULT_WORKSPACE = "default"
+"""The workspace of the top-level settings; its raw tables stay in the dataset itself."""
+WORKSPACES_SETTING = "workspaces"
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# a workspace's raw tables go to `<dataset>_<name>`; these names would land on a schema that
+# the models (`<dataset>_stg`, `<dataset>_marts`) or dlt (`<dataset>_staging`,
+# `<dataset>_<name>_staging`) already use
+RESERVED_NAMES = frozenset({DEFAULT_WORKSPACE, "stg", "marts", "staging", "all"})
+RESERVED_SUFFIX = "_staging"
+IDENTITY_SETTINGS = ("base_url", "api_key")
+"""Settings a named workspace must have itself (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One workspace of the fleet: its name and its checked settings."""
+
+    name: str
+    config: SourceConfig
+
+    @property
+    def is_default(self) -> bool:
+        return self.name == DEFAULT_WORKSPACE
+
+
+def workspace_dataset(dataset: str, name: str) -> str:
+    """Where a workspace's raw tables live: the dataset itself for `default` (so a warehouse
+    synced before workspaces existed is the default workspace, untouched), else
+    `<dataset>_<name>`."""
+    return dataset if name == DEFAULT_WORKSPACE else f"{dataset}_{name}"
+
+
+def workspace_setting(name: str, setting: str) -> str:
+    """A setting's name as the config files spell it for this workspace."""
+    if name == DEFAULT_WORKSPACE:
+        return setting_name(setting)
+    return setting_name(f"{WORKSPACES_SETTING}.{name}.{setting}")
+
+
+def workspace_env(name: str, setting: str) -> str:
+    """The environment variable dlt reads for this workspace's setting."""
+    if name == DEFAULT_WORKSPACE:
+        return env_name(setting)
+    return env_name(f"{WORKSPACES_SETTING}__{name}__{setting}")
+
+
+def configured_names() -> tuple[str, ...]:
+    """The workspaces the config names, `default` first when the top level has a base URL (or
+    when no named workspace exists, so today's config and its errors stay as they were)."""
+    named = _named_workspaces()
+    has_default = not named or _top_level_value("base_url") is not None
+    return ((DEFAULT_WORKSPACE,) if has_default else ()) + tuple(sorted(named))
+
+
+def selected_names(wanted: Sequence[str] | None) -> tuple[str, ...]:
+    """The configured workspaces `--workspace` selects: all of them for none or `all`."""
+    configured = configured_names()
+    if not wanted or list(wanted) == ["all"]:
+        return configured
+    unknown = [name for name in wanted if name not in configured]
+    if unknown:
+        raise ConfigError(
+            "--workspace",
+            f"{', '.join(map(repr, unknown))} is not configured; configured:"
+            f" {', '.join(configured)} (add [{setting_name(WORKSPACES_SETTING)}.<name>] to"
+            " .dlt/config.toml)",
+        )
+    return tuple(dict.fromkeys(wanted))
+
+
+def read_workspaces(
+    wanted: Sequence[str] | None = None, overrides: Mapping[str, Any] | None = None
+) -> tuple[Workspace, ...]:
+    """Each selected workspace with its checked settings; raises `ConfigError` naming the
+    first bad setting of the first bad workspace (all are checked before anything runs)."""
+    return tuple(
+        Workspace(name, read_workspace_config(name, overrides)) for name in selected_names(wanted)
+    )
+
+
+def read_workspace_config(
+    name: str = DEFAULT_WORKSPACE,
+    overrides: Mapping[str, Any] | None = None,
+    lookup: ConfigLookup | None = None,
+) -> SourceConfig:
+    """One workspace's settings, checked; errors name the workspace's own setting."""
+    check_name(name)
+    given = dict(overrides or {})
+    read = lookup or (lambda setting: _workspace_value(name, setting))
+
+    def raw(setting: str) -> Any:
+        return given[setting] if setting in given else read(setting)
+
+    values = {setting.name: raw(setting.name) for setting in fields(SourceConfig)}
+    for required in IDENTITY_SETTINGS:
+        if values[required] is None:
+            where = ".dlt/secrets.toml" if required == "api_key" else ".dlt/config.toml"
+            raise ConfigError(
+                workspace_setting(name, required),
+                f"is not set: add it to {where} or set {workspace_env(name, required)}",
+            )
+    try:
+        return checked_config(**values)
+    except ConfigError as exc:
+        if name == DEFAULT_WORKSPACE or not exc.setting.startswith(settings.CONFIG_SECTION):
+            raise
+        setting = exc.setting.rpartition(".")[2]
+        raise ConfigError(workspace_setting(name, setting), exc.problem) from None
+
+
+def check_name(name: str) -> None:
+    """A workspace name that can be part of a schema name and clashes with none."""
+    if name == DEFAULT_WORKSPACE:
+        return
+    where = setting_name(f"{WORKSPACES_SETTING}.{name}")
+    if not NAME_PATTERN.fullmatch(name):
+        raise ConfigError(
+            where,
+            "a workspace name must be lowercase letters, digits and _, start with a letter and"
+            " have at most 40 characters (it becomes part of a schema name)",
+        )
+    if name in RESERVED_NAMES or name.endswith(RESERVED_SUFFIX):
+        raise ConfigError(
+            where,
+            f"{name!r} is reserved (default, all, stg, marts, staging and names ending in"
+            f" {RESERVED_SUFFIX} name schemas the sync or the models use); choose another name",
+        )
+
+
+def _workspace_value(name: str, setting: str) -> Any:
+    """A named workspace's own value, else (except for its identity) the top-level one."""
+    if name == DEFAULT_WORKSPACE:
+        return _top_level_value(setting)
+    key = f"{settings.CONFIG_SECTION}.{WORKSPACES_SETTING}.{name}.{setting}"
+    own: Any = dlt.secrets.get(key) if setting == "api_key" else dlt.config.get(key)
+    if own is None:
+        nested = _named_workspaces().get(name, {})
+        own = nested.get(setting) if isinstance(nested, Mapping) else None
+    if own is not None or setting in IDENTITY_SETTINGS:
+        return own
+    return _top_level_value(setting)
+
+
+def _top_level_value(setting: str) -> Any:
+    key = setting_name(setting)
+    return dlt.secrets.get(key) if setting == "api_key" else dlt.config.get(key)
+
+
+def _named_workspaces() -> dict[str, Any]:
+    """Every provider's `workspaces` table merged by name (JSON text from the environment)."""
+    merged: dict[str, Any] = {}
+    section = tuple(settings.CONFIG_SECTION.split("."))
+    for provider in dlt_config.config_providers:
+        value, _ = provider.get_value(WORKSPACES_SETTING, Any, None, *section)
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ConfigError(
+                    setting_name(WORKSPACES_SETTING),
+                    f"{env_name(WORKSPACES_SETTING)} is not JSON; expected e.g."
+                    ' {"acme": {"base_url": "https://..."}}',
+                ) from None
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise ConfigError(
+                setting_name(WORKSPACES_SETTING),
+                "must be a table of workspaces by name: [sources.drone_ops.workspaces.<name>]",
+            )
+        for name, body in value.items():
+            merged.setdefault(str(name), {})
+            if isinstance(body, Mapping):
+                merged[str(name)] = {**body, **merged[str(name)]}
+    return merged
