@@ -25,9 +25,10 @@ from .publish.dbt_build import ModelsResult, dbt_target
 from .publish.snapshot import SnapshotError, SnapshotPlan, publish_snapshot, snapshot_plan
 from .run.access import ACCESS_WAIT_SECONDS, waiting_turn
 from .run.lock import WarehouseBusy, busy_message, ensure_duckdb_free
+from .run.reachable import ensure_destination_reachable
 from .run.signals import SignalStop
 from .run.sync import SyncOutcome
-from .run.target import Target, ensure_destination_reachable
+from .run.target import Target
 
 
 def build_models_step(

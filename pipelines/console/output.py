@@ -26,7 +26,14 @@ from sources.drone_ops import AccessReport, SyncReport, TableResult, redact
 from ..defaults import DEFAULT_HEARTBEAT_SECONDS
 from ..run.sync import SyncOutcome
 from .progress import ProgressCounter, heartbeat, live_progress
-from .summary import print_summary, result_fields, root_cause, table_fields
+from .summary import (
+    models_fields,
+    print_summary,
+    result_fields,
+    root_cause,
+    snapshot_fields,
+    table_fields,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -160,7 +167,7 @@ class Output:
             ),
             "issues": outcome.issues if outcome is not None else 0,
             "seconds": round(time.monotonic() - self.started, 3),
-            "models": _models_fields(models, None) if models is not None else None,
+            "models": models_fields(models, None) if models is not None else None,
             "error": redact(error) if error else None,
         }
         if self.workspaces:
@@ -307,7 +314,7 @@ class JsonOutput(Output):
             self._emit("note", message=note)
 
     def models_summary(self, result: ModelsResult, dataset: str) -> None:
-        self._emit("models", **_models_fields(result, dataset))
+        self._emit("models", **models_fields(result, dataset))
 
     def _workspace(self, name: str, fields: dict[str, Any]) -> None:
         self._emit("workspace", workspace=name, **fields)
@@ -336,7 +343,7 @@ class JsonOutput(Output):
         )
 
     def snapshot_summary(self, result: SnapshotResult) -> None:
-        self._emit("snapshot", **_snapshot_fields(result))
+        self._emit("snapshot", **snapshot_fields(result))
 
     def snapshot_failed(self, path: Path, message: str) -> None:
         self._emit(
@@ -365,35 +372,6 @@ def _failure_cause(outcome: SyncOutcome | None, models: ModelsResult | None) -> 
         failures = [f"{failure.node}: {failure.message}" for failure in models.failures]
         cause = models.error or (failures[0] if failures else "the dbt build failed")
     return cause
-
-
-def _models_fields(result: ModelsResult, dataset: str | None) -> dict[str, Any]:
-    return {
-        "ok": result.ok,
-        "models_built": result.models_built,
-        "tests_passed": result.tests_passed,
-        "tests_failed": result.tests_failed,
-        "seconds": round(result.seconds, 3),
-        "failures": [f"{failure.node}: {failure.message}" for failure in result.failures],
-        "error": redact(result.error) if result.error else None,
-        "rebuilt": result.reused_from is None,
-        "built_at": result.reused_from,
-        **({"marts_schema": f"{dataset}_marts"} if dataset else {}),
-    }
-
-
-def _snapshot_fields(result: SnapshotResult) -> dict[str, Any]:
-    return {
-        "ok": True,
-        "path": str(result.path),
-        "tables": list(result.tables),
-        "bytes": result.bytes,
-        "seconds": round(result.seconds, 3),
-        "run_id": result.run_id,
-        "include_raw": result.include_raw,
-        "refreshed": result.refreshed,
-        "error": None,
-    }
 
 
 def _size(size: int) -> str:

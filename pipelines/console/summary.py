@@ -3,7 +3,7 @@ events."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -14,6 +14,10 @@ from rich.text import Text
 from sources.drone_ops import ALL_TABLES, TableResult, redact
 
 from ..run.sync import SyncOutcome
+
+if TYPE_CHECKING:
+    from ..publish.dbt_build import ModelsResult
+    from ..publish.snapshot import SnapshotResult
 
 STATUS_STYLE = {
     "success": "green",
@@ -133,3 +137,32 @@ def _group_causes(errors: dict[str, str]) -> dict[str, list[str]]:
         cause = next((known for known in causes if error.endswith(known)), error)
         causes.setdefault(cause, []).append(name)
     return {cause: sorted(names, key=list(errors).index) for cause, names in causes.items()}
+
+
+def models_fields(result: ModelsResult, dataset: str | None) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "models_built": result.models_built,
+        "tests_passed": result.tests_passed,
+        "tests_failed": result.tests_failed,
+        "seconds": round(result.seconds, 3),
+        "failures": [f"{failure.node}: {failure.message}" for failure in result.failures],
+        "error": redact(result.error) if result.error else None,
+        "rebuilt": result.reused_from is None,
+        "built_at": result.reused_from,
+        **({"marts_schema": f"{dataset}_marts"} if dataset else {}),
+    }
+
+
+def snapshot_fields(result: SnapshotResult) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "path": str(result.path),
+        "tables": list(result.tables),
+        "bytes": result.bytes,
+        "seconds": round(result.seconds, 3),
+        "run_id": result.run_id,
+        "include_raw": result.include_raw,
+        "refreshed": result.refreshed,
+        "error": None,
+    }

@@ -42,13 +42,13 @@ from .errors import root_cause
 from .loaded_packages import prune_loaded_packages
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
 from .old_layout import carry_over
+from .reachable import ensure_destination_reachable
 from .recovery import finish_pending, open_pipeline, remove_leftovers
 from .run_trace import RunLoads
 from .target import (
     Target,
     apply_runtime_defaults,
     check_target,
-    ensure_destination_reachable,
 )
 from .warehouse import read_data_version, remove_replayed_rows
 
