@@ -70,11 +70,7 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
         if args.command == "run":
             return _run(args, output, stop, watch)
         if args.command == "status":
-            from .observe.status import status_command
-
-            return status_command(
-                _target(args), _table_list(args.resources), args.max_age, _is_json(args)
-            )
+            return _status(args)
         if args.command == "check":
             return _check(args, output)
         if args.command == "models":
@@ -135,6 +131,24 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunW
     if len(names) > 1:
         return _run_fleet(args, names, output, stop, watch)
     return _run_one(args, names[0], output, stop, watch)
+
+
+def _status(args: argparse.Namespace) -> int:
+    """Each selected workspace's staleness; stale (1) if any is, else the worst code."""
+    from sources.drone_ops import selected_names
+
+    from .observe.status import status_command
+
+    names = selected_names(_names(args.workspace))
+    codes = []
+    for name in names:
+        if len(names) > 1 and not _is_json(args):
+            sys.stdout.write(f"workspace {name}:\n")
+            sys.stdout.flush()
+        target = _target(args).for_workspace(name)
+        tables = _table_list(args.resources)
+        codes.append(status_command(target, tables, args.max_age, _is_json(args), name))
+    return max(codes)
 
 
 def _names(flag: str | None) -> list[str] | None:

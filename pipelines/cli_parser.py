@@ -123,6 +123,7 @@ def _status_parser(commands: Any) -> None:
         help="is the warehouse fresh? exit 0 fresh, 1 stale, 2 configuration error, 75 busy",
     )
     _target_arguments(status)
+    _workspace_arguments(status)
     _output_arguments(status)
     status.add_argument(
         "--max-age",

@@ -259,10 +259,14 @@ def stale_alert_text(report: StatusReport) -> str:
 
 
 def status_command(
-    target: Target, tables: Sequence[str] | None, max_age: str, as_json: bool
+    target: Target,
+    tables: Sequence[str] | None,
+    max_age: str,
+    as_json: bool,
+    workspace: str | None = None,
 ) -> int:
-    """`drone-sync status`: lines (or one JSON object) and the exit code; a stale warehouse
-    is also an alert when `runtime.slack_incoming_hook` is set."""
+    """`drone-sync status`: lines (or one JSON object, naming `workspace` when given) and the
+    exit code; a stale warehouse is also an alert when `runtime.slack_incoming_hook` is set."""
     try:
         hook = alert_hook()
         limit = parse_max_age(max_age)
@@ -276,7 +280,10 @@ def status_command(
         return _status_failed("error", str(exc), EXIT_STALE, as_json)
     code = EXIT_STALE if report.stale else EXIT_OK
     if as_json:
-        sys.stdout.write(redact(status_object(report, code)) + "\n")
+        record = json.loads(status_object(report, code))
+        if workspace is not None:
+            record["workspace"] = workspace
+        sys.stdout.write(redact(json.dumps(record)) + "\n")
     else:
         sys.stdout.write("".join(redact(line) + "\n" for line in status_lines(report)))
     sys.stdout.flush()

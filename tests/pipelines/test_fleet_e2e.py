@@ -1,0 +1,139 @@
+"""A fleet through the command line: three simulators with different seeds (whose predefined job
+types share ids) as the workspaces `default`, `acme` and `zen` of one DuckDB file.
+
+What is checked: every workspace's tables equal its own API after an initial and a churned
+run; the walks of different workspaces overlap in time; a workspace whose key is refused fails
+alone (its line names the cause, the others load, the models are built over them) and the next
+run heals it; the marts hold every workspace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testkit.simulator_process import SimulatorHandle, running_simulator
+
+from .cli_helpers import EXIT_FAILED, EXIT_OK, TRACEBACK, Result, cli_env, run_cli
+from .warehouse_check import api_snapshot, current_rows, mismatches, query
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+NAMES = ("default", "acme", "zen")
+SEEDS = (11, 12, 13)
+
+
+@pytest.fixture(scope="module")
+def simulators() -> Iterator[dict[str, SimulatorHandle]]:
+    with ExitStack() as stack:
+        yield {
+            name: stack.enter_context(running_simulator(seed=seed, scale="tiny", admin=True))
+            for name, seed in zip(NAMES, SEEDS, strict=True)
+        }
+
+
+def _env(tmp_path: Path, sims: dict[str, SimulatorHandle], zen_key: str) -> dict[str, str]:
+    named = {name: {"base_url": sims[name].base_url} for name in NAMES[1:]}
+    return cli_env(
+        tmp_path,
+        base_url=sims["default"].base_url,
+        api_key=sims["default"].read_key,
+        settings={
+            "WORKSPACES": json.dumps(named),
+            "WORKSPACES__ACME__API_KEY": sims["acme"].read_key,
+            "WORKSPACES__ZEN__API_KEY": zen_key,
+        },
+    )
+
+
+def _run(tmp_path: Path, env: dict[str, str]) -> tuple[Result, dict[str, Any]]:
+    database = tmp_path / "fleet.duckdb"
+    result = run_cli(
+        ["run", "--database", str(database), "--log-format", "json"], env, tmp_path, timeout=300
+    )
+    assert TRACEBACK not in result.text, result.describe()
+    events = [json.loads(line) for line in result.out.splitlines() if line.startswith("{")]
+    summary = next(event for event in events if event["event"] == "summary")
+    return result, summary
+
+
+def _assert_equal_to_api(database: Path, name: str, sim: SimulatorHandle) -> None:
+    dataset = "drone_ops" if name == "default" else f"drone_ops_{name}"
+    for table, records in api_snapshot(sim.base_url, sim.read_key).items():
+        problems = mismatches(records, current_rows(database, table, dataset))
+        assert not problems, f"{name}.{table}: {problems[:3]}"
+
+
+def test_a_fleet_syncs_each_workspace_apart_and_heals_a_failed_one(
+    tmp_path: Path, simulators: dict[str, SimulatorHandle]
+) -> None:
+    database = tmp_path / "fleet.duckdb"
+    env = _env(tmp_path, simulators, simulators["zen"].read_key)
+
+    result, summary = _run(tmp_path, env)
+    assert result.code == EXIT_OK, result.describe()
+    assert set(summary["workspaces"]) == set(NAMES)
+    for name, sim in simulators.items():
+        _assert_equal_to_api(database, name, sim)
+    shared = {row["id"] for row in query(database, "SELECT id FROM drone_ops.job_types")} & {
+        row["id"] for row in query(database, "SELECT id FROM drone_ops_acme.job_types")
+    }
+    assert shared, "the fixture's workspaces share no id: the test would prove nothing"
+
+    # the walks overlap: each workspace's run interval meets another's
+    runs = {
+        name: query(
+            database,
+            f"SELECT min(started_at) AS s, max(finished_at) AS f FROM"
+            f" {'drone_ops' if name == 'default' else f'drone_ops_{name}'}._sync_runs",
+        )[0]
+        for name in NAMES
+    }
+    assert any(
+        runs[a]["s"] < runs[b]["f"] and runs[b]["s"] < runs[a]["f"]
+        for a in NAMES
+        for b in NAMES
+        if a < b
+    ), runs
+
+    marts = query(
+        database,
+        "SELECT workspace, count(*) AS n FROM drone_ops_marts.dim_projects GROUP BY workspace",
+    )
+    assert {row["workspace"] for row in marts} == set(NAMES)
+
+    for sim in simulators.values():
+        sim.churn()
+    result, _ = _run(tmp_path, env)
+    assert result.code == EXIT_OK, result.describe()
+    for name, sim in simulators.items():
+        _assert_equal_to_api(database, name, sim)
+
+    # zen's key is refused: zen fails alone, with its cause; the others still load
+    simulators["acme"].churn()
+    refused = _env(tmp_path, simulators, "not-a-key")
+    result, summary = _run(tmp_path, refused)
+    assert result.code == EXIT_FAILED, result.describe()
+    assert summary["workspaces"]["zen"]["exit_code"] != EXIT_OK
+    assert "401" in (summary["workspaces"]["zen"]["error"] or ""), summary["workspaces"]["zen"]
+    assert "not-a-key" not in result.text
+    assert summary["workspaces"]["acme"]["exit_code"] == EXIT_OK
+    assert "zen" in summary["error"]
+    _assert_equal_to_api(database, "acme", simulators["acme"])
+    assert summary["models"] is not None and summary["models"]["ok"], summary["models"]
+
+    # the next run with the key fixed heals it
+    simulators["zen"].churn()
+    result, summary = _run(tmp_path, env)
+    assert result.code == EXIT_OK, result.describe()
+    _assert_equal_to_api(database, "zen", simulators["zen"])
+    statuses = query(
+        database,
+        "SELECT DISTINCT workspace, status FROM drone_ops_zen._sync_runs ORDER BY status",
+    )
+    assert {(row["workspace"], row["status"]) for row in statuses} >= {("zen", "success")}
