@@ -20,7 +20,14 @@ from typing import Any
 
 import duckdb
 
-from sources.drone_ops import ConfigError, DroneOpsError, checked_tables, redact, settings
+from sources.drone_ops import (
+    DEFAULT_WORKSPACE,
+    ConfigError,
+    DroneOpsError,
+    checked_tables,
+    redact,
+    settings,
+)
 
 from ..exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_OK, EXIT_STALE
 from ..run.lock import WarehouseBusy, duckdb_holder
@@ -74,10 +81,15 @@ def parse_max_age(text: str) -> float:
 
 
 def describe_warehouse(target: Target) -> str:
-    """The warehouse as a person names it: the DuckDB file, or the destination and dataset."""
+    """The warehouse as a person names it: the DuckDB file, or the destination and dataset;
+    and the workspace, when it is a named one (its alert must say which client failed)."""
     if target.destination == "duckdb":
-        return str(target.resolved_database().absolute())
-    return f"{target.destination} dataset {target.dataset}"
+        where = str(target.resolved_database().absolute())
+    else:
+        where = f"{target.destination} dataset {target.dataset}"
+    if target.workspace != DEFAULT_WORKSPACE:
+        where += f" (workspace {target.workspace})"
+    return where
 
 
 def read_status(
