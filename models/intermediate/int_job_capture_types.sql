@@ -7,6 +7,7 @@ parent as (
 
 unnested as (
     select
+        workspace,
         job_id,
         {{ json_array_elements_text('capture_types') }} as element
     from parent
@@ -14,6 +15,7 @@ unnested as (
 
 typed as (
     select
+        workspace,
         job_id,
         element as capture_type
     from unnested

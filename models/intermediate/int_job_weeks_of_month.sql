@@ -7,6 +7,7 @@ parent as (
 
 unnested as (
     select
+        workspace,
         job_id,
         {{ json_array_elements_text('weeks_of_month') }} as element
     from parent
@@ -14,6 +15,7 @@ unnested as (
 
 typed as (
     select
+        workspace,
         job_id,
         cast(element as {{ dbt.type_int() }}) as week_of_month
     from unnested

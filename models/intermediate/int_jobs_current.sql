@@ -12,6 +12,7 @@ versions as (
 
 current_jobs as (
     select
+        workspace,
         job_id,
         project_id,
         name,

@@ -12,6 +12,7 @@ versions as (
 
 current_projects as (
     select
+        workspace,
         project_id,
         name,
         description,

@@ -17,6 +17,7 @@ job_versions as (
 
 versions as (
     select
+        workspace,
         'project' as entity_type,
         project_id as entity_id,
         status,
@@ -28,6 +29,7 @@ versions as (
     union all
 
     select
+        workspace,
         'job' as entity_type,
         job_id as entity_id,
         status,
@@ -39,19 +41,20 @@ versions as (
 
 ordered as (
     select
+        workspace,
         entity_type,
         entity_id,
         status,
         valid_from,
         valid_to,
         lag(status) over (
-            partition by entity_type, entity_id order by valid_from
+            partition by workspace, entity_type, entity_id order by valid_from
         ) as previous_status,
         lag(valid_to) over (
-            partition by entity_type, entity_id order by valid_from
+            partition by workspace, entity_type, entity_id order by valid_from
         ) as previous_valid_to,
         row_number() over (
-            partition by entity_type, entity_id order by valid_from
+            partition by workspace, entity_type, entity_id order by valid_from
         ) as version_number
     from versions
 ),
@@ -72,7 +75,7 @@ islands as (
     select
         *,
         cast(sum(starts_interval) over (
-            partition by entity_type, entity_id
+            partition by workspace, entity_type, entity_id
             order by valid_from
             rows between unbounded preceding and current row
         ) as {{ dbt.type_bigint() }}) as interval_number
@@ -81,6 +84,7 @@ islands as (
 
 intervals as (
     select
+        workspace,
         entity_type,
         entity_id,
         interval_number,
@@ -89,11 +93,12 @@ intervals as (
         case when count(valid_to) = count(*) then max(valid_to) end as valid_to,
         count(*) as versions
     from islands
-    group by entity_type, entity_id, interval_number
+    group by workspace, entity_type, entity_id, interval_number
 ),
 
 current_entities as (
     select distinct
+        workspace,
         entity_type,
         entity_id
     from versions
@@ -102,6 +107,7 @@ current_entities as (
 
 final as (
     select
+        intervals.workspace,
         {{ dbt.concat([
             'intervals.entity_id',
             "'#'",
@@ -117,7 +123,7 @@ final as (
         intervals.valid_to is not null
         and current_entities.entity_id is null
         and intervals.interval_number = max(intervals.interval_number) over (
-            partition by intervals.entity_type, intervals.entity_id
+            partition by intervals.workspace, intervals.entity_type, intervals.entity_id
         ) as is_closed_by_retirement,
         intervals.versions,
         {{ seconds_between('intervals.valid_from',
@@ -125,7 +131,8 @@ final as (
     from intervals
     left join current_entities
         on
-            intervals.entity_type = current_entities.entity_type
+            intervals.workspace = current_entities.workspace
+            and intervals.entity_type = current_entities.entity_type
             and intervals.entity_id = current_entities.entity_id
 )
 

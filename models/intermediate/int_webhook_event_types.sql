@@ -7,6 +7,7 @@ parent as (
 
 unnested as (
     select
+        workspace,
         webhook_id,
         {{ json_array_elements_text('event_types') }} as element
     from parent
@@ -14,6 +15,7 @@ unnested as (
 
 typed as (
     select
+        workspace,
         webhook_id,
         element as event_type
     from unnested

@@ -14,6 +14,7 @@ intervals as (
 
 final as (
     select
+        workspace,
         status_interval_id as {{ entity_type }}_status_interval_id,
         entity_id as {{ entity_type }}_id,
         interval_number,

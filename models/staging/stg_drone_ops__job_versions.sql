@@ -1,11 +1,12 @@
 with
 
 source as (
-    select * from {{ source_in_view(source('drone_ops', 'jobs')) }}
+    {{ workspace_union('jobs') }}
 ),
 
 renamed as (
     select
+        workspace,
         id as job_id,
         _row_hash as row_hash,
         project_id,

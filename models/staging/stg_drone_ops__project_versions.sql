@@ -1,11 +1,12 @@
 with
 
 source as (
-    select * from {{ source_in_view(source('drone_ops', 'projects')) }}
+    {{ workspace_union('projects') }}
 ),
 
 renamed as (
     select
+        workspace,
         id as project_id,
         _row_hash as row_hash,
         name,

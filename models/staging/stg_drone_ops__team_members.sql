@@ -1,12 +1,17 @@
 with
 
 source as (
-    select * from {{ source_in_view(source('drone_ops', 'team_members')) }}
+    {{ workspace_union('team_members') }}
+),
+
+current_versions as (
+    select * from source
     where _dlt_valid_to is null
 ),
 
 renamed as (
     select
+        workspace,
         id as team_member_id,
         email,
         first_name,
@@ -19,7 +24,7 @@ renamed as (
         created as created_at,
         updated as updated_at,
         _dlt_valid_from as version_loaded_at
-    from source
+    from current_versions
 )
 
 select * from renamed

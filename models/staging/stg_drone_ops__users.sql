@@ -1,11 +1,12 @@
 with
 
 source as (
-    select * from {{ source_in_view(source('drone_ops', 'users')) }}
+    {{ workspace_union('users') }}
 ),
 
 renamed as (
     select
+        workspace,
         id as user_id,
         kind,
         email,

@@ -1,11 +1,12 @@
 with
 
 source as (
-    select * from {{ source_in_view(source('drone_ops', 'webhook_deliveries')) }}
+    {{ workspace_union('webhook_deliveries') }}
 ),
 
 renamed as (
     select
+        workspace,
         id as webhook_delivery_id,
         webhook_id,
         event_type,

@@ -1,12 +1,17 @@
 with
 
 source as (
-    select * from {{ source_in_view(source('drone_ops', 'webhooks')) }}
+    {{ workspace_union('webhooks') }}
+),
+
+current_versions as (
+    select * from source
     where _dlt_valid_to is null
 ),
 
 renamed as (
     select
+        workspace,
         id as webhook_id,
         name,
         url,
@@ -18,7 +23,7 @@ renamed as (
         last_triggered_at,
         created_by_id,
         _dlt_valid_from as version_loaded_at
-    from source
+    from current_versions
 )
 
 select * from renamed

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -424,6 +424,24 @@ TABLES: dict[str, Sequence[dict[str, Any]]] = {
 }
 
 
+def write_raw_tables(
+    con: duckdb.DuckDBPyConnection,
+    schema: str,
+    tables: Mapping[str, Sequence[dict[str, Any]]] = TABLES,
+    ddl: Mapping[str, str] = DDL,
+) -> None:
+    """Create and fill the raw tables in `schema`, an existing schema's quoted qualified name
+    ("catalog"."schema"); rows are inserted by column name, whatever the DDL's column order."""
+    for table, rows in tables.items():
+        con.execute(f'create table {schema}."{table}" ({ddl[table]})')
+        columns = list(rows[0])
+        placeholders = ", ".join("?" for _ in columns)
+        con.executemany(
+            f'insert into {schema}."{table}" ({", ".join(columns)}) values ({placeholders})',
+            [[row[c] for c in columns] for row in rows],
+        )
+
+
 def create_raw_warehouse(path: pathlib.Path, dataset: str = "drone_ops") -> pathlib.Path:
     """Write the raw tables into a new DuckDB file, plus dlt's staging schema to ignore."""
     con = duckdb.connect(str(path))
@@ -431,15 +449,7 @@ def create_raw_warehouse(path: pathlib.Path, dataset: str = "drone_ops") -> path
     try:
         con.execute(f'create schema "{catalog}"."{dataset}"')
         con.execute(f'create schema "{catalog}"."{dataset}_staging"')
-        for table, rows in TABLES.items():
-            con.execute(f'create table "{catalog}"."{dataset}"."{table}" ({DDL[table]})')
-            columns = list(rows[0])
-            placeholders = ", ".join("?" for _ in columns)
-            con.executemany(
-                f'insert into "{catalog}"."{dataset}"."{table}" ({", ".join(columns)}) '
-                f"values ({placeholders})",
-                [[row[c] for c in columns] for row in rows],
-            )
+        write_raw_tables(con, f'"{catalog}"."{dataset}"')
     finally:
         con.close()
     return path

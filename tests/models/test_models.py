@@ -120,6 +120,23 @@ def test_models_land_in_stg_and_marts_schemas(con: duckdb.DuckDBPyConnection) ->
     assert counts == {"drone_ops": 7, "drone_ops_stg": 14, "drone_ops_marts": 11}
 
 
+def test_without_the_workspaces_var_every_row_is_workspace_default(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """A single-workspace warehouse (var workspaces unset) builds as before: every staging,
+    intermediate and mart model starts with workspace, 'default' on every row."""
+    firsts = rows(
+        con,
+        "select table_schema, table_name, column_name from information_schema.columns"
+        " where table_schema in ('drone_ops_stg', 'drone_ops_marts') and ordinal_position = 1",
+    )
+    assert len(firsts) == 25
+    for schema, table, column in firsts:
+        assert column == "workspace", table
+        values = rows(con, f"select distinct workspace from {schema}.{table}")
+        assert values == [("default",)], table
+
+
 def test_dim_projects_counts_current_jobs_by_status(con: duckdb.DuckDBPyConnection) -> None:
     got = rows(
         con,
@@ -176,7 +193,7 @@ def test_occurrences_carry_their_jobs_project_and_status(con: duckdb.DuckDBPyCon
     columns = [("project_id", "project_id"), ("project_name", "project_name")]
     columns += [("job_status", "status"), ("is_job_open", "is_open")]
     differs = " or ".join(f"o.{a} is distinct from j.{b}" for a, b in columns)
-    sql = f"from {MARTS}.fct_job_occurrences o join {MARTS}.dim_jobs j using (job_id)"
+    sql = f"from {MARTS}.fct_job_occurrences o join {MARTS}.dim_jobs j using (workspace, job_id)"
     assert rows(con, f"select count(*) {sql} where {differs}") == [(0,)]
     closed = rows(con, f"select distinct job_status {sql} where not o.is_job_open")
     assert closed and {status for (status,) in closed} <= {"completed", "cancelled", "aborted"}

@@ -22,24 +22,27 @@ occurrences as (
 
 capture_type_counts as (
     select
+        workspace,
         job_id,
         count(*) as capture_types_count
     from capture_types
-    group by job_id
+    group by workspace, job_id
 ),
 
 occurrence_summary as (
     select
+        workspace,
         job_id,
         count(*) as planned_occurrences,
         min(occurrence_date) as first_occurrence_date,
         max(occurrence_date) as last_occurrence_date
     from occurrences
-    group by job_id
+    group by workspace, job_id
 ),
 
 final as (
     select
+        jobs.workspace,
         jobs.job_id,
         jobs.name,
         jobs.description,
@@ -77,13 +80,21 @@ final as (
         jobs.updated_at
     from jobs
     left join projects
-        on jobs.project_id = projects.project_id
+        on
+            jobs.workspace = projects.workspace
+            and jobs.project_id = projects.project_id
     left join job_types
-        on jobs.job_type_id = job_types.job_type_id
+        on
+            jobs.workspace = job_types.workspace
+            and jobs.job_type_id = job_types.job_type_id
     left join capture_type_counts
-        on jobs.job_id = capture_type_counts.job_id
+        on
+            jobs.workspace = capture_type_counts.workspace
+            and jobs.job_id = capture_type_counts.job_id
     left join occurrence_summary
-        on jobs.job_id = occurrence_summary.job_id
+        on
+            jobs.workspace = occurrence_summary.workspace
+            and jobs.job_id = occurrence_summary.job_id
 )
 
 select * from final

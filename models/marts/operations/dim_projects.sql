@@ -14,6 +14,7 @@ jobs as (
 
 job_counts as (
     select
+        workspace,
         project_id,
         count(*) as jobs_total,
         cast(
@@ -28,11 +29,12 @@ job_counts as (
         {% endfor %}
     -- noqa: enable=LT02
     from jobs
-    group by project_id
+    group by workspace, project_id
 ),
 
 final as (
     select
+        projects.workspace,
         projects.project_id,
         projects.name,
         projects.description,
@@ -58,9 +60,13 @@ final as (
     -- noqa: enable=LT02
     from projects
     left join users
-        on projects.created_by_id = users.user_id
+        on
+            projects.workspace = users.workspace
+            and projects.created_by_id = users.user_id
     left join job_counts
-        on projects.project_id = job_counts.project_id
+        on
+            projects.workspace = job_counts.workspace
+            and projects.project_id = job_counts.project_id
 )
 
 select * from final

@@ -6,6 +6,7 @@ team_members as (
 
 final as (
     select
+        workspace,
         team_member_id,
         email,
         first_name,

@@ -14,22 +14,25 @@ webhooks as (
 
 projects_created as (
     select
+        workspace,
         created_by_id as user_id,
         count(*) as projects_created
     from projects
-    group by created_by_id
+    group by workspace, created_by_id
 ),
 
 webhooks_created as (
     select
+        workspace,
         created_by_id as user_id,
         count(*) as webhooks_created
     from webhooks
-    group by created_by_id
+    group by workspace, created_by_id
 ),
 
 final as (
     select
+        users.workspace,
         users.user_id,
         users.kind,
         users.kind = 'api_key' as is_api_key,
@@ -44,9 +47,13 @@ final as (
         coalesce(webhooks_created.webhooks_created, 0) as webhooks_created
     from users
     left join projects_created
-        on users.user_id = projects_created.user_id
+        on
+            users.workspace = projects_created.workspace
+            and users.user_id = projects_created.user_id
     left join webhooks_created
-        on users.user_id = webhooks_created.user_id
+        on
+            users.workspace = webhooks_created.workspace
+            and users.user_id = webhooks_created.user_id
 )
 
 select * from final

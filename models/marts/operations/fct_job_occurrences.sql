@@ -29,6 +29,7 @@ weeks_of_month as (
 
 rules as (
     select
+        workspace,
         job_id,
         project_id,
         start_date,
@@ -51,16 +52,20 @@ rules as (
 -- weekday(s) per job: selected_days_of_week, else start_date's weekday
 job_weekdays as (
     select
+        rules.workspace,
         rules.job_id,
         coalesce(days_of_week.day_of_week, rules.start_weekday) as day_of_week
     from rules
     left join days_of_week
-        on rules.job_id = days_of_week.job_id
+        on
+            rules.workspace = days_of_week.workspace
+            and rules.job_id = days_of_week.job_id
 ),
 
 -- week(s) of month per monthly job: weeks_of_month, else [week_of_month]
 job_weeks as (
     select
+        workspace,
         job_id,
         week_of_month
     from weeks_of_month
@@ -68,6 +73,7 @@ job_weeks as (
     union all
 
     select
+        rules.workspace,
         rules.job_id,
         rules.week_of_month
     from rules
@@ -76,12 +82,15 @@ job_weeks as (
         and rules.week_of_month is not null
         and not exists (
             select 1 from weeks_of_month
-            where weeks_of_month.job_id = rules.job_id
+            where
+                weeks_of_month.workspace = rules.workspace
+                and weeks_of_month.job_id = rules.job_id
         )
 ),
 
 single_occurrences as (
     select
+        workspace,
         job_id,
         case when occurrence_rule = 'one_time' then start_date end as occurrence_date
     from rules
@@ -90,6 +99,7 @@ single_occurrences as (
 
 daily as (
     select
+        rules.workspace,
         rules.job_id,
         {{ add_days('rules.start_date', 'series.day_offset') }} as occurrence_date
     from rules
@@ -105,6 +115,7 @@ daily as (
 
 weekly_periods as (
     select
+        rules.workspace,
         rules.job_id,
         rules.start_date,
         rules.window_end,
@@ -116,6 +127,7 @@ weekly_periods as (
 
 weekly as (
     select
+        weekly_periods.workspace,
         weekly_periods.job_id,
         {{ add_days('weekly_periods.week0', 'series.day_offset + job_weekdays.day_of_week') }}
             as occurrence_date
@@ -128,12 +140,15 @@ weekly as (
         'day_offset',
     ) }}
     inner join job_weekdays
-        on weekly_periods.job_id = job_weekdays.job_id
+        on
+            weekly_periods.workspace = job_weekdays.workspace
+            and weekly_periods.job_id = job_weekdays.job_id
 ),
 
 -- month starts of the periods of monthly (step N months) and yearly (step 12N) jobs
 month_periods as (
     select
+        rules.workspace,
         rules.job_id,
         rules.occurrence_rule,
         rules.start_day_of_month,
@@ -148,6 +163,7 @@ month_periods as (
 
 month_bounds as (
     select
+        workspace,
         job_id,
         occurrence_rule,
         start_day_of_month,
@@ -159,6 +175,7 @@ month_bounds as (
 -- monthly without weeks, and yearly: start_date's day of month, clamped to the month's end
 day_of_month_dates as (
     select
+        month_bounds.workspace,
         month_bounds.job_id,
         {{ add_days('month_bounds.month_start',
             'least(month_bounds.start_day_of_month, ' ~ day_of_month('month_bounds.month_end') ~ ') - 1') }}
@@ -168,13 +185,16 @@ day_of_month_dates as (
         month_bounds.occurrence_rule = 'yearly'
         or not exists (
             select 1 from job_weeks
-            where job_weeks.job_id = month_bounds.job_id
+            where
+                job_weeks.workspace = month_bounds.workspace
+                and job_weeks.job_id = month_bounds.job_id
         )
 ),
 
 -- monthly with weeks: the q-th weekday w of the month, q = -1 being the last one
 nth_weekday_dates as (
     select
+        month_bounds.workspace,
         month_bounds.job_id,
         month_bounds.month_start,
         month_bounds.month_end,
@@ -193,14 +213,19 @@ nth_weekday_dates as (
         end as occurrence_date
     from month_bounds
     inner join job_weeks
-        on month_bounds.job_id = job_weeks.job_id
+        on
+            month_bounds.workspace = job_weeks.workspace
+            and month_bounds.job_id = job_weeks.job_id
     inner join job_weekdays
-        on month_bounds.job_id = job_weekdays.job_id
+        on
+            month_bounds.workspace = job_weekdays.workspace
+            and month_bounds.job_id = job_weekdays.job_id
     where month_bounds.occurrence_rule = 'monthly'
 ),
 
 recurring_dates as (
     select
+        workspace,
         job_id,
         occurrence_date
     from daily
@@ -208,6 +233,7 @@ recurring_dates as (
     union all
 
     select
+        workspace,
         job_id,
         occurrence_date
     from weekly
@@ -215,6 +241,7 @@ recurring_dates as (
     union all
 
     select
+        workspace,
         job_id,
         occurrence_date
     from day_of_month_dates
@@ -222,6 +249,7 @@ recurring_dates as (
     union all
 
     select
+        workspace,
         job_id,
         occurrence_date
     from nth_weekday_dates
@@ -230,16 +258,20 @@ recurring_dates as (
 
 in_window as (
     select distinct
+        recurring_dates.workspace,
         recurring_dates.job_id,
         recurring_dates.occurrence_date
     from recurring_dates
     inner join rules
-        on recurring_dates.job_id = rules.job_id
+        on
+            recurring_dates.workspace = rules.workspace
+            and recurring_dates.job_id = rules.job_id
     where recurring_dates.occurrence_date between rules.start_date and rules.window_end
 ),
 
 all_occurrences as (
     select
+        workspace,
         job_id,
         occurrence_date
     from in_window
@@ -247,6 +279,7 @@ all_occurrences as (
     union all
 
     select
+        workspace,
         job_id,
         occurrence_date
     from single_occurrences
@@ -254,14 +287,18 @@ all_occurrences as (
 
 numbered as (
     select
+        workspace,
         job_id,
         occurrence_date,
-        row_number() over (partition by job_id order by occurrence_date) as occurrence_number
+        row_number() over (
+            partition by workspace, job_id order by occurrence_date
+        ) as occurrence_number
     from all_occurrences
 ),
 
 final as (
     select
+        numbered.workspace,
         {{ dbt.concat([
             'numbered.job_id',
             "'#'",
@@ -277,11 +314,17 @@ final as (
         rules.occurrence_rule
     from numbered
     inner join rules
-        on numbered.job_id = rules.job_id
+        on
+            numbered.workspace = rules.workspace
+            and numbered.job_id = rules.job_id
     inner join jobs
-        on numbered.job_id = jobs.job_id
+        on
+            numbered.workspace = jobs.workspace
+            and numbered.job_id = jobs.job_id
     left join projects
-        on rules.project_id = projects.project_id
+        on
+            rules.workspace = projects.workspace
+            and rules.project_id = projects.project_id
 )
 
 select * from final

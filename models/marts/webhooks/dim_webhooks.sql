@@ -14,14 +14,16 @@ users as (
 
 event_type_counts as (
     select
+        workspace,
         webhook_id,
         count(*) as event_types_count
     from event_types
-    group by webhook_id
+    group by workspace, webhook_id
 ),
 
 final as (
     select
+        webhooks.workspace,
         webhooks.webhook_id,
         webhooks.name,
         webhooks.url,
@@ -36,9 +38,13 @@ final as (
         users.display_name as created_by_name
     from webhooks
     left join event_type_counts
-        on webhooks.webhook_id = event_type_counts.webhook_id
+        on
+            webhooks.workspace = event_type_counts.workspace
+            and webhooks.webhook_id = event_type_counts.webhook_id
     left join users
-        on webhooks.created_by_id = users.user_id
+        on
+            webhooks.workspace = users.workspace
+            and webhooks.created_by_id = users.user_id
 )
 
 select * from final

@@ -10,6 +10,7 @@ webhooks as (
 
 final as (
     select
+        deliveries.workspace,
         deliveries.webhook_delivery_id,
         deliveries.webhook_id,
         webhooks.name as webhook_name,
@@ -34,7 +35,9 @@ final as (
         deliveries.response_body
     from deliveries
     left join webhooks
-        on deliveries.webhook_id = webhooks.webhook_id
+        on
+            deliveries.workspace = webhooks.workspace
+            and deliveries.webhook_id = webhooks.webhook_id
 )
 
 select * from final

@@ -6,6 +6,7 @@ deliveries as (
 
 daily as (
     select
+        workspace,
         webhook_id,
         max(webhook_name) as webhook_name,
         delivery_date,
@@ -15,11 +16,12 @@ daily as (
         {{ percentile_cont(0.95, 'duration_ms') }} as p95_duration_ms,
         max(duration_ms) as max_duration_ms
     from deliveries
-    group by webhook_id, delivery_date
+    group by workspace, webhook_id, delivery_date
 ),
 
 final as (
     select
+        workspace,
         {{ dbt.concat(['webhook_id', "'#'", dbt.cast('delivery_date', dbt.type_string())]) }}
             as webhook_day_id,
         webhook_id,
