@@ -262,6 +262,7 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
         title="What is flying in the next 7 days, and where?",
         sql="""
             select
+                occurrences.workspace,
                 occurrences.occurrence_date,
                 jobs.project_name,
                 jobs.name as job_name,
@@ -272,13 +273,16 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
                 jobs.flights_per_occurrence
             from {marts}.fct_job_occurrences as occurrences
             inner join {marts}.dim_jobs as jobs
-                on occurrences.job_id = jobs.job_id
+                on
+                    occurrences.workspace = jobs.workspace
+                    and occurrences.job_id = jobs.job_id
             where
                 occurrences.occurrence_date >= current_date
                 and occurrences.occurrence_date < current_date + 7
                 and jobs.is_open
                 and not jobs.is_project_archived
-            order by occurrences.occurrence_date, jobs.project_name, jobs.name
+            order by
+                occurrences.occurrence_date, occurrences.workspace, jobs.project_name, jobs.name
             limit 15
         """,
     ),
@@ -286,6 +290,7 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
         title="Which projects are stuck in weather_delayed, and for how long?",
         sql="""
             select
+                projects.workspace,
                 projects.name as project_name,
                 history.valid_from as delayed_since,
                 round(history.duration_seconds / 86400.0, 1) as days_delayed,
@@ -293,7 +298,9 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
                 projects.jobs_weather_delayed
             from {marts}.fct_project_status_history as history
             inner join {marts}.dim_projects as projects
-                on history.project_id = projects.project_id
+                on
+                    history.workspace = projects.workspace
+                    and history.project_id = projects.project_id
             where
                 history.is_current
                 and history.status = 'weather_delayed'
@@ -306,6 +313,7 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
         title="How reliable were the webhooks over the last 30 days?",
         sql="""
             select
+                health.workspace,
                 health.webhook_id,
                 max(health.webhook_name) as webhook_name,
                 sum(health.deliveries) as deliveries,
@@ -315,7 +323,7 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
                 max(health.p95_duration_ms) as worst_daily_p95_ms
             from {marts}.fct_webhook_delivery_health_daily as health
             where health.delivery_date >= current_date - 30
-            group by health.webhook_id
+            group by health.workspace, health.webhook_id
             order by success_rate, deliveries desc
         """,
     ),
@@ -323,6 +331,7 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
         title="How many open flights does each project have in the next 30 days?",
         sql="""
             select
+                occurrences.workspace,
                 occurrences.project_name,
                 count(*) as occurrences,
                 count(distinct occurrences.job_id) as jobs,
@@ -332,8 +341,8 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
                 occurrences.is_job_open
                 and occurrences.occurrence_date >= current_date
                 and occurrences.occurrence_date < current_date + 30
-            group by occurrences.project_id, occurrences.project_name
-            order by occurrences desc, occurrences.project_name
+            group by occurrences.workspace, occurrences.project_id, occurrences.project_name
+            order by occurrences desc, occurrences.workspace, occurrences.project_name
             limit 15
         """,
     ),
