@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .defaults import (
+    DEFAULT_APPLY_SECONDS,
     DEFAULT_DATASET,
     DEFAULT_FLEET_PARALLEL,
     DEFAULT_HEARTBEAT_SECONDS,
@@ -162,6 +163,14 @@ def _listen_parser(commands: Any) -> None:
         metavar="DIR",
         help="folder of the spool file events.jsonl (default: .drone_sync/<warehouse file>/"
         "events/ beside the warehouse)",
+    )
+    listen.add_argument(
+        "--apply-every",
+        type=float,
+        default=DEFAULT_APPLY_SECONDS,
+        metavar="SECONDS",
+        help="apply received project events to the warehouse this often; 0 only spools them"
+        f" (default {DEFAULT_APPLY_SECONDS:g})",
     )
     _target_arguments(listen)
     _output_arguments(listen)

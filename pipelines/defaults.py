@@ -21,3 +21,5 @@ DEFAULT_LISTEN_HOST = "127.0.0.1"
 DEFAULT_LISTEN_PORT = 8787
 DEFAULT_FLEET_PARALLEL = 4
 """Workspaces synced at once by one `drone-sync run` (docs/fleet.md, the sizing table)."""
+DEFAULT_APPLY_SECONDS = 1.0
+"""How often `drone-sync listen` applies what it received (docs/events.md, "Applying events")."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import anyio.to_thread
@@ -51,6 +51,8 @@ class Receiver:
     received: int = 0
     duplicates: int = 0
     refused: int = 0
+    applier: Any = None
+    """The `apply.Applier` applying the spool to the warehouse; None with `--apply-every 0`."""
 
     @property
     def signed(self) -> bool:
@@ -101,6 +103,7 @@ def build_app(receiver: Receiver) -> Starlette:
                 "events_in_spool": len(receiver.spool),
                 "spool": str(receiver.spool.path),
                 "signed": receiver.signed,
+                "applied": asdict(receiver.applier.stats) if receiver.applier else None,
             }
         )
 

@@ -19,7 +19,9 @@ import uvicorn
 from sources.drone_ops import ConfigError, register_secret, setting_name
 
 from ..exit_codes import EXIT_BUSY, EXIT_OK
+from ..run.target import Target, check_target
 from .app import EVENTS_PATH, UNSIGNED_WARNING, Receiver, build_app
+from .apply import Applier
 from .spool import Spool, SpoolBusy
 
 if TYPE_CHECKING:
@@ -57,8 +59,6 @@ def read_webhook_secrets() -> tuple[str, ...]:
 
 def default_spool(args: argparse.Namespace) -> Path:
     """Beside the warehouse, in its sync folder: `.drone_sync/<warehouse file>/events/`."""
-    from ..run.target import Target
-
     target = Target(destination=args.destination, database=args.database, dataset=args.dataset)
     return target.sync_dir() / SPOOL_FOLDER
 
@@ -86,11 +86,21 @@ def listen_command(args: argparse.Namespace, output: Output, stop: SignalStop) -
         spool = Spool(spool_dir)
     except SpoolBusy as exc:
         return output.fail("spool busy", str(exc), EXIT_BUSY)
+    receiver = Receiver(spool=spool, secrets=secrets)
+    if args.apply_every > 0:
+        target = Target(destination=args.destination, database=args.database, dataset=args.dataset)
+        check_target(target)
+        receiver.applier = Applier(target, spool_dir, args.apply_every)
     try:
         sock = bind(args.host, args.port)
         with sock:
-            _serve(Receiver(spool=spool, secrets=secrets), sock, stop)
+            if receiver.applier is not None:
+                receiver.applier.start()
+            _serve(receiver, sock, stop)
     finally:
+        if receiver.applier is not None:
+            # the batch in progress completes; what is left is applied at the next start
+            receiver.applier.stop()
         spool.close()
     log.info("receiver stopped; spool %s closed", spool.path)
     return stop.exit_code if stop.received is not None else EXIT_OK

@@ -48,7 +48,7 @@ def read_spool(path: Path) -> SpoolContents:
         return contents
     with path.open("rb") as file:
         for line in file:
-            record = _record(line)
+            record = decode_record(line)
             if record is None:
                 contents.skipped += 1
             else:
@@ -56,7 +56,8 @@ def read_spool(path: Path) -> SpoolContents:
     return contents
 
 
-def _record(line: bytes) -> dict[str, Any] | None:
+def decode_record(line: bytes) -> dict[str, Any] | None:
+    """One spool line as its record; None for a torn or unreadable line."""
     if not line.endswith(b"\n"):
         return None
     try:

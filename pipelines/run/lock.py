@@ -14,6 +14,7 @@ import json
 import os
 import re
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -29,26 +30,29 @@ class WarehouseBusy(DroneOpsError):
     """Another run holds the warehouse's lock, or another process holds the DuckDB file."""
 
 
+BRIEF_WAIT_SECONDS = 5.0
+"""How long a run waits for a brief holder (the receiver applying one batch of events, which
+takes well under a second) before it says busy."""
+_BRIEF_POLL_SECONDS = 0.02
+
+
 @contextmanager
-def warehouse_lock(lock_path: Path, notes: list[str] | None = None) -> Iterator[None]:
+def warehouse_lock(
+    lock_path: Path, notes: list[str] | None = None, *, brief: bool = False
+) -> Iterator[None]:
     """Holds the run lock for `lock_path`, or raises `WarehouseBusy` naming the holder.
 
     A lock file naming a holder that no longer holds it (a killed run) is taken over, and a
     note saying so is appended to `notes`. Taken once per run, by whoever starts the run
     (`drone-sync run` holds it across the sync and the model build); a second take, even in
-    the same process, is refused like any other."""
+    the same process, is refused like any other. A `brief` holder (the event applier: one
+    batch, then release) is waited for up to `BRIEF_WAIT_SECONDS` instead, so a scheduled run
+    that starts during a batch is delayed by that batch, never refused."""
     key = lock_path.resolve()
     key.parent.mkdir(parents=True, exist_ok=True)
     handle = open(key, "a+", encoding="utf-8")  # noqa: SIM115 (held until release below)
     try:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _describe(_read_holder(handle))
-            raise WarehouseBusy(
-                f"another drone-sync run ({holder}) holds {key}; wait for it to"
-                " finish, or stop that process, then run again"
-            ) from None
+        _take(handle, key)
         previous = _read_holder(handle)
         if previous and notes is not None:
             notes.append(
@@ -63,6 +67,7 @@ def warehouse_lock(lock_path: Path, notes: list[str] | None = None) -> Iterator[
                     "pid": os.getpid(),
                     "host": socket.gethostname(),
                     "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    **({"brief": True} if brief else {}),
                 }
             )
         )
@@ -75,6 +80,25 @@ def warehouse_lock(lock_path: Path, notes: list[str] | None = None) -> Iterator[
             handle.flush()
     finally:
         handle.close()
+
+
+def _take(handle: IO[str], key: Path) -> None:
+    """Takes the lock, waiting while (and only while) a brief holder has it."""
+    deadline = time.monotonic() + BRIEF_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            holder = _read_holder(handle)
+            # an empty file: the holder has just taken it and is writing who it is
+            if (holder.get("brief") or not holder) and time.monotonic() < deadline:
+                time.sleep(_BRIEF_POLL_SECONDS)
+                continue
+            raise WarehouseBusy(
+                f"another drone-sync run ({_describe(holder)}) holds {key}; wait for it to"
+                " finish, or stop that process, then run again"
+            ) from None
 
 
 def _read_holder(handle: IO[str]) -> dict[str, Any]:

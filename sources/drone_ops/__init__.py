@@ -25,6 +25,15 @@ from .config import (
     setting_name,
     validate_base_url,
 )
+from .events import (
+    EVENTS_SCHEMA,
+    EVENTS_TABLE,
+    UNROUTED,
+    ReceivedEvent,
+    event_rows,
+    newest_versions,
+    project_versions,
+)
 from .exceptions import (
     ApiError,
     AuthError,
@@ -39,7 +48,7 @@ from .known import DeliveryMark, KnownState, read_known_state
 from .report import SyncReport, TableResult
 from .run import RunOptions, Seams, SyncRun, new_run_id
 from .secrets import redact, register_secret
-from .source import delivery_wave, drone_ops, require_dlt_settings
+from .source import applied_events, delivery_wave, drone_ops, require_dlt_settings
 from .tables.entities import (
     ALL_TABLES,
     ENTITIES,
@@ -68,10 +77,13 @@ __all__ = [
     "DEFAULT_WORKSPACE",
     "ENTITIES",
     "ENTITY_TABLES",
+    "EVENTS_SCHEMA",
+    "EVENTS_TABLE",
     "ISSUES",
     "LISTS",
     "LOAD_GROUPS",
     "SPILL_PREFIX",
+    "UNROUTED",
     "WEBHOOKS",
     "AccessReport",
     "ApiError",
@@ -85,6 +97,7 @@ __all__ = [
     "NotFoundError",
     "PaginationError",
     "ProgressCallback",
+    "ReceivedEvent",
     "RetriesExhaustedError",
     "RunOptions",
     "Seams",
@@ -94,16 +107,20 @@ __all__ = [
     "TableResult",
     "Workspace",
     "WorkspaceWalk",
+    "applied_events",
     "check_access",
     "checked_api_key",
     "checked_tables",
     "configured_names",
     "delivery_wave",
     "drone_ops",
+    "event_rows",
     "is_loopback_host",
     "issue_table",
     "missing_setting",
     "new_run_id",
+    "newest_versions",
+    "project_versions",
     "read_known_state",
     "read_source_config",
     "read_workspace_config",

@@ -39,6 +39,7 @@ from dlt.extract.resource import DltResource
 from . import settings
 from .compare import TableSync
 from .config import checked_tables
+from .events import EVENTS_TABLE
 from .run import RunOptions, SyncRun
 from .tables.entities import ENTITIES, Entity
 from .tables.schema import dlt_columns
@@ -101,6 +102,32 @@ def delivery_wave(run: SyncRun) -> DltResource:
     in waves while the delivery-log chains still walk."""
     sync = TableSync(run)
     return _one_row_per_id(sync, ENTITIES["webhook_deliveries"], sync.delivery_wave)
+
+
+def applied_events(versions: pa.Table, events: pa.Table) -> list[DltResource]:
+    """What one batch of received webhook events loads (`events.py`): the project versions,
+    written exactly as the batch run writes them (scd2, retiring only the ids in the load), and
+    the audit rows of `_webhook_events`, merged on `delivery_id`."""
+    resources = [
+        dlt.resource(
+            events,
+            name=EVENTS_TABLE,
+            write_disposition=MERGE_ON_ID,
+            primary_key=["delivery_id"],
+            columns={"payload": {"data_type": "text", "nullable": True}},
+        )
+    ]
+    if versions.num_rows:
+        contract = ENTITIES["projects"].contract
+        resources.append(
+            dlt.resource(
+                versions,
+                name=contract.table,
+                write_disposition=SCD2_DISPOSITION,
+                columns={**dlt_columns(contract), **VALIDITY_COLUMNS},
+            )
+        )
+    return resources
 
 
 def projects(sync: TableSync) -> DltResource:

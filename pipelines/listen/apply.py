@@ -1,0 +1,243 @@
+"""Spooled events into the warehouse within seconds (docs/events.md, "Applying events").
+
+A thread of `drone-sync listen` reads the spool from where it last applied, every
+`--apply-every` seconds, and loads the batch through each workspace's own dlt pipeline: the
+project versions the events carry (only ones newer than the warehouse's, `sources.drone_ops`
+`newest_versions`) and one `_webhook_events` row per delivery. Each batch takes the
+workspace's run lock as a brief holder (a run that starts meanwhile waits for the batch,
+never fails: `lock.py`) and, on DuckDB, the file's access lock for its load only.
+
+How far the spool is applied is `applied.json` beside it, written (atomically) after the
+batch's load committed. A crash between the two applies the batch again: harmless, since a
+version already held is not newer and `_webhook_events` is merged on `delivery_id`. A batch
+that cannot be applied now (a run holds the workspace, the warehouse is unreachable) stays in
+the spool and is tried again next tick; the batch run repairs whatever events miss.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sources.drone_ops import (
+    UNROUTED,
+    DroneOpsError,
+    ReceivedEvent,
+    applied_events,
+    configured_names,
+    event_rows,
+    new_run_id,
+    newest_versions,
+    project_versions,
+    redact,
+)
+
+from ..run.lock import WarehouseBusy, warehouse_lock
+from ..run.recovery import finish_pending, open_pipeline
+from ..run.run_trace import RunLoads
+from ..run.target import Target
+from .spool import SPOOL_FILE, decode_record
+
+APPLIED_FILE = "applied.json"
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+"""At most this much spool per batch, so a backlog is applied in bounded steps."""
+
+log = logging.getLogger(__name__)
+
+
+def read_from(path: Path, offset: int, limit: int = MAX_BATCH_BYTES) -> tuple[list[Any], int]:
+    """The whole records from byte `offset` on (at most about `limit` bytes) and the offset
+    after the last whole line: a line still being written is left for the next read."""
+    if not path.exists():
+        return [], offset
+    with path.open("rb") as file:
+        file.seek(offset)
+        data = file.read(limit)
+    end = data.rfind(b"\n") + 1
+    records = []
+    for line in data[:end].splitlines(keepends=True):
+        record = decode_record(line)
+        if record is not None:
+            records.append(
+                ReceivedEvent(record["event"], int(record["received_at"]), bool(record["signed"]))
+            )
+    return records, offset + end
+
+
+class AppliedMark:
+    """How far the spool is applied: a byte offset in `applied.json`, replaced atomically."""
+
+    def __init__(self, spool_dir: Path) -> None:
+        self.path = spool_dir / APPLIED_FILE
+
+    def load(self) -> int:
+        try:
+            return int(json.loads(self.path.read_text())["offset"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0
+
+    def save(self, offset: int) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as file:
+            json.dump({"offset": offset, "saved_at": time.time()}, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, self.path)
+
+
+def route(base: Target, events: Sequence[ReceivedEvent]) -> dict[str, list[ReceivedEvent]]:
+    """Each event's workspace: the only one when one is configured; otherwise the one whose
+    synced delivery logs carry the event's `workspace_id` (learned by the batch runs).
+    Events of no known workspace are returned under `UNROUTED`."""
+    names = configured_names()
+    if len(names) == 1:
+        return {names[0]: list(events)} if events else {}
+    owners = _workspace_ids(base, names)
+    routed: dict[str, list[ReceivedEvent]] = {}
+    for received in events:
+        owner = owners.get(received.workspace_id or "", UNROUTED)
+        routed.setdefault(owner, []).append(received)
+    return routed
+
+
+def _workspace_ids(base: Target, names: Sequence[str]) -> dict[str, str]:
+    """The API's workspace id of each configured workspace, from its delivery logs."""
+    from ..run.target import make_pipeline
+
+    owners: dict[str, str] = {}
+    for name in names:
+        target = base.for_workspace(name)
+        try:
+            with target.file_access(), make_pipeline(target).sql_client() as client:
+                rows = client.execute_sql(
+                    "SELECT DISTINCT workspace_id FROM"
+                    f" {client.make_qualified_table_name('webhook_deliveries')}"
+                )
+        except Exception:
+            continue
+        owners.update({str(row[0]): name for row in rows or () if row[0] is not None})
+    return owners
+
+
+def apply_batch(base: Target, events: Sequence[ReceivedEvent]) -> dict[str, int]:
+    """Loads one batch into each event's workspace; returns how many events had each outcome.
+    Raises `WarehouseBusy` when a run holds a workspace (the batch is then tried again)."""
+    counts: dict[str, int] = {}
+    for name, batch in route(base, events).items():
+        if name == UNROUTED:
+            counts[UNROUTED] = counts.get(UNROUTED, 0) + len(batch)
+            log.warning(
+                "%d events of workspace ids %s belong to no configured workspace: not applied",
+                len(batch),
+                sorted({e.workspace_id or "?" for e in batch}),
+            )
+            continue
+        for outcome, count in _apply_to(base.for_workspace(name), batch).items():
+            counts[outcome] = counts.get(outcome, 0) + count
+    return counts
+
+
+def _apply_to(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
+    with warehouse_lock(target.lock_path(), brief=True):
+        with target.file_access():
+            pipeline, _ = open_pipeline(target)
+            finish_pending(pipeline)
+            held = _held_versions(pipeline, batch)
+        applied, outcomes = newest_versions(batch, held)
+        versions = project_versions(applied.values(), new_run_id())
+        RunLoads(target, pipeline).run(applied_events(versions, event_rows(batch, outcomes)))
+    counts: dict[str, int] = {}
+    for outcome in outcomes.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
+
+
+def _held_versions(pipeline: Any, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
+    """The `updated` (unix ms) of the current warehouse row of each project in the batch."""
+    ids = sorted({str(p["id"]) for p in (e.project() for e in batch) if p is not None})
+    if not ids:
+        return {}
+    try:
+        with pipeline.sql_client() as client:
+            table = client.make_qualified_table_name("projects")
+            placeholders = ", ".join(["%s"] * len(ids))
+            rows = client.execute_sql(
+                f"SELECT id, updated FROM {table}"
+                f" WHERE _dlt_valid_to IS NULL AND id IN ({placeholders})",
+                *ids,
+            )
+    except Exception as exc:
+        if "projects" in str(exc) and ("does not exist" in str(exc) or "not found" in str(exc)):
+            return {}
+        raise
+    return {str(row[0]): int(row[1].timestamp() * 1000) for row in rows or () if row[1]}
+
+
+@dataclass
+class ApplierStats:
+    """What `/health` shows of the applier."""
+
+    applied: int = 0
+    batches: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    last_error: str | None = None
+    offset: int = 0
+
+
+class Applier:
+    """The thread that applies the spool every `interval` seconds until stopped."""
+
+    def __init__(self, base: Target, spool_dir: Path, interval: float) -> None:
+        self.base = base
+        self.spool_path = spool_dir / SPOOL_FILE
+        self.mark = AppliedMark(spool_dir)
+        self.interval = interval
+        self.stats = ApplierStats(offset=self.mark.load())
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="event-applier", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ends the loop after the batch in progress (whose load then completes)."""
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                while self.tick() and not self._stop.is_set():
+                    pass
+            except Exception as exc:  # a batch failed: it stays in the spool for the next tick
+                self.stats.last_error = redact(f"{type(exc).__name__}: {exc}")[:500]
+                log.warning("applying events failed, will retry: %s", self.stats.last_error)
+
+    def tick(self) -> bool:
+        """Applies what the spool holds beyond the mark; True when there was a batch."""
+        events, end = read_from(self.spool_path, self.stats.offset)
+        if end == self.stats.offset:
+            return False
+        try:
+            counts = apply_batch(self.base, events) if events else {}
+        except WarehouseBusy:
+            return False
+        except DroneOpsError as exc:
+            self.stats.last_error = redact(str(exc))
+            return False
+        self.mark.save(end)
+        self.stats.offset = end
+        self.stats.batches += 1
+        self.stats.applied += counts.get("applied", 0)
+        for outcome, count in counts.items():
+            self.stats.outcomes[outcome] = self.stats.outcomes.get(outcome, 0) + count
+        self.stats.last_error = None
+        log.info("applied a batch of %d events: %s", len(events), counts)
+        return True

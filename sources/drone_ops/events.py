@@ -1,0 +1,160 @@
+"""Project events (webhook deliveries, spec part 6) as project versions and audit rows.
+
+`drone-sync listen` receives `project.created` / `project.updated` deliveries; their `data` is
+the project as the API shows it at that moment. This module turns a batch of them into what
+the warehouse takes: for each project the newest version the events carry, and only when it is
+newer than the version the warehouse holds (the project's `updated`, then the event's
+`timestamp`), so a duplicate, an out-of-order or a late retry never overwrites a newer row;
+plus one audit row per delivery for `_webhook_events`.
+
+The versions are built by the same row builder and hash as the batch walk's, so a version an
+event landed is the version the next `drone-sync run` would have loaded: the run finds it
+unchanged, and repairs whatever the events got wrong or missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from .tables.entities import ENTITIES
+from .tables.rows import Issue, project_row, to_arrow
+
+EVENTS_TABLE = "_webhook_events"
+PROJECT_EVENTS = frozenset({"project.created", "project.updated"})
+
+APPLIED = "applied"
+"""The event's project version was loaded."""
+NOT_NEWER = "not_newer"
+"""The warehouse (or another event of the batch) already held this version or a newer one."""
+NOT_A_PROJECT_EVENT = "ignored"
+"""An event of another kind, or a project event without a usable project: kept for audit."""
+UNROUTED = "unrouted"
+"""Its `workspace_id` belongs to no configured workspace (docs/events.md, routing)."""
+
+
+@dataclass(frozen=True)
+class ReceivedEvent:
+    """One spooled delivery: the event as delivered and when the receiver took it."""
+
+    event: Mapping[str, Any]
+    received_at_ms: int
+    signed: bool
+
+    @property
+    def delivery_id(self) -> str:
+        return str(self.event.get("delivery_id"))
+
+    @property
+    def workspace_id(self) -> str | None:
+        value = self.event.get("workspace_id")
+        return str(value) if value is not None else None
+
+    def project(self) -> Mapping[str, Any] | None:
+        """The project the event carries, if it is a project event with an id and `updated`."""
+        data = self.event.get("data")
+        if self.event.get("event") not in PROJECT_EVENTS or not isinstance(data, Mapping):
+            return None
+        if not isinstance(data.get("id"), str) or not isinstance(data.get("updated"), int):
+            return None
+        return data
+
+    def order(self) -> tuple[int, int]:
+        """Which of two versions of a project is newer: its `updated`, then the event time."""
+        project = self.project() or {}
+        timestamp = self.event.get("timestamp")
+        return (int(project.get("updated", 0)), timestamp if isinstance(timestamp, int) else 0)
+
+
+def newest_versions(
+    events: Sequence[ReceivedEvent], held: Mapping[str, int]
+) -> tuple[dict[str, ReceivedEvent], dict[str, str]]:
+    """The event to apply per project id, and every delivery's outcome.
+
+    `held` is the `updated` (unix ms) of each project's current warehouse row; an event is
+    applied only when its project is newer than that and than every other event of the batch
+    for the same project."""
+    newest: dict[str, ReceivedEvent] = {}
+    outcomes: dict[str, str] = {}
+    for received in events:
+        project = received.project()
+        if project is None:
+            outcomes[received.delivery_id] = NOT_A_PROJECT_EVENT
+            continue
+        project_id = str(project["id"])
+        best = newest.get(project_id)
+        if best is None or received.order() > best.order():
+            newest[project_id] = received
+    for received in events:
+        project = received.project()
+        if project is None:
+            continue
+        project_id = str(project["id"])
+        is_newest = newest[project_id] is received
+        newer = int(project["updated"]) > held.get(project_id, -1)
+        outcomes[received.delivery_id] = APPLIED if is_newest and newer else NOT_NEWER
+    applied = {
+        project_id: received
+        for project_id, received in newest.items()
+        if outcomes[received.delivery_id] == APPLIED
+    }
+    return applied, outcomes
+
+
+def project_versions(events: Iterable[ReceivedEvent], run_id: str) -> pa.Table:
+    """The projects rows of the applied events, typed like the walk's (breaches dropped: the
+    batch run reports them in `_sync_issues`)."""
+    rows = [project_row(dict(received.project() or {}))[0] for received in events]
+    issues: list[Issue] = []
+    return to_arrow(ENTITIES["projects"].contract, rows, run_id, issues)
+
+
+def event_rows(
+    events: Sequence[ReceivedEvent], outcomes: Mapping[str, str], default: str | None = None
+) -> pa.Table:
+    """One `_webhook_events` row per delivery: what arrived, when, and what became of it."""
+
+    def ts(ms: Any) -> datetime | None:
+        return datetime.fromtimestamp(ms / 1000, UTC) if isinstance(ms, int) else None
+
+    rows = []
+    for received in events:
+        project = received.project() or {}
+        rows.append(
+            {
+                "delivery_id": received.delivery_id,
+                "event": str(received.event.get("event")),
+                "event_timestamp": ts(received.event.get("timestamp")),
+                "workspace_id": received.workspace_id,
+                "received_at": ts(received.received_at_ms),
+                "signed": received.signed,
+                "project_id": project.get("id"),
+                "project_updated": ts(project.get("updated")),
+                "outcome": outcomes.get(received.delivery_id, default),
+                "payload": orjson.dumps(dict(received.event)).decode(),
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=EVENTS_SCHEMA)
+
+
+EVENTS_SCHEMA = pa.schema(
+    [
+        ("delivery_id", pa.string()),
+        ("event", pa.string()),
+        ("event_timestamp", pa.timestamp("us", tz="UTC")),
+        ("workspace_id", pa.string()),
+        ("received_at", pa.timestamp("us", tz="UTC")),
+        ("signed", pa.bool_()),
+        ("project_id", pa.string()),
+        ("project_updated", pa.timestamp("us", tz="UTC")),
+        ("outcome", pa.string()),
+        ("payload", pa.string()),
+    ]
+)
+"""`_webhook_events` (docs/warehouse.md): merged on `delivery_id`, so an event applied twice
+(a crash between the load and the spool's applied mark) is one row."""
