@@ -31,6 +31,7 @@ from sources.drone_ops import (
     TableResult,
     checked_tables,
     drone_ops,
+    empty_events_table,
     issue_table,
     read_source_config,
     redact,
@@ -362,6 +363,7 @@ def _record_run(
             columns=issue_columns(),
         )
     )
+    resources.append(empty_events_table())
     if marks:
         resources.append(marks_resource(report.run_id, marks))
     try:

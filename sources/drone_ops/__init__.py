@@ -48,7 +48,13 @@ from .known import DeliveryMark, KnownState, read_known_state
 from .report import SyncReport, TableResult
 from .run import RunOptions, Seams, SyncRun, new_run_id
 from .secrets import redact, register_secret
-from .source import applied_events, delivery_wave, drone_ops, require_dlt_settings
+from .source import (
+    applied_events,
+    delivery_wave,
+    drone_ops,
+    empty_events_table,
+    require_dlt_settings,
+)
 from .tables.entities import (
     ALL_TABLES,
     ENTITIES,
@@ -114,6 +120,7 @@ __all__ = [
     "configured_names",
     "delivery_wave",
     "drone_ops",
+    "empty_events_table",
     "event_rows",
     "is_loopback_host",
     "issue_table",

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+from dlt.common.schema.typing import TColumnSchema
 
 from .tables.entities import ENTITIES
 from .tables.rows import Issue, project_row, to_arrow
@@ -158,3 +159,14 @@ EVENTS_SCHEMA = pa.schema(
 )
 """`_webhook_events` (docs/warehouse.md): merged on `delivery_id`, so an event applied twice
 (a crash between the load and the spool's applied mark) is one row."""
+
+EVENTS_COLUMNS: dict[str, TColumnSchema] = {
+    field.name: (
+        {"data_type": "timestamp", "timezone": True, "precision": 6, "nullable": True}
+        if pa.types.is_timestamp(field.type)
+        else {"data_type": "bool" if pa.types.is_boolean(field.type) else "text", "nullable": True}
+    )
+    for field in EVENTS_SCHEMA
+}
+"""The same columns as dlt hints, so the table a run creates empty (for the models) is the
+table the receiver's batches merge into."""

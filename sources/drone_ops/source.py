@@ -39,7 +39,7 @@ from dlt.extract.resource import DltResource
 from . import settings
 from .compare import TableSync
 from .config import checked_tables
-from .events import EVENTS_TABLE
+from .events import EVENTS_COLUMNS, EVENTS_TABLE
 from .run import RunOptions, SyncRun
 from .tables.entities import ENTITIES, Entity
 from .tables.schema import dlt_columns
@@ -114,7 +114,7 @@ def applied_events(versions: pa.Table, events: pa.Table) -> list[DltResource]:
             name=EVENTS_TABLE,
             write_disposition=MERGE_ON_ID,
             primary_key=["delivery_id"],
-            columns={"payload": {"data_type": "text", "nullable": True}},
+            columns=EVENTS_COLUMNS,
         )
     ]
     if versions.num_rows:
@@ -128,6 +128,18 @@ def applied_events(versions: pa.Table, events: pa.Table) -> list[DltResource]:
             )
         )
     return resources
+
+
+def empty_events_table() -> DltResource:
+    """`_webhook_events` with no rows, declared as the receiver's batches write it: created by
+    every run, so the models that read it work before any event was received."""
+    return dlt.resource(
+        [dlt.mark.materialize_table_schema()],
+        name=EVENTS_TABLE,
+        write_disposition=MERGE_ON_ID,
+        primary_key=["delivery_id"],
+        columns=EVENTS_COLUMNS,
+    )
 
 
 def projects(sync: TableSync) -> DltResource:

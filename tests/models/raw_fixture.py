@@ -62,6 +62,11 @@ DDL = {
         delivery_id varchar, event varchar, workspace_id varchar,
         event_timestamp timestamp with time zone, data json,
         _dlt_load_id varchar not null, _dlt_id varchar not null""",
+    "_webhook_events": """
+        delivery_id varchar, event varchar, event_timestamp timestamp with time zone,
+        workspace_id varchar, received_at timestamp with time zone, signed boolean,
+        project_id varchar, project_updated timestamp with time zone, outcome varchar,
+        payload varchar, _dlt_load_id varchar not null, _dlt_id varchar not null""",
     "users": """
         id varchar, kind varchar, email varchar, first_name varchar, last_name varchar,
         profile_picture varchar, display_name varchar,
@@ -384,6 +389,35 @@ WEBHOOK_DELIVERIES = [
     _delivery("d7", "w2", _at(2, 8), "failed", 1000, payload="not json {"),
 ]
 
+
+def _received(delivery_id: str, at: datetime, outcome: str = "applied") -> dict[str, Any]:
+    return {
+        "delivery_id": delivery_id,
+        "event": "project.updated",
+        "event_timestamp": at,
+        "workspace_id": "ws1",
+        "received_at": at,
+        "signed": True,
+        "project_id": "p1",
+        "project_updated": at,
+        "outcome": outcome,
+        "payload": "{}",
+        "_dlt_load_id": "load1",
+        "_dlt_id": f"e-{delivery_id}",
+    }
+
+
+# the receiver got w1's d1, d2 and d4 of 1 May (not d3, whose attempt failed) and none of
+# 2 May; plus one event on 2 May that no synced log entry shows (yet). So the gap report:
+# w1 1 May 4 logged, 3 delivered, 3 received, 1 missed; w1 2 May 2 logged, 2 delivered, 0
+# received, 2 missed; w2 not reported (nothing of it received); 1 unlogged on 2 May
+WEBHOOK_EVENTS = [
+    _received("dl-d1", _at(1, 8)),
+    _received("dl-d2", _at(1, 9), outcome="not_newer"),
+    _received("dl-d4", _at(1, 23, 31)),
+    _received("dl-x9", _at(2, 12)),
+]
+
 USERS = [
     {
         "id": "u1",
@@ -420,6 +454,7 @@ TABLES: dict[str, Sequence[dict[str, Any]]] = {
     "team_members": TEAM_MEMBERS,
     "webhooks": WEBHOOKS,
     "webhook_deliveries": WEBHOOK_DELIVERIES,
+    "_webhook_events": WEBHOOK_EVENTS,
     "users": USERS,
 }
 

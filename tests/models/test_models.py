@@ -104,7 +104,7 @@ def test_build_passes_every_model_and_test(built: tuple[pathlib.Path, ModelsResu
     assert result.error is None
     assert result.failures == []
     assert result.ok
-    assert result.models_built == 25
+    assert result.models_built == 27
     assert result.tests_failed == 0
     assert result.tests_passed >= 100  # data tests plus the occurrence and status unit tests
 
@@ -117,7 +117,7 @@ def test_models_land_in_stg_and_marts_schemas(con: duckdb.DuckDBPyConnection) ->
             "where table_schema like 'drone_ops%' group by table_schema",
         )
     )
-    assert counts == {"drone_ops": 7, "drone_ops_stg": 14, "drone_ops_marts": 11}
+    assert counts == {"drone_ops": 8, "drone_ops_stg": 15, "drone_ops_marts": 12}
 
 
 def test_without_the_workspaces_var_every_row_is_workspace_default(
@@ -130,7 +130,7 @@ def test_without_the_workspaces_var_every_row_is_workspace_default(
         "select table_schema, table_name, column_name from information_schema.columns"
         " where table_schema in ('drone_ops_stg', 'drone_ops_marts') and ordinal_position = 1",
     )
-    assert len(firsts) == 25
+    assert len(firsts) == 27
     for schema, table, column in firsts:
         assert column == "workspace", table
         values = rows(con, f"select distinct workspace from {schema}.{table}")
@@ -408,3 +408,20 @@ def test_build_without_a_database_file_says_so(tmp_path: pathlib.Path) -> None:
     assert not result.ok
     assert result.error is not None and "run a sync first" in result.error
     assert not (tmp_path / "missing.duckdb").exists()
+
+
+def test_event_gap_report_counts_missed_and_unlogged_events(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    """Figures derived by hand in raw_fixture.py (WEBHOOK_EVENTS)."""
+    got = rows(
+        con,
+        f"select webhook_id, event_date, events_logged, events_logged_delivered,"
+        f" events_received, events_missed, events_unlogged"
+        f" from {MARTS}.fct_webhook_event_gaps order by webhook_id nulls last, event_date",
+    )
+    assert got == [
+        ("w1", date(2024, 5, 1), 4, 3, 3, 1, 0),
+        ("w1", date(2024, 5, 2), 2, 2, 0, 2, 0),
+        (None, date(2024, 5, 2), 0, 0, 0, 0, 1),
+    ]
