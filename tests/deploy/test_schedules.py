@@ -53,7 +53,8 @@ SERVICE = REPO / "deploy" / "systemd" / "drone-sync.service"
 TIMER = REPO / "deploy" / "systemd" / "drone-sync.timer"
 ENV_EXAMPLE = REPO / "deploy" / "systemd" / "drone-sync.env.example"
 SCHEDULES_DOC = REPO / "docs" / "schedules.md"
-SCHEDULE_FILES = (WORKFLOW, CRONTAB, SERVICE, TIMER, ENV_EXAMPLE, SCHEDULES_DOC)
+LISTEN_SERVICE = REPO / "deploy" / "systemd" / "drone-sync-listen.service"
+SCHEDULE_FILES = (WORKFLOW, CRONTAB, SERVICE, TIMER, ENV_EXAMPLE, SCHEDULES_DOC, LISTEN_SERVICE)
 
 # the venv running these tests: its drone-sync is this checkout's code (editable install)
 VENV = Path(sys.prefix)
@@ -602,6 +603,24 @@ def test_service_unit_is_a_hardened_oneshot_of_the_venvs_drone_sync() -> None:
         API_KEY_VAR,
         BASE_URL_VAR,
     }
+
+
+def test_listen_unit_restarts_the_receiver_but_not_on_a_configuration_error() -> None:
+    """The receiver beside the schedule (docs/events.md): a long-running process of the venv's
+    drone-sync, restarted when it dies, not when a restart cannot help (2 configuration error,
+    75 another receiver holds the spool), stopped by SIGTERM (143 is a clean stop), loopback
+    only, with the same sandbox as the sync's unit."""
+    unit = systemd_unit(LISTEN_SERVICE)
+    workdir = unit_value(unit, "Service", "WorkingDirectory")
+    argv = shlex.split(unit_value(unit, "Service", "ExecStart"))
+    assert argv[:2] == [f"{workdir}/.venv/bin/drone-sync", "listen"], argv
+    assert argv[argv.index("--host") + 1] == "127.0.0.1", argv
+    assert unit_value(unit, "Service", "Restart") == "on-failure"
+    assert set(unit_value(unit, "Service", "RestartPreventExitStatus").split()) == {"2", "75"}
+    assert "143" in unit_value(unit, "Service", "SuccessExitStatus").split()
+    assert unit_value(unit, "Service", "ProtectSystem") == "strict"
+    assert workdir in " ".join(unit_values(unit, "Service", "ReadWritePaths")).split()
+    assert "multi-user.target" in unit_values(unit, "Install", "WantedBy")
 
 
 CALENDAR_SHORTHANDS = {"minutely", "hourly", "daily", "weekly", "monthly", "yearly", "annually"}
