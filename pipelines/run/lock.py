@@ -34,6 +34,8 @@ BRIEF_WAIT_SECONDS = 5.0
 """How long a run waits for a brief holder (the receiver applying one batch of events, which
 takes well under a second) before it says busy."""
 _BRIEF_POLL_SECONDS = 0.02
+_NOTED_WAIT_SECONDS = 0.05
+"""A wait for a brief holder at least this long is noted in the run's summary."""
 
 
 @contextmanager
@@ -50,9 +52,13 @@ def warehouse_lock(
     that starts during a batch is delayed by that batch, never refused."""
     key = lock_path.resolve()
     key.parent.mkdir(parents=True, exist_ok=True)
+    if brief and _run_waiting(key):
+        raise WarehouseBusy(f"a run is waiting for {key}; the brief holder gives it the turn")
     handle = open(key, "a+", encoding="utf-8")  # noqa: SIM115 (held until release below)
     try:
-        _take(handle, key)
+        waited = _take(handle, key)
+        if waited >= _NOTED_WAIT_SECONDS and notes is not None:
+            notes.append(f"waited {waited:.1f} s for the event receiver's batch to finish")
         previous = _read_holder(handle)
         if previous and notes is not None:
             notes.append(
@@ -82,23 +88,45 @@ def warehouse_lock(
         handle.close()
 
 
-def _take(handle: IO[str], key: Path) -> None:
-    """Takes the lock, waiting while (and only while) a brief holder has it."""
-    deadline = time.monotonic() + BRIEF_WAIT_SECONDS
-    while True:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            holder = _read_holder(handle)
-            # an empty file: the holder has just taken it and is writing who it is
-            if (holder.get("brief") or not holder) and time.monotonic() < deadline:
-                time.sleep(_BRIEF_POLL_SECONDS)
-                continue
-            raise WarehouseBusy(
-                f"another drone-sync run ({_describe(holder)}) holds {key}; wait for it to"
-                " finish, or stop that process, then run again"
-            ) from None
+def _take(handle: IO[str], key: Path) -> float:
+    """Takes the lock, waiting while (and only while) a brief holder has it; returns how long
+    it waited. While it waits, a `<lock>.waiting` file tells brief takers to let it go first
+    (the receiver's next batch would otherwise take the lock straight back)."""
+    started = time.monotonic()
+    deadline = started + BRIEF_WAIT_SECONDS
+    waiting = _waiting_path(key)
+    try:
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return time.monotonic() - started
+            except BlockingIOError:
+                holder = _read_holder(handle)
+                # an empty file: the holder has just taken it and is writing who it is
+                if (holder.get("brief") or not holder) and time.monotonic() < deadline:
+                    waiting.write_text(str(os.getpid()), encoding="utf-8")
+                    time.sleep(_BRIEF_POLL_SECONDS)
+                    continue
+                raise WarehouseBusy(
+                    f"another drone-sync run ({_describe(holder)}) holds {key}; wait for it to"
+                    " finish, or stop that process, then run again"
+                ) from None
+    finally:
+        waiting.unlink(missing_ok=True)
+
+
+def _waiting_path(key: Path) -> Path:
+    return key.with_name(key.name + ".waiting")
+
+
+def _run_waiting(key: Path) -> bool:
+    """Whether a run is waiting for a brief holder to finish (a file younger than the
+    longest wait: one a killed waiter left is ignored after that)."""
+    try:
+        age = time.time() - _waiting_path(key).stat().st_mtime
+    except OSError:
+        return False
+    return age < BRIEF_WAIT_SECONDS
 
 
 def _read_holder(handle: IO[str]) -> dict[str, Any]:
