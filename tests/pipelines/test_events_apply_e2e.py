@@ -157,3 +157,58 @@ def _first_spooled(tmp_path: Path) -> dict[str, Any]:
     spool = tmp_path / ".drone_sync" / "w.duckdb" / "events" / "events.jsonl"
     line = spool.read_text().splitlines()[0]
     return dict(json.loads(line)["event"])
+
+
+def test_each_event_lands_in_its_own_workspace(tmp_path: Path) -> None:
+    """Two workspaces deliver to one receiver: each event goes to the workspace whose synced
+    delivery logs carry its `workspace_id`, never to the other's rows."""
+    with (
+        running_simulator(seed=31, scale="tiny", admin=True) as home,
+        running_simulator(seed=32, scale="tiny", admin=True) as acme,
+        _api(home) as home_api,
+        _api(acme) as acme_api,
+    ):
+        env = cli_env(
+            tmp_path,
+            base_url=home.base_url,
+            api_key=home.read_key,
+            settings={
+                "WORKSPACES": json.dumps({"acme": {"base_url": acme.base_url}}),
+                "WORKSPACES__ACME__API_KEY": acme.read_key,
+            },
+        )
+        database = tmp_path / "w.duckdb"
+        first = run_cli(["run", "--database", str(database), "--no-models"], env, tmp_path)
+        assert first.code == EXIT_OK, first.describe()
+        with receiver(tmp_path, env, 0.5, "fleet") as (url, _):
+            changed = {}
+            for name, api in (("default", home_api), ("acme", acme_api)):
+                hook = {"name": "r", "url": f"{url}/events", "event_types": ["project.updated"]}
+                assert api.post("/v1/webhooks", json=hook).status_code == 201
+                project_id = api.get("/v1/projects").json()["projects"][0]["id"]
+                api.patch(f"/v1/projects/{project_id}", json={"name": f"from {name}"})
+                changed[name] = project_id
+            home.wait_for_deliveries(timeout=20)
+            acme.wait_for_deliveries(timeout=20)
+            for name, project_id in changed.items():
+                dataset = "drone_ops" if name == "default" else f"drone_ops_{name}"
+                wait_for(
+                    lambda d=dataset, p=project_id, n=name: _name_in(database, d, p) == f"from {n}",
+                    f"{name}'s event in {dataset}",
+                )
+        for dataset in ("drone_ops", "drone_ops_acme"):
+            with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
+                names = con.execute(
+                    f"SELECT name FROM {dataset}.projects WHERE name LIKE 'from %'"
+                    " AND _dlt_valid_to IS NULL"
+                ).fetchall()
+            assert len(names) == 1, (dataset, names)
+
+
+def _name_in(database: Path, dataset: str, project_id: str) -> str | None:
+    with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
+        row = con.execute(
+            f"SELECT name FROM {dataset}.projects WHERE id = ? AND _dlt_valid_to IS NULL",
+            [project_id],
+        ).fetchone()
+    return str(row[0]) if row else None
