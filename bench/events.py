@@ -63,6 +63,29 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "pipelines.cli", *args]
 
 
+def sync(
+    env: dict[str, str], root: Path, database: Path, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """One `drone-sync run` of the warehouse, without models or snapshot, JSON output."""
+    return subprocess.run(
+        cli(
+            "run",
+            "--database",
+            str(database),
+            "--no-models",
+            "--no-snapshot",
+            "--log-format",
+            "json",
+        ),
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def project_ids(api: httpx.Client) -> list[str]:
     ids: list[str] = []
     cursor: str | None = None
@@ -124,23 +147,7 @@ def run_burst(api: httpx.Client, ids: list[str], rate: float, seconds: float, bu
 
 def scheduled_run(env: dict[str, str], database: Path, root: Path) -> dict[str, Any]:
     started = time.monotonic()
-    done = subprocess.run(
-        cli(
-            "run",
-            "--database",
-            str(database),
-            "--no-models",
-            "--no-snapshot",
-            "--log-format",
-            "json",
-        ),
-        env=env,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+    done = sync(env, root, database, 900)
     waited = 0.0
     for line in done.stdout.splitlines():
         found = re.search(r"waited ([\d.]+) s for the event receiver", line)
@@ -173,15 +180,7 @@ def measure(args: argparse.Namespace, root: Path, sim: SimulatorHandle) -> dict[
         SOURCES__DRONE_OPS__API_KEY=sim.read_key,
         DLT_DATA_DIR=str(root / "dlt"),
     )
-    first = subprocess.run(
-        cli("run", "--database", str(database), "--no-models", "--no-snapshot"),
-        env=env,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
+    first = sync(env, root, database, 1800)
     if first.returncode != 0:
         raise SystemExit(f"the initial sync failed: {first.stdout[-2000:]}")
     listen = subprocess.Popen(
