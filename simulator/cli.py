@@ -7,6 +7,8 @@ import signal
 import sys
 from datetime import date
 
+from .delivery_faults import parse_delivery_faults
+from .events import DEFAULT_WORKERS, DELIVERY_TIMEOUT_S, ORDERS, DeliveryOptions, parse_retry_delays
 from .faults import parse_faults, parse_latency
 from .generator import SCALES
 from .server import ServeConfig, base_url_of, bind, build_runtime, make_server
@@ -35,6 +37,73 @@ def _latency(text: str) -> str:
     return text
 
 
+def _delivery_faults(text: str) -> str:
+    try:
+        parse_delivery_faults(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _retry_delays(text: str) -> tuple[float, ...]:
+    try:
+        return parse_retry_delays(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_delivery_arguments(p: argparse.ArgumentParser) -> None:
+    """How webhook deliveries are sent: signing, retries, concurrency, order and faults."""
+    p.add_argument(
+        "--webhook-secret",
+        action="append",
+        metavar="SECRET",
+        help="sign every webhook's deliveries with it; given twice, sign with both (rotation)",
+    )
+    p.add_argument(
+        "--delivery-retry-delays",
+        type=_retry_delays,
+        default=(),
+        metavar="S,S,...",
+        help="seconds before each retry of a failed attempt, e.g. 0.2,0.5,1,2 (default: none)",
+    )
+    p.add_argument(
+        "--delivery-timeout",
+        type=float,
+        default=DELIVERY_TIMEOUT_S,
+        help=f"seconds per delivery attempt (default {DELIVERY_TIMEOUT_S:g})",
+    )
+    p.add_argument(
+        "--delivery-workers",
+        type=int,
+        default=DEFAULT_WORKERS,
+        help=f"sender threads (default {DEFAULT_WORKERS})",
+    )
+    p.add_argument(
+        "--delivery-order",
+        choices=ORDERS,
+        default=ORDERS[0],
+        help="what is delivered in order: each project's events per webhook (default), "
+        "all of a webhook's events, or nothing",
+    )
+    p.add_argument(
+        "--delivery-faults",
+        type=_delivery_faults,
+        help='e.g. "duplicate:0.1,reorder:1x,delay:0.2:300,drop_first_attempt:2x"',
+    )
+
+
+def delivery_options(args: argparse.Namespace) -> DeliveryOptions:
+    return DeliveryOptions(
+        retry_delays=tuple(args.delivery_retry_delays),
+        timeout=args.delivery_timeout,
+        workers=args.delivery_workers,
+        order=args.delivery_order,
+        faults=args.delivery_faults,
+        secrets=tuple(args.webhook_secret or ()),
+    )
+
+
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765, help="0 picks a free port")
@@ -57,6 +126,7 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--members", type=int)
     p.add_argument("--webhooks", type=int)
     p.add_argument("--logs-per-webhook", type=int)
+    add_delivery_arguments(p)
     p.set_defaults(sim_func=run_serve, func=run_serve)
 
 
@@ -90,6 +160,7 @@ def run_serve(args: argparse.Namespace) -> int:
             "webhooks": args.webhooks,
             "logs_per_webhook": args.logs_per_webhook,
         },
+        delivery=delivery_options(args),
     )
     try:
         rt = build_runtime(cfg)

@@ -22,7 +22,7 @@ import httpx
 import uvicorn
 
 from .app import build_app
-from .events import DeliveryWorker
+from .events import DeliveryOptions, DeliveryWorker
 from .faults import FaultInjector
 from .runtime import Runtime
 from .store import Options, Store
@@ -45,6 +45,7 @@ class ServeConfig:
     horizon_days: int = 365
     allow_remote: bool = False
     counts: dict[str, int | None] = field(default_factory=dict)
+    delivery: DeliveryOptions = field(default_factory=DeliveryOptions)
 
 
 def is_loopback_host(host: str) -> bool:
@@ -82,7 +83,7 @@ def build_runtime(cfg: ServeConfig) -> Runtime:
         read_key=cfg.read_key or secrets.token_urlsafe(24),
         full_key=cfg.full_key or secrets.token_urlsafe(24),
         faults=FaultInjector(cfg.seed, cfg.faults, cfg.latency_ms),
-        worker=DeliveryWorker(store, cfg.seed),
+        worker=DeliveryWorker(store, cfg.seed, cfg.delivery),
         admin=cfg.admin,
     )
 
@@ -173,6 +174,23 @@ class InProcessHandle(HandleBase):
     def counts(self) -> dict[str, int]:
         return self.runtime.store.counts()
 
+    def set_delivery_faults(self, spec: str | None) -> dict[str, Any]:
+        self.runtime.worker.faults.set(spec)
+        return self.delivery_faults()
+
+    def delivery_faults(self) -> dict[str, Any]:
+        faults = self.runtime.worker.faults
+        return {"faults": faults.spec, "active": faults.state()}
+
+    def set_webhook_secrets(self, secrets: list[str] | None, webhook_id: str | None = None) -> None:
+        self.runtime.worker.secrets.set(secrets, webhook_id)
+
+    def deliveries(self, webhook_id: str | None = None) -> list[dict[str, Any]]:
+        return self.runtime.worker.deliveries(webhook_id)
+
+    def reset_deliveries(self) -> int:
+        return self.runtime.worker.journal.clear()
+
 
 @dataclass
 class _Thread:
@@ -195,6 +213,7 @@ def serve_in_thread(
     counts: dict[str, int | None] | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
+    delivery: DeliveryOptions | None = None,
 ) -> Iterator[InProcessHandle]:
     """Run the simulator in a background thread of this process (used by `drone-sync demo`)."""
     cfg = ServeConfig(
@@ -210,6 +229,7 @@ def serve_in_thread(
         anchor_date=anchor_date,
         horizon_days=horizon_days,
         counts=counts or {},
+        delivery=delivery or DeliveryOptions(),
     )
     rt = build_runtime(cfg)
     sock = bind(host, port)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import threading
 import time
+from collections.abc import Sequence
 
 SIGNATURE_VERSION = "v1"
 
@@ -34,3 +36,55 @@ def sign(
         "webhook-timestamp": str(when),
         "webhook-signature": signature(secret, delivery_id, when, body),
     }
+
+
+def sign_all(
+    secrets: Sequence[str], delivery_id: str, body: bytes, timestamp: int | None = None
+) -> dict[str, str]:
+    """The headers signed with every secret, signatures space-separated: how a sender rotating
+    its secret signs with the new and the old one, so receivers holding either accept it."""
+    when = int(time.time()) if timestamp is None else timestamp
+    return {
+        "webhook-id": delivery_id,
+        "webhook-timestamp": str(when),
+        "webhook-signature": " ".join(signature(s, delivery_id, when, body) for s in secrets),
+    }
+
+
+def check_secrets(secrets: object) -> tuple[str, ...]:
+    """A list of non-empty strings, else ValueError: an empty secret would sign with no key."""
+    if not isinstance(secrets, list | tuple) or not all(isinstance(s, str) and s for s in secrets):
+        raise ValueError("secrets must be a list of non-empty strings")
+    return tuple(secrets)
+
+
+class WebhookSecrets:
+    """Which secrets sign a webhook's deliveries: a default for every webhook (the CLI's
+    `--webhook-secret`), and per-webhook overrides set through the admin API.
+
+    The spec does not say how a secret is issued; the simulator takes it from whoever runs it.
+    Read at each attempt, so a rotation applies to the retries of deliveries already queued.
+    No secret means unsigned deliveries, as before signing existed.
+    """
+
+    def __init__(self, default: Sequence[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._default = check_secrets(list(default))
+        self._by_webhook: dict[str, tuple[str, ...]] = {}
+
+    def set(self, secrets: Sequence[str] | None, webhook_id: str | None = None) -> int:
+        """Replace the default (no `webhook_id`) or one webhook's secrets; None drops that
+        webhook's override. Returns how many secrets now sign that webhook (or the default)."""
+        with self._lock:
+            if webhook_id is None:
+                self._default = check_secrets(list(secrets or []))
+                return len(self._default)
+            if secrets is None:
+                self._by_webhook.pop(webhook_id, None)
+                return len(self._default)
+            self._by_webhook[webhook_id] = check_secrets(list(secrets))
+            return len(self._by_webhook[webhook_id])
+
+    def for_webhook(self, webhook_id: str) -> tuple[str, ...]:
+        with self._lock:
+            return self._by_webhook.get(webhook_id, self._default)

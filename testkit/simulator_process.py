@@ -55,6 +55,32 @@ class SimulatorHandle(HandleBase):
     def counts(self) -> dict[str, int]:
         return dict(self._admin("GET", names.ADMIN_COUNTS_PATH))
 
+    def set_delivery_faults(self, spec: str | None) -> dict[str, Any]:
+        """Replace the webhook delivery faults; returns `{"faults", "active"}`."""
+        return dict(self._admin("PUT", names.ADMIN_DELIVERY_FAULTS_PATH, {"faults": spec}))
+
+    def delivery_faults(self) -> dict[str, Any]:
+        """The delivery faults configured and the counts left of each."""
+        return dict(self._admin("GET", names.ADMIN_DELIVERY_FAULTS_PATH))
+
+    def set_webhook_secrets(self, secrets: list[str] | None, webhook_id: str | None = None) -> None:
+        """Sign every webhook's deliveries (or one webhook's) with these secrets; [] unsigned."""
+        body: dict[str, Any] = {"secrets": secrets}
+        if webhook_id is not None:
+            body["webhook_id"] = webhook_id
+        self._admin("PUT", names.ADMIN_WEBHOOK_SECRET_PATH, body)
+
+    def deliveries(self, webhook_id: str | None = None) -> list[dict[str, Any]]:
+        """Every delivery since start (or reset), oldest first, each with its attempts."""
+        path = names.ADMIN_DELIVERIES_PATH
+        if webhook_id is not None:
+            path += f"?webhook_id={webhook_id}"
+        return list(self._admin("GET", path)["deliveries"])
+
+    def reset_deliveries(self) -> int:
+        """Forget the settled deliveries of the journal; returns how many."""
+        return int(self._admin("POST", names.ADMIN_DELIVERIES_RESET_PATH)["forgotten"])
+
 
 def _read_line(stream: IO[str], deadline: float) -> str:
     """One stdout line, bounded in time (a reader thread, since pipes have no timeout)."""

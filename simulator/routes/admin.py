@@ -1,7 +1,8 @@
 """The admin API: test and benchmark controls outside /v1, mounted only with --admin.
 
-Faults can be switched, deliveries awaited, request counts read and reset, the workspace
-churned and its rows counted; every call needs the full_access key.
+Faults (of the API and of webhook deliveries) can be switched, the webhook signing secret set
+or rotated, deliveries awaited and every attempt of each read back, request counts read and
+reset, the workspace churned and its rows counted; every call needs the full_access key.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from starlette.routing import BaseRoute, Route
 from ..names import (
     ADMIN_CHURN_PATH,
     ADMIN_COUNTS_PATH,
+    ADMIN_DELIVERIES_PATH,
+    ADMIN_DELIVERIES_RESET_PATH,
+    ADMIN_DELIVERY_FAULTS_PATH,
     ADMIN_FAULTS_PATH,
     ADMIN_STATS_PATH,
     ADMIN_STATS_RESET_PATH,
     ADMIN_WAIT_PATH,
+    ADMIN_WEBHOOK_SECRET_PATH,
 )
 from ..runtime import FULL_ACCESS, Runtime
 from ..validation import ApiError
@@ -38,6 +43,11 @@ class AdminRoutes:
             Endpoint(ADMIN_STATS_RESET_PATH, "POST", self.reset_stats),
             Endpoint(ADMIN_CHURN_PATH, "POST", self.churn),
             Endpoint(ADMIN_COUNTS_PATH, "GET", self.counts),
+            Endpoint(ADMIN_DELIVERY_FAULTS_PATH, "PUT", self.set_delivery_faults),
+            Endpoint(ADMIN_DELIVERY_FAULTS_PATH, "GET", self.get_delivery_faults),
+            Endpoint(ADMIN_WEBHOOK_SECRET_PATH, "PUT", self.set_webhook_secret),
+            Endpoint(ADMIN_DELIVERIES_PATH, "GET", self.get_deliveries),
+            Endpoint(ADMIN_DELIVERIES_RESET_PATH, "POST", self.reset_deliveries),
         ]
 
     def routes(self) -> list[BaseRoute]:
@@ -97,3 +107,42 @@ class AdminRoutes:
 
     async def counts(self, _: Request) -> Response:
         return json_response(self.rt.store.counts())
+
+    async def set_delivery_faults(self, r: Request) -> Response:
+        body = await read_json(r)
+        spec = body.get("faults")
+        if spec is not None and not isinstance(spec, str):
+            raise ApiError(400, "faults must be a string or null")
+        self.rt.worker.faults.set(spec)
+        return await self.get_delivery_faults(r)
+
+    async def get_delivery_faults(self, _: Request) -> Response:
+        faults = self.rt.worker.faults
+        return json_response({"faults": faults.spec, "active": faults.state()})
+
+    async def set_webhook_secret(self, r: Request) -> Response:
+        """`{"secrets": [...] or null, "webhook_id": optional}`: the default for every webhook,
+        or one webhook's own (null drops its own). The answer never echoes a secret."""
+        body = await read_json(r)
+        webhook_id = body.get("webhook_id")
+        if webhook_id is not None:
+            if not isinstance(webhook_id, str):
+                raise ApiError(400, "webhook_id must be a string")
+            ws = self.rt.store.state
+            with ws.lock:
+                ws.webhook(webhook_id)
+        secrets = body.get("secrets")
+        if secrets is None and webhook_id is None:
+            secrets = []
+        count = self.rt.worker.secrets.set(secrets, webhook_id)
+        return json_response({"webhook_id": webhook_id, "secrets": count})
+
+    async def get_deliveries(self, r: Request) -> Response:
+        webhook_id = r.query_params.get("webhook_id") or None
+        worker = self.rt.worker
+        return json_response(
+            {"pending": worker.pending, "deliveries": worker.deliveries(webhook_id)}
+        )
+
+    async def reset_deliveries(self, _: Request) -> Response:
+        return json_response({"forgotten": self.rt.worker.journal.clear()})

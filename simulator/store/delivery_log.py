@@ -72,12 +72,19 @@ class DeliveryLog:
 
     def event_payload(self, event: str, project: dict[str, Any]) -> str:
         """The JSON body a webhook receives for one project event."""
-        return orjson.dumps(
+        return self.new_delivery(event, project)[1]
+
+    def new_delivery(self, event: str, project: dict[str, Any]) -> tuple[str, str]:
+        """A fresh `delivery_id` and the JSON body carrying it: the sender keeps the id apart
+        to sign with it and to report attempts by it, without parsing its own body back."""
+        delivery_id = self.ws.new_id("dlv_")
+        body = orjson.dumps(
             {
-                "delivery_id": self.ws.new_id("dlv_"),
+                "delivery_id": delivery_id,
                 "event": event,
                 "timestamp": now_ms(),
                 "workspace_id": self.ws.workspace_id,
                 "data": project,
             }
         ).decode()
+        return delivery_id, body

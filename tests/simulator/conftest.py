@@ -29,3 +29,24 @@ def full(sim: SimulatorHandle) -> Iterator[httpx.Client]:
 def read(sim: SimulatorHandle) -> Iterator[httpx.Client]:
     with sim.client(full=False) as c:
         yield c
+
+
+# The webhook sender's tests: no generated webhooks (only the tests' own receive anything), one
+# signing secret, and retries quick enough for a test (1 + 4 attempts over 3.7 s).
+SECRET = "whsec_sender-test-secret"
+RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0)
+
+
+@pytest.fixture(scope="module")
+def signed_sim() -> Iterator[SimulatorHandle]:
+    args = ["--anchor-date", ANCHOR, "--webhooks", "0", "--webhook-secret", SECRET]
+    args += ["--delivery-retry-delays", ",".join(map(str, RETRY_DELAYS))]
+    args += ["--delivery-timeout", "1"]
+    with running_simulator(seed=11, extra_args=args) as h:
+        yield h
+
+
+@pytest.fixture(scope="module")
+def signed_api(signed_sim: SimulatorHandle) -> Iterator[httpx.Client]:
+    with signed_sim.client(full=True) as c:
+        yield c
