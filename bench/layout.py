@@ -115,7 +115,10 @@ def load(destination: Any, layout: str, name: str, data: dict[str, pa.Table], ro
         pipelines_dir=str(root / "pipelines"),
     )
     resources = [_resource(table, rows, scope) for table, rows in tables.items()]
-    pipeline.run(resources, loader_file_format="parquet" if _is_duckdb(pipeline) else None)
+    if _is_duckdb(pipeline):
+        pipeline.run(resources, loader_file_format="parquet")
+    else:
+        pipeline.run(resources)
 
 
 def _is_duckdb(pipeline: dlt.Pipeline) -> bool:
@@ -152,9 +155,12 @@ def measure(
 ) -> dict[str, float]:
     """Every figure of one layout on one destination."""
     names = list(rows)
-    figures = {
-        "initial": timed(lambda: [load(destination, layout, n, rows[n], root) for n in names])
-    }
+
+    def initial() -> None:
+        for name in names:
+            load(destination, layout, name, rows[name], root)
+
+    figures = {"initial": timed(initial)}
     first = names[0]
     change = {"jobs": changed(rows[first]["jobs"], 0.05)}
     figures["change"] = timed(lambda: load(destination, layout, first, change, root))
@@ -246,7 +252,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     names = [f"ws{number}" for number in range(args.workspaces)]
-    results: dict[str, dict[str, dict[str, float]]] = {}
+    results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="drone-ops-layout-") as scratch:
         root = Path(scratch)
         rows = fleet_rows(root, names, args.scale)
