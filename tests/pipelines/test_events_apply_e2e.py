@@ -36,16 +36,16 @@ WAIT_S = 30.0
 
 @contextmanager
 def receiver(
-    tmp_path: Path, env: dict[str, str], apply_every: float, name: str
+    tmp_path: Path, env: dict[str, str], apply_every: float, name: str, port: int = 0
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """`drone-sync listen` for the test's warehouse, on a free loopback port."""
+    """`drone-sync listen` for the test's warehouse, on loopback (a free port by default)."""
     command = [
         sys.executable,
         "-m",
         "pipelines.cli",
         "listen",
         "--port",
-        "0",
+        str(port),
         "--database",
         str(tmp_path / "w.duckdb"),
         "--apply-every",
@@ -212,3 +212,79 @@ def _name_in(database: Path, dataset: str, project_id: str) -> str | None:
             [project_id],
         ).fetchone()
     return str(row[0]) if row else None
+
+
+SECRET = "whsec_e2e_secret"
+FAULTS = "duplicate:0.3,reorder:0.3,delay:0.2:300"
+
+
+def test_signed_faulty_deliveries_leave_the_newest_state_and_the_run_agrees(
+    tmp_path: Path,
+) -> None:
+    """Signed deliveries with duplicates, reordering, delays and retries, and a receiver that is
+    down for a while: before any batch run the warehouse holds each project's newest state;
+    after it, exactly the API's; an event whose retries ran out while the receiver was down is
+    counted in the gap report."""
+    sender = ["--webhook-secret", SECRET, "--delivery-retry-delays", "0.3,0.6,1.2"]
+    with (
+        running_simulator(seed=41, scale="tiny", admin=True, extra_args=sender) as sim,
+        _api(sim) as api,
+    ):
+        env = cli_env(
+            tmp_path,
+            base_url=sim.base_url,
+            api_key=sim.read_key,
+            settings={"WEBHOOK_SECRET": SECRET},
+        )
+        database = tmp_path / "w.duckdb"
+        first = run_cli(["run", "--database", str(database), "--no-models"], env, tmp_path)
+        assert first.code == EXIT_OK, first.describe()
+        ids = [project["id"] for project in api.get("/v1/projects").json()["projects"]][:4]
+        sim.set_delivery_faults(FAULTS)
+        with receiver(tmp_path, env, 0.5, "signed") as (url, _):
+            port = int(url.rsplit(":", 1)[1])
+            hook = {"name": "r", "url": f"{url}/events", "event_types": ["project.updated"]}
+            assert api.post("/v1/webhooks", json=hook).status_code == 201
+            for round_number in range(6):
+                for project_id in ids:
+                    api.patch(f"/v1/projects/{project_id}", json={"name": f"v{round_number}"})
+            sim.wait_for_deliveries(timeout=60)
+            wait_for(lambda: _names(database, ids) == {p: "v5" for p in ids}, "newest state")
+            health = httpx.get(f"{url}/health").json()
+            assert health["refused"] == 0, health
+            assert health["duplicates"] > 0 or health["applied"]["outcomes"].get("not_newer")
+
+        # the receiver is down past the retries: the event is lost to it, the log shows it
+        sim.set_delivery_faults(None)
+        api.patch(f"/v1/projects/{ids[0]}", json={"name": "while down"})
+        sim.wait_for_deliveries(timeout=30)
+        failed = [d for d in sim.deliveries() if d["status"] == "failed"]
+        assert failed, "the delivery to a receiver that is down should have run out of retries"
+
+        # down briefly: the retries reach it once it is back on the same port
+        api.patch(f"/v1/projects/{ids[1]}", json={"name": "after restart"})
+        time.sleep(0.4)
+        with receiver(tmp_path, env, 0.5, "back", port=port):
+            sim.wait_for_deliveries(timeout=30)
+            wait_for(lambda: _names(database, ids)[ids[1]] == "after restart", "a retried event")
+        assert _names(database, ids)[ids[0]] == "v5", "nothing applied the lost event"
+
+        second = run_cli(
+            ["run", "--database", str(database), "--log-format", "json"], env, tmp_path
+        )
+        assert second.code == EXIT_OK, second.describe()
+        api_names = {p: api.get(f"/v1/projects/{p}").json()["name"] for p in ids}
+        assert _names(database, ids) == api_names
+        with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
+            missed = con.execute(
+                "SELECT sum(events_missed) FROM drone_ops_marts.fct_webhook_event_gaps"
+            ).fetchone()
+        assert missed is not None and missed[0] >= 1, missed
+
+
+def _names(database: Path, ids: list[str]) -> dict[str, str]:
+    with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
+        rows = con.execute(
+            "SELECT id, name FROM drone_ops.projects WHERE _dlt_valid_to IS NULL"
+        ).fetchall()
+    return {str(pid): str(name) for pid, name in rows if pid in ids}
