@@ -254,7 +254,10 @@ def _run_fleet(
     if stop.received is not None:
         return output.finish(stop.exit_code, "interrupted")
     if not any(run.ok for run in runs):
-        return output.finish(output.workspaces_exit, "failed")
+        failed = ", ".join(run.name for run in runs)
+        return output.finish(
+            output.workspaces_exit, "failed", error=f"workspaces failed: {failed} (causes above)"
+        )
     if args.no_models or models.destination not in MODEL_DESTINATIONS:
         return finish_success(models, snapshot, output)
     return build_models_step(

@@ -150,7 +150,7 @@ class Output:
         if self.workspaces_exit and exit_code == 0:
             exit_code, outcome_label = self.workspaces_exit, "failed"
             failed = [name for name, run in self.workspaces.items() if run["exit_code"]]
-            error = f"workspaces failed: {', '.join(failed)} (each one's cause above)"
+            error = f"workspaces failed: {', '.join(failed)} (causes above)"
         if error is None and exit_code != 0:
             error = _failure_cause(outcome, models)
         tables = table_fields(outcome) if outcome is not None else {}

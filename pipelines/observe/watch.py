@@ -85,8 +85,22 @@ class RunWatch:
                 logger.warning("metrics not written to %s: %s", self.metrics, exc.strerror or exc)
         if self.lineage is not None:
             self.lineage.finish(summary)
-        if summary.get("exit_code") != 0 and self.hook is not None:
+        if summary.get("exit_code") != 0 and self.hook is not None and not _told(summary):
             send_alert(self.hook, run_failed_text(self.warehouse or "?", summary))
+
+
+def _told(summary: dict[str, Any]) -> bool:
+    """A fleet run whose only failures are workspaces: each workspace's own process alerted
+    its failure with its cause, so the fleet adds no second message for the same failures
+    (its models and snapshot, built after, alert as usual)."""
+    workspaces = summary.get("workspaces")
+    models = summary.get("models")
+    models_ok = models is None or bool(models.get("ok"))
+    return (
+        bool(workspaces)
+        and models_ok
+        and str(summary.get("error", "")).startswith("workspaces failed")
+    )
 
 
 def _warehouse_namespace(target: Target) -> str:
