@@ -5,6 +5,8 @@ Examples:
     python -m bench --scale large --latency-ms 50          # the real figures
     python -m bench --scale large --latency-ms 50 --baseline-from bench/results/tenth-0ms.json
     python -m bench --scale small --only ours,postgres --no-models   # DuckDB vs PostgreSQL
+    python -m bench fleet --scale small --workspaces 1,4,16 --destination duckdb,postgres
+        # a fleet of workspaces against each alone (bench/fleet.py; `fleet --help`)
 """
 
 from __future__ import annotations
@@ -73,6 +75,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["fleet"]:
+        from .fleet import main as fleet_main
+
+        return fleet_main(argv[1:])
     args = parse_args(argv)
     counts = {
         key: getattr(args, key.replace("-", "_"))

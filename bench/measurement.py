@@ -49,3 +49,22 @@ class Sample:
     endpoint_requests: dict[str, int]
     detail: dict[str, Any]
     code: str = ""
+
+
+@dataclass
+class FleetOptions:
+    """What one fleet invocation measures."""
+
+    scale: str = "small"
+    workspaces: list[int] = field(default_factory=lambda: [1, 4, 16])
+    destinations: list[str] = field(default_factory=lambda: ["duckdb"])
+    parallel: int = 4
+    sizing: list[int] = field(default_factory=list)
+    runs: int = 3
+    latency_ms: int = 50
+    seed: int = 42
+    max_workers: int = 16
+    output: Path | None = None
+    quiet: bool = False
+    warm: bool = True
+    """Walk every simulator once before measuring (`warm`)."""
