@@ -171,7 +171,10 @@ class Output:
             "error": redact(error) if error else None,
         }
         if self.workspaces:
+            # a fleet's totals are its workspaces' (each one's tables are in its own summary)
             self.summary["workspaces"] = self.workspaces
+            self.summary["requests"] = sum(w["requests"] for w in self.workspaces.values())
+            self.summary["rows_written"] = sum(w["rows_written"] for w in self.workspaces.values())
         self._finished(self.summary)
         return exit_code
 

@@ -78,6 +78,8 @@ def test_a_fleet_syncs_each_workspace_apart_and_heals_a_failed_one(
     result, summary = _run(tmp_path, env)
     assert result.code == EXIT_OK, result.describe()
     assert set(summary["workspaces"]) == set(NAMES)
+    per_workspace = [run["rows_written"] for run in summary["workspaces"].values()]
+    assert summary["rows_written"] == sum(per_workspace) and all(per_workspace), summary
     for name, sim in simulators.items():
         _assert_equal_to_api(database, name, sim)
     shared = {row["id"] for row in query(database, "SELECT id FROM drone_ops.job_types")} & {
