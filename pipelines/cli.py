@@ -292,11 +292,12 @@ def _fleet_data_version(target: Target, known: str | None, known_for: str | None
     """What the whole warehouse holds, for the build record: the one workspace's data version
     when only the default is configured (as before workspaces existed), else every configured
     workspace's, joined (`known` is `known_for`'s, read by its run already)."""
-    from sources.drone_ops import configured_names
+    from sources.drone_ops import DEFAULT_WORKSPACE, configured_names
 
     names = configured_names()
-    if list(names) == [known_for]:
-        return known
+    if list(names) == [DEFAULT_WORKSPACE]:
+        # the same record whether `run` (which read it) or `models` (which reads it) asks
+        return known if known_for == DEFAULT_WORKSPACE else _data_version(target)
     versions = []
     for name in names:
         version = known if name == known_for else _data_version(target.for_workspace(name))

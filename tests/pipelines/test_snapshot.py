@@ -284,7 +284,13 @@ def test_snapshot_equals_the_warehouse(
     for table in expected:
         assert copied[table] == original[table], table
     empty = [table for table, (_, rows, _) in original.items() if not rows]
-    assert empty in ([], [f"{DATASET}._sync_issues"]), f"the comparison compared nothing: {empty}"
+    # empty by nature in a warehouse that received no webhook event and no bad value
+    may_be_empty = {
+        f"{DATASET}._sync_issues",
+        f"{DATASET}._webhook_events",
+        f"{MARTS}.fct_webhook_event_gaps",
+    }
+    assert set(empty) <= may_be_empty, f"the comparison compared nothing: {empty}"
 
     row = info(snapshot)
     assert before <= row["published_at"] <= after
