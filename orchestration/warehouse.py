@@ -36,11 +36,6 @@ class DroneSyncWarehouse(dg.ConfigurableResource):
         description="The base dataset: raw tables of workspace <name> in <dataset>_<name>,"
         " models in <dataset>_stg and <dataset>_marts",
     )
-    pipelines_dir: str | None = Field(
-        default=None,
-        description="dlt's working folder; unset: beside the DuckDB file (or dlt's data folder"
-        " for a server destination), as for drone-sync",
-    )
 
     def base_target(self) -> Target:
         """The warehouse as `drone-sync run --destination ... --database ... --dataset ...`."""
@@ -48,7 +43,6 @@ class DroneSyncWarehouse(dg.ConfigurableResource):
             destination=self.destination,
             database=Path(self.database) if self.database else None,
             dataset=self.dataset,
-            pipelines_dir=Path(self.pipelines_dir) if self.pipelines_dir else None,
         )
 
     def workspace_target(self, workspace: str) -> Target:
