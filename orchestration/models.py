@@ -15,11 +15,13 @@ asset function to find its resources.)
 import json
 import sys
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
+from packaging import version
 
 from pipelines.publish.dbt_build import PROJECT_DIR, dbt_environment, dbt_target, profile_env
 from pipelines.publishing import fleet_vars, models_turn, prepare_models_build
@@ -59,14 +61,28 @@ class DroneOpsTranslator(DagsterDbtTranslator):
         return models_follow_syncs()
 
 
+class LocalDbtCli(DbtCliResource):
+    """dagster-dbt's runner of this interpreter's `dbt`, told its version from the installed
+    dbt-core. dagster-dbt otherwise runs `dbt --version` before every command, and dbt-core 1.11
+    answers that by asking pypi.org for its latest release (and each adapter's): traffic beyond
+    the API's, which this project does not send (docs/fleet.md#dagster)."""
+
+    @cached_property
+    def _cli_version(self) -> version.Version:
+        from dbt.version import __version__ as installed
+
+        return version.parse(installed)
+
+
 def dbt_resource() -> DbtCliResource:
-    """dagster-dbt's runner of `dbt`, using this interpreter's dbt when it has one (a virtual
-    environment's `bin/` is often not on the PATH of whoever starts Dagster)."""
+    """The `dbt` resource: this interpreter's dbt when it has one (a virtual environment's
+    `bin/` is often not on the PATH of whoever starts Dagster), else `dbt` from the PATH."""
     beside = Path(sys.executable).with_name("dbt")
-    executable = str(beside) if beside.is_file() else "dbt"
-    return DbtCliResource(
-        project_dir=str(PROJECT_DIR), profiles_dir=str(PROJECT_DIR), dbt_executable=executable
-    )
+    if beside.is_file():
+        return LocalDbtCli(
+            project_dir=str(PROJECT_DIR), profiles_dir=str(PROJECT_DIR), dbt_executable=str(beside)
+        )
+    return DbtCliResource(project_dir=str(PROJECT_DIR), profiles_dir=str(PROJECT_DIR))
 
 
 def build_models_assets(project: DbtProject) -> dg.AssetsDefinition:

@@ -37,9 +37,10 @@ from .partition_runs import PartitionRun, run_partitions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-MODELS_UNION_WORKSPACES = (
-    Path(__file__).resolve().parents[2] / "models" / "macros" / "workspaces.sql"
-).is_file()
+REPO = Path(__file__).resolve().parents[2]
+NETGUARD = REPO / "tests" / "pipelines" / "netguard"
+NETGUARD_LOG_ENV = "DRONE_SYNC_NETGUARD_LOG"
+MODELS_UNION_WORKSPACES = (REPO / "models" / "macros" / "workspaces.sql").is_file()
 """The marts hold every workspace once the models union them (var `workspaces`)."""
 
 
@@ -49,6 +50,7 @@ class Story:
 
     warehouse: dict[str, Any]
     readable: Warehouse
+    netguard_log: Path
     runs: dict[str, dict[str, PartitionRun]] = field(default_factory=dict)
     twice: list[PartitionRun] = field(default_factory=list)
     """The quiet chapter's two runs of `north`, started together."""
@@ -82,13 +84,18 @@ def story(
 ) -> Iterator[Story]:
     with pytest.MonkeyPatch.context() as patch:
         make_dagster_home(tmp_path_factory.mktemp("dagster_home"), patch)
+        # every process started from here on (the runs, dbt) refuses and logs connections
+        # that leave loopback
+        netguard_log = tmp_path_factory.mktemp("netguard") / "netguard.log"
+        patch.setenv("PYTHONPATH", str(NETGUARD))
+        patch.setenv(NETGUARD_LOG_ENV, str(netguard_log))
         if request.param == "postgres":
             dsn = fresh_database(request.getfixturevalue("postgres_server"))
             patch.setenv("DESTINATION__POSTGRES__CREDENTIALS", dsn)
-            story = Story({"destination": "postgres"}, dsn)
+            story = Story({"destination": "postgres"}, dsn, netguard_log)
         else:
             database = tmp_path_factory.mktemp("fleet") / "fleet.duckdb"
-            story = Story({"database": str(database)}, database)
+            story = Story({"database": str(database)}, database, netguard_log)
         tell(story, fleet, patch)
         yield story
 
@@ -215,3 +222,10 @@ def test_the_models_build_after_the_syncs_over_every_workspace(story: Story) -> 
         story.readable, "SELECT DISTINCT workspace FROM drone_ops_marts.dim_projects"
     )
     assert {row["workspace"] for row in workspaces} == set(FLEET_SEEDS)
+
+
+def test_nothing_left_the_machine(story: Story) -> None:
+    """Last on purpose: every run of the story and the model build (dbt included) connected to
+    loopback only (the simulators, PostgreSQL), nothing to the internet."""
+    attempts = story.netguard_log.read_text(encoding="utf-8") if story.netguard_log.exists() else ""
+    assert not attempts, f"connections beyond loopback were attempted:\n{attempts}"
