@@ -20,6 +20,7 @@ from collections.abc import Iterator
 import dagster as dg
 from pydantic import Field
 
+from pipelines.run.dlt_tooling import link_for_dlt_cli
 from pipelines.run.lock import WarehouseBusy
 from pipelines.run.sync import run_sync
 from sources.drone_ops import (
@@ -112,7 +113,9 @@ def sync_partition(
         ) from exc
     except DroneOpsError as exc:
         raise error_failure(workspace, exc) from None
-    for note in outcome.notes:
+    # as after `drone-sync run`: `dlt pipeline <pipeline_name> info|trace|show` finds it
+    tooling_note = link_for_dlt_cli(target)
+    for note in [*outcome.notes, *([tooling_note] if tooling_note else [])]:
         context.log.info(one_line(f"workspace {workspace}: {note}"))
     for table in loaded_tables(outcome):
         yield dg.MaterializeResult(
