@@ -26,7 +26,8 @@ from packaging import version
 from pipelines.publish.dbt_build import PROJECT_DIR, dbt_environment, dbt_target, profile_env
 from pipelines.publishing import fleet_vars, models_turn, prepare_models_build
 from pipelines.run.lock import WarehouseBusy
-from sources.drone_ops import ConfigError
+from pipelines.run.target import check_target
+from sources.drone_ops import ConfigError, DroneOpsError
 
 from .automation import models_follow_syncs
 from .outcomes import one_line
@@ -108,6 +109,7 @@ def build_models(
     """`dbt build` of the selected models over every workspace, in the models' turn."""
     models = warehouse.models_target()
     try:
+        check_target(models)
         profile = dbt_target(models)
         args = [
             "build",
@@ -132,3 +134,6 @@ def build_models(
         raise dg.RetryRequested(
             max_retries=BUSY_RETRIES, seconds_to_wait=BUSY_WAIT_SECONDS
         ) from exc
+    except DroneOpsError as exc:
+        # e.g. the destination unreachable: said in one line; the next sync's build retries
+        raise dg.Failure(description=one_line(f"models: {exc}"), allow_retries=False) from None
