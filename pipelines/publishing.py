@@ -6,6 +6,8 @@ published, so a failed or interrupted run never publishes half-updated data.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +48,7 @@ def build_models_step(
     then publishes the snapshot and ends the command with its exit code. The models are the
     whole fleet's: every configured workspace's raw tables, unioned (`fleet_vars`); on DuckDB
     all of it under the file's access lock, so no workspace loads meanwhile."""
-    # one build at a time per warehouse, whoever starts it (a workspace's run, a fleet run,
-    # `drone-sync models`, Dagster): they share dbt's target folder and the build record
-    turn = waiting_turn(target.models_lock_path(), ACCESS_WAIT_SECONDS, "the model build")
-    with turn, target.file_access():
+    with models_turn(target):
         return _build_models_step(
             target,
             output,
@@ -60,6 +59,32 @@ def build_models_step(
             outcome=outcome,
             snapshot=snapshot,
         )
+
+
+@contextmanager
+def models_turn(target: Target) -> Iterator[None]:
+    """The turn of one model build: the warehouse's models lock (waited for, up to
+    `ACCESS_WAIT_SECONDS`, then `WarehouseBusy`), and on DuckDB the file's access lock for the
+    whole build, so no workspace loads meanwhile.
+
+    Why one build at a time per warehouse, whoever starts it (a workspace's run, a fleet run,
+    `drone-sync models`, Dagster's dbt assets): they share the build record, and two builds
+    replacing the same marts at once would fail each other."""
+    turn = waiting_turn(target.models_lock_path(), ACCESS_WAIT_SECONDS, "the model build")
+    with turn, target.file_access():
+        yield
+
+
+def prepare_models_build(target: Target) -> Path:
+    """What every model build does first, inside its turn: the warehouse is free and
+    reachable, and the build record is forgotten (a build that fails or is killed leaves
+    none, so the next run builds again). Returns the warehouse's dbt folder."""
+    if target.destination == "duckdb":
+        ensure_duckdb_free(target.resolved_database().resolve())
+    ensure_destination_reachable(target)
+    folder = dbt_folder(target.sync_dir())
+    forget_build(folder)
+    return folder
 
 
 def fleet_vars(target: Target) -> dict[str, Any]:
@@ -95,10 +120,7 @@ def _build_models_step(
             # _sync_runs) is refreshed; one with raw tables is published whole
             reuse = snapshot is not None and snapshot_current(record, snapshot.path)
             return finish_success(target, snapshot, output, outcome, reused, reuse_marts=reuse)
-    if target.destination == "duckdb":
-        ensure_duckdb_free(target.resolved_database().resolve())
-    ensure_destination_reachable(target)
-    forget_build(folder)
+    prepare_models_build(target)
     with output.status("building dbt models"):
         result = build_models(
             dbt_target(target),

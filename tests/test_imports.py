@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("sources", "pipelines", "simulator", "bench", "testkit")
+PACKAGES = ("sources", "pipelines", "simulator", "bench", "testkit", "orchestration")
 MAX_LINES = 400
 MAX_FUNCTION_LINES = 80
 
@@ -232,12 +232,30 @@ def test_functions_are_small(package: str) -> None:
     assert not long, f"over {MAX_FUNCTION_LINES} lines: {long}"
 
 
+def test_the_dagster_code_location_sits_on_top() -> None:
+    """`orchestration/` (the Dagster code location) builds on `pipelines/` and the source's
+    facade; nothing of ours imports it (tests do), and it never starts the simulator or the
+    testkit's servers."""
+    inward = [
+        e
+        for package in ("sources", "pipelines", "simulator", "bench", "testkit")
+        for e in _crossings(package, ("orchestration",))
+    ]
+    assert not inward, "orchestration/ imported by:\n" + _describe(inward)
+    outward = _crossings("orchestration", ("simulator", "testkit", "bench"))
+    assert not outward, "orchestration/ imports:\n" + _describe(outward)
+    assert ("orchestration.raw_assets", "pipelines.run.sync") in {
+        (e.importer, e.imported) for e in EDGES
+    }
+
+
 def test_callers_use_the_source_through_its_facade() -> None:
-    """`pipelines/` and `bench/` import the source from `sources.drone_ops` only: what its
-    `__init__` exports is the source's interface, the wings behind it are free to move."""
+    """`pipelines/`, `bench/` and `orchestration/` import the source from `sources.drone_ops`
+    only: what its `__init__` exports is the source's interface, the wings behind it are free
+    to move."""
     reaching_in = []
     for module, path in MODULES.items():
-        if module.split(".")[0] not in ("pipelines", "bench"):
+        if module.split(".")[0] not in ("pipelines", "bench", "orchestration"):
             continue
         for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
             names = (

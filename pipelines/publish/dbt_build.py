@@ -68,8 +68,9 @@ class ModelsResult:
 
 
 @contextmanager
-def _environment(values: Mapping[str, str]) -> Iterator[None]:
-    """Set env vars for the duration of one dbt call and restore them afterwards."""
+def dbt_environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Set env vars for the duration of one dbt call and restore them afterwards (for dbt in a
+    subprocess: while the process is started, which copies the environment)."""
     with _ENV_LOCK:
         saved = {key: os.environ.get(key) for key in values}
         os.environ.update(values)
@@ -194,6 +195,11 @@ class DbtTarget:
         )
 
 
+def profile_env(target: DbtTarget, dataset: str) -> dict[str, str]:
+    """What models/profiles.yml reads from the environment for one build on `target`."""
+    return {**target.env, DATASET_ENV: dataset}
+
+
 def build_models(
     warehouse: pathlib.Path | DbtTarget,
     dataset: str = "drone_ops",
@@ -235,7 +241,7 @@ def build_models(
         args += ["--target", target.name]
         if select:
             args += ["--select", select]
-        with _environment({**target.env, DATASET_ENV: dataset}):
+        with dbt_environment(profile_env(target, dataset)):
             try:
                 outcome = dbtRunner().invoke(args)
             finally:

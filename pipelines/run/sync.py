@@ -69,6 +69,9 @@ class SyncOutcome:
     """Loads of deliveries made while the chains still walked (`delivery_waves.py`)."""
     pipeline_name: str | None = None
     """dlt's pipeline name for this warehouse (`Target.pipeline_name`), for `dlt pipeline`."""
+    finished_at: datetime | None = None
+    """When the run ended, as its `_sync_runs` rows record it (taken under the run lock, so two
+    runs of one workspace never show overlapping times); None when the run was not recorded."""
 
     @property
     def ok(self) -> bool:
@@ -372,6 +375,8 @@ def _record_run(
         outcome.notes.append(
             f"could not record the run in {source_settings.RUNS_TABLE}: {root_cause(exc)}"
         )
+    else:
+        outcome.finished_at = finished
 
 
 def issue_columns() -> dict[str, Any]:

@@ -1,0 +1,86 @@
+"""The dbt project for dagster-dbt, and its manifest, prepared when the definitions load.
+
+dagster-dbt builds the model assets from dbt's `manifest.json`, so it must exist before the
+code location can load. It is made here by `dbt parse` when it is missing or older than the
+project's files (the fingerprint `drone-sync` keeps for its build record), so a fresh clone,
+an edited model and a deployment all load without a manual step; an up-to-date manifest costs
+one hash of the project's files.
+
+Why `models/target/dagster/`: git-ignored with the rest of dbt's target folder, and apart from
+`drone-sync`'s builds (in the warehouse's `.drone_sync/` folder) and a hand-run `dbt` (in
+`models/target/`), so none of them overwrites the manifest another is reading. Parsing needs
+the profile's environment variables but no database (dbt does not connect to parse), so a
+placeholder path stands in for the warehouse.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster_dbt import DbtProject
+
+from pipelines.defaults import DEFAULT_DATASET
+from pipelines.publish.build_record import project_fingerprint
+from pipelines.publish.dbt_build import (
+    PROJECT_DIR,
+    DbtTarget,
+    dbt_args,
+    dbt_environment,
+    profile_env,
+)
+from pipelines.run.access import waiting_turn
+
+MANIFEST_TARGET = Path("target") / "dagster"
+"""Relative to models/: dbt's target folder for the manifest dagster-dbt reads."""
+FINGERPRINT_FILE = "project_fingerprint"
+PREPARE_WAIT_SECONDS = 300.0
+"""Several processes may load the definitions at once (the multiprocess executor starts one per
+step); the first parses, the others wait this long at most."""
+
+
+class ManifestError(RuntimeError):
+    """`dbt parse` failed: the code location cannot load its dbt assets."""
+
+
+def dbt_project() -> DbtProject:
+    """The dbt project in models/, its manifest in `MANIFEST_TARGET`."""
+    return DbtProject(
+        project_dir=PROJECT_DIR, profiles_dir=PROJECT_DIR, target_path=MANIFEST_TARGET
+    )
+
+
+def prepared_project() -> DbtProject:
+    """The dbt project with a manifest of its current files, parsed now if needed."""
+    project = dbt_project()
+    folder = project.project_dir / project.target_path
+    fingerprint = project_fingerprint(project.project_dir)
+    if _current(project, folder, fingerprint):
+        return project
+    folder.mkdir(parents=True, exist_ok=True)
+    with waiting_turn(folder / "prepare.lock", PREPARE_WAIT_SECONDS, "the dbt manifest"):
+        if not _current(project, folder, fingerprint):
+            _parse(folder)
+            (folder / FINGERPRINT_FILE).write_text(fingerprint, encoding="utf-8")
+    return project
+
+
+def _current(project: DbtProject, folder: Path, fingerprint: str) -> bool:
+    stamp = folder / FINGERPRINT_FILE
+    return (
+        project.manifest_path.is_file()
+        and stamp.is_file()
+        and stamp.read_text(encoding="utf-8") == fingerprint
+    )
+
+
+def _parse(folder: Path) -> None:
+    """`dbt parse` in-process, with the profile's environment for the DuckDB output."""
+    from dbt.cli.main import dbtRunner
+
+    placeholder = DbtTarget.duckdb(folder / "parse-only.duckdb")
+    args = [*dbt_args("parse", folder, log_path=folder / "logs"), "--target", placeholder.name]
+    with dbt_environment(profile_env(placeholder, DEFAULT_DATASET)):
+        outcome = dbtRunner().invoke(args)
+    if not outcome.success:
+        cause = outcome.exception or "see the dbt log in " + str(folder / "logs")
+        raise ManifestError(f"dbt parse of {PROJECT_DIR} failed: {cause}")

@@ -1,0 +1,119 @@
+"""What one workspace's sync did, in Dagster's terms: metadata per raw table, and the failure
+that ends a partition, each a single redacted line.
+
+Why the exit codes of `drone-sync` (`pipelines/exit_codes.py`) decide what Dagster does: they
+already say whether trying again can help. A configuration error (2) never heals by itself, so
+it fails with no retry. A busy workspace (75) is retried after a wait (`raw_assets.py`). A
+failed sync (1: the API down, a key refused, a table failed) has spent its own retry budget on
+the API already, so it fails with its root cause and the next scheduled run picks up the rest.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import dagster as dg
+
+from pipelines.console.summary import root_cause
+from pipelines.exit_codes import EXIT_CONFIG, EXIT_FAILED
+from pipelines.run.sync import SyncOutcome
+from sources.drone_ops import ConfigError, DroneOpsError, TableResult, redact, settings
+
+RUNS_TABLE = settings.RUNS_TABLE
+FAILED_STATUSES = ("failed", "refused", "interrupted")
+
+
+def one_line(text: str) -> str:
+    """`text` as one redacted line: a log line, an alert, the Dagster UI's failure summary."""
+    return redact(" ".join(str(text).split()))
+
+
+def loaded_tables(outcome: SyncOutcome) -> list[str]:
+    """The raw tables this run changed in the warehouse: every table whose load committed
+    (a quiet one too: it was compared and is current), and `_sync_runs` once the run is
+    recorded. A failed or refused table loaded nothing, so it is not materialized."""
+    tables = [name for name, result in outcome.report.tables.items() if result.loaded]
+    if outcome.finished_at is not None:
+        tables.append(RUNS_TABLE)
+    return tables
+
+
+def table_metadata(
+    outcome: SyncOutcome, table: str, workspace: str, dataset: str
+) -> dict[str, Any]:
+    """One raw table's materialization metadata: the run's identity and times, and what the
+    run did to this table (the columns of the CLI's summary)."""
+    report = outcome.report
+    metadata: dict[str, Any] = {
+        "workspace": workspace,
+        "schema": dataset,
+        "pipeline_name": outcome.pipeline_name or "",
+        "sync_run_id": report.run_id,
+        "sync_started_at": _timestamp(report.started_at),
+    }
+    if outcome.finished_at is not None:
+        metadata["sync_finished_at"] = _timestamp(outcome.finished_at)
+    if table == RUNS_TABLE:
+        metadata["status"] = "success"
+        metadata["rows_appended"] = len(report.tables)
+        return metadata
+    return {**metadata, **_result_metadata(report.table(table))}
+
+
+def _result_metadata(result: TableResult) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "status": result.status,
+        "rows_seen": result.rows_seen,
+        "rows_new": result.new,
+        "rows_changed": result.changed,
+        "rows_retired": result.retired,
+        "pages": result.pages,
+        "requests": result.requests,
+        "retries": result.retries,
+        "seconds": round(result.seconds, 3),
+    }
+    if result.scope:
+        metadata["scope"] = result.scope
+    return metadata
+
+
+def _timestamp(moment: datetime) -> dg.MetadataValue:
+    """A UTC moment as Dagster's timestamp metadata (seconds since the epoch, a float)."""
+    return dg.MetadataValue.timestamp(moment.timestamp())
+
+
+def config_failure(workspace: str, exc: ConfigError) -> dg.Failure:
+    """A bad setting: the line names it; retrying cannot help."""
+    return _failure(workspace, f"configuration error: {exc}", EXIT_CONFIG)
+
+
+def error_failure(workspace: str, exc: DroneOpsError) -> dg.Failure:
+    """An error that stopped the sync before it ran (e.g. the destination unreachable)."""
+    return _failure(workspace, str(exc), EXIT_FAILED)
+
+
+def sync_failure(outcome: SyncOutcome, workspace: str) -> dg.Failure:
+    """A sync that ran and failed: its root cause, as the CLI's summary gives it."""
+    failed = [
+        name for name, result in outcome.report.tables.items() if result.status in FAILED_STATUSES
+    ]
+    return _failure(
+        workspace,
+        root_cause(outcome) or "the run failed",
+        EXIT_FAILED,
+        {"sync_run_id": outcome.report.run_id, "failed_tables": ", ".join(failed)},
+    )
+
+
+def _failure(
+    workspace: str, cause: str, exit_code: int, metadata: dict[str, Any] | None = None
+) -> dg.Failure:
+    """Ends the partition with one line and no retry by Dagster (`allow_retries=False` also
+    keeps run retries from starting it again); `exit_code` is what `drone-sync run
+    --workspace <name>` would have exited with."""
+    return dg.Failure(
+        description=one_line(f"workspace {workspace}: {cause}"),
+        metadata={"workspace": workspace, "exit_code": exit_code, **(metadata or {})},
+        allow_retries=False,
+    )

@@ -1,0 +1,126 @@
+"""The sync as Dagster assets: one multi-asset, partitioned by workspace, one asset per raw
+table, keyed as dagster-dbt names the dbt sources of models/staging/_drone_ops__sources.yml
+(`drone_ops/<table>`), so the staging models depend on them.
+
+Why one partition per workspace, each with its own dlt pipeline name: a partition runs
+`run_sync(base.for_workspace(name))`, the same run as `drone-sync run --workspace <name>`, so it
+loads into `<dataset>_<name>` through the pipeline `drone_ops_<dataset>_<name>_<hash>` under
+that workspace's run lock. Partitioned dlt assets that share one pipeline name share its working
+folder and state and clobber each other (docs/fleet.md#dagster); here no two partitions share
+anything but the warehouse, so different workspaces run in parallel, and the same workspace
+never twice at once (its run lock; `.dagster/dagster.yaml` also queues a second run of a
+partition behind the first).
+
+(No `from __future__ import annotations` here: Dagster reads the parameter annotations of the
+asset function to find its config and resources, and cannot resolve them as strings.)
+"""
+
+from collections.abc import Iterator
+
+import dagster as dg
+from pydantic import Field
+
+from pipelines.run.dlt_tooling import link_for_dlt_cli
+from pipelines.run.lock import WarehouseBusy
+from pipelines.run.sync import run_sync
+from sources.drone_ops import (
+    ALL_TABLES,
+    ConfigError,
+    DroneOpsError,
+    configured_names,
+    read_workspace_config,
+    settings,
+)
+
+from .outcomes import (
+    config_failure,
+    error_failure,
+    loaded_tables,
+    one_line,
+    sync_failure,
+    table_metadata,
+)
+from .warehouse import DroneSyncWarehouse
+
+RAW_SOURCE = "drone_ops"
+"""The dbt source's name in models/staging/_drone_ops__sources.yml."""
+RAW_TABLES: tuple[str, ...] = (*ALL_TABLES, settings.RUNS_TABLE)
+SYNC_ASSETS_NAME = "drone_ops_sync"
+RAW_GROUP = "drone_ops_raw"
+
+
+def raw_table_key(table: str) -> dg.AssetKey:
+    """A raw table's asset key; the dbt translator maps each dbt source to the same key."""
+    return dg.AssetKey([RAW_SOURCE, table])
+
+
+def workspace_partitions() -> dg.StaticPartitionsDefinition:
+    """One partition per configured workspace (`sources.drone_ops.workspaces`), read when the
+    definitions load: a workspace added to the config appears on the next reload."""
+    return dg.StaticPartitionsDefinition(list(configured_names()))
+
+
+class SyncRunConfig(dg.Config):
+    """How long a partition waits when its workspace is busy (another run holds its lock)."""
+
+    busy_retries: int = Field(default=5, description="retries while the workspace is busy")
+    busy_wait_seconds: float = Field(default=60.0, description="seconds between those retries")
+
+
+def build_sync_assets(partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
+    """The multi-asset of every raw table, one run of the sync per partition."""
+
+    @dg.multi_asset(
+        name=SYNC_ASSETS_NAME,
+        specs=[_raw_spec(table) for table in RAW_TABLES],
+        partitions_def=partitions,
+        can_subset=False,
+        description="One workspace's sync (drone-sync run --workspace <partition>).",
+    )
+    def drone_ops_sync(
+        context: dg.AssetExecutionContext, config: SyncRunConfig, warehouse: DroneSyncWarehouse
+    ) -> Iterator[dg.MaterializeResult]:
+        yield from sync_partition(context, config, warehouse)
+
+    return drone_ops_sync
+
+
+def _raw_spec(table: str) -> dg.AssetSpec:
+    return dg.AssetSpec(
+        key=raw_table_key(table),
+        group_name=RAW_GROUP,
+        kinds={"dlt"},
+        description=f"Raw table {table}, one schema per workspace (<dataset>_<workspace>)"
+        " (docs/warehouse.md).",
+    )
+
+
+def sync_partition(
+    context: dg.AssetExecutionContext, config: SyncRunConfig, warehouse: DroneSyncWarehouse
+) -> Iterator[dg.MaterializeResult]:
+    """Runs the partition's workspace; yields a materialization per table that loaded, then
+    fails the step if the sync failed (`outcomes.py` has why each error ends as it does)."""
+    workspace = context.partition_key
+    target = warehouse.workspace_target(workspace)
+    try:
+        outcome = run_sync(target, config=read_workspace_config(workspace))
+    except ConfigError as exc:
+        raise config_failure(workspace, exc) from None
+    except WarehouseBusy as exc:
+        context.log.warning(one_line(f"workspace {workspace} is busy, retrying later: {exc}"))
+        raise dg.RetryRequested(
+            max_retries=config.busy_retries, seconds_to_wait=config.busy_wait_seconds
+        ) from exc
+    except DroneOpsError as exc:
+        raise error_failure(workspace, exc) from None
+    # as after `drone-sync run`: `dlt pipeline <pipeline_name> info|trace|show` finds it
+    tooling_note = link_for_dlt_cli(target)
+    for note in [*outcome.notes, *([tooling_note] if tooling_note else [])]:
+        context.log.info(one_line(f"workspace {workspace}: {note}"))
+    for table in loaded_tables(outcome):
+        yield dg.MaterializeResult(
+            asset_key=raw_table_key(table),
+            metadata=table_metadata(outcome, table, workspace, target.dataset),
+        )
+    if not outcome.ok:
+        raise sync_failure(outcome, workspace)

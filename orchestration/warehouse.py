@@ -1,0 +1,54 @@
+"""Where the warehouse is, as a Dagster resource: the same `Target` the CLI builds from its
+flags, so a partition loads exactly where `drone-sync run --workspace <name>` would.
+
+Why a resource and not settings read inside the assets: a deployment (or a test) points the
+whole code location at another warehouse in one place, and the Dagster UI shows where it
+loads. Credentials stay where the CLI reads them: the DuckDB file from `database` or dlt's
+`destination.duckdb.credentials`, PostgreSQL's connection string from dlt's config or
+environment (`DESTINATION__POSTGRES__CREDENTIALS`), never in Dagster's run config.
+"""
+
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from pipelines.defaults import DEFAULT_DATASET
+from pipelines.run.target import Target
+
+
+class DroneSyncWarehouse(dg.ConfigurableResource):
+    """The warehouse every workspace loads into and the models are built in.
+
+    The defaults work from the repository root, as the CLI's do: DuckDB, the file named by dlt's
+    `destination.duckdb.credentials` or `drone_ops_warehouse.duckdb`, dataset `drone_ops`."""
+
+    destination: str = Field(
+        default="duckdb", description="duckdb or postgres (the tested destinations)"
+    )
+    database: str | None = Field(
+        default=None,
+        description="The DuckDB file; unset: destination.duckdb.credentials, else"
+        " drone_ops_warehouse.duckdb in the working folder",
+    )
+    dataset: str = Field(
+        default=DEFAULT_DATASET,
+        description="The base dataset: raw tables of workspace <name> in <dataset>_<name>,"
+        " models in <dataset>_stg and <dataset>_marts",
+    )
+
+    def base_target(self) -> Target:
+        """The warehouse as `drone-sync run --destination ... --database ... --dataset ...`."""
+        return Target(
+            destination=self.destination,
+            database=Path(self.database) if self.database else None,
+            dataset=self.dataset,
+        )
+
+    def workspace_target(self, workspace: str) -> Target:
+        """One workspace's raw tables, dlt pipeline and run lock (`Target.for_workspace`)."""
+        return self.base_target().for_workspace(workspace)
+
+    def models_target(self) -> Target:
+        """Where the models are built: over every workspace of the warehouse."""
+        return self.base_target().models_target()
