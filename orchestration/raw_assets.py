@@ -25,6 +25,7 @@ from pipelines.run.lock import WarehouseBusy
 from pipelines.run.sync import run_sync
 from sources.drone_ops import (
     ALL_TABLES,
+    EVENTS_TABLE,
     ConfigError,
     DroneOpsError,
     configured_names,
@@ -52,6 +53,16 @@ RAW_GROUP = "drone_ops_raw"
 def raw_table_key(table: str) -> dg.AssetKey:
     """A raw table's asset key; the dbt translator maps each dbt source to the same key."""
     return dg.AssetKey([RAW_SOURCE, table])
+
+
+EVENTS_ASSET = dg.AssetSpec(
+    key=dg.AssetKey([RAW_SOURCE, EVENTS_TABLE]),
+    group_name=RAW_GROUP,
+    kinds={"dlt"},
+    description="Webhook events that `drone-sync listen` applied (docs/events.md): written by the"
+    " receiver beside Dagster, not by a Dagster run; the sync creates it empty.",
+)
+"""The receiver's table, an asset Dagster shows and the gap report's models depend on."""
 
 
 def workspace_partitions() -> dg.StaticPartitionsDefinition:
