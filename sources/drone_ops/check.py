@@ -50,6 +50,7 @@ def check_access(
         max_attempts=3,
         retry_budget_seconds=20.0,
         transport=transport,
+        key_setting=config.key_setting,
     ) as client:
         report = AccessReport(base_url=client.base_url)
         first_project: str | None = None

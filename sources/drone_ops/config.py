@@ -63,6 +63,9 @@ class SourceConfig:
     retry_budget_seconds: float = settings.DEFAULT_RETRY_BUDGET_SECONDS
     job_refresh_slices: int = settings.DEFAULT_JOB_REFRESH_SLICES
     delivery_overlap_seconds: int = settings.DEFAULT_DELIVERY_OVERLAP_SECONDS
+    key_setting: str = settings.KEY_SETTING
+    """Where the key is set, as an error about a refused key names it (a named workspace's own
+    setting: `workspaces.py`); not a setting itself."""
 
     def __repr__(self) -> str:
         return f"SourceConfig(base_url={self.base_url!r}, api_key=<redacted>, ...)"
@@ -82,7 +85,11 @@ def read_source_config(
     def raw(name: str) -> Any:
         return given[name] if name in given else read(name)
 
-    return checked_config(**{setting.name: raw(setting.name) for setting in fields(SourceConfig)})
+    return checked_config(**{name: raw(name) for name in SETTING_NAMES})
+
+
+SETTING_NAMES = tuple(field.name for field in fields(SourceConfig) if field.name != "key_setting")
+"""The fields of `SourceConfig` that are settings (read from dlt's config)."""
 
 
 def _from_dlt_providers(name: str) -> Any:

@@ -151,9 +151,14 @@ def api_message(content: bytes) -> str:
     return str(message)[:300] if message else ""
 
 
-def client_error(endpoint: str, status: int, content: bytes, not_found_fix: str | None) -> ApiError:
+def client_error(
+    endpoint: str,
+    status: int,
+    content: bytes,
+    not_found_fix: str | None,
+    key_setting: str = settings.KEY_SETTING,
+) -> ApiError:
     message = api_message(content)
-    key_setting = f"{settings.CONFIG_SECTION}.api_key (env SOURCES__DRONE_OPS__API_KEY)"
     if status == 401:
         return AuthError(endpoint, status, message, f"the API key was refused: check {key_setting}")
     if status == 403:

@@ -158,6 +158,7 @@ class SyncRun:
             max_requests_per_second=config.max_requests_per_second,
             transport=seams.transport,
             cancel=self.cancel,
+            key_setting=config.key_setting,
             **backoff,
         )
         return WorkspaceWalk(

@@ -6,6 +6,8 @@ from typing import Final
 
 SOURCE_NAME: Final = "drone_ops"
 CONFIG_SECTION: Final = "sources.drone_ops"
+KEY_SETTING: Final = f"{CONFIG_SECTION}.api_key (env SOURCES__DRONE_OPS__API_KEY)"
+"""The key's setting as a refused key's message names it (a named workspace names its own)."""
 
 API_PREFIX: Final = "/v1"
 # The default of `sources.drone_ops.jobs_path`; every other endpoint is in its table's record

@@ -24,14 +24,21 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dlt
 from dlt.common.configuration.accessors import config as dlt_config
 
 from . import settings
-from .config import ConfigLookup, SourceConfig, checked_config, env_name, setting_name
+from .config import (
+    SETTING_NAMES,
+    ConfigLookup,
+    SourceConfig,
+    checked_config,
+    env_name,
+    setting_name,
+)
 from .exceptions import ConfigError
 
 DEFAULT_WORKSPACE = "default"
@@ -127,7 +134,7 @@ def read_workspace_config(
     def raw(setting: str) -> Any:
         return given[setting] if setting in given else read(setting)
 
-    values = {setting.name: raw(setting.name) for setting in fields(SourceConfig)}
+    values = {setting: raw(setting) for setting in SETTING_NAMES}
     for required in IDENTITY_SETTINGS:
         if values[required] is None:
             where = ".dlt/secrets.toml" if required == "api_key" else ".dlt/config.toml"
@@ -136,12 +143,16 @@ def read_workspace_config(
                 f"is not set: add it to {where} or set {workspace_env(name, required)}",
             )
     try:
-        return checked_config(**values)
+        config = checked_config(**values)
     except ConfigError as exc:
         if name == DEFAULT_WORKSPACE or not exc.setting.startswith(settings.CONFIG_SECTION):
             raise
         setting = exc.setting.rpartition(".")[2]
         raise ConfigError(workspace_setting(name, setting), exc.problem) from None
+    if name == DEFAULT_WORKSPACE:
+        return config
+    where = f"{workspace_setting(name, 'api_key')} (env {workspace_env(name, 'api_key')})"
+    return replace(config, key_setting=where)
 
 
 def check_name(name: str) -> None:

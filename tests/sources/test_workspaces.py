@@ -123,3 +123,18 @@ def test_workspaces_that_are_not_a_table_are_refused(fleet: pytest.MonkeyPatch) 
     fleet.setenv(ROOT + "WORKSPACES", '["acme"]')
     with pytest.raises(ConfigError, match="table of workspaces by name"):
         configured_names()
+
+
+def test_a_refused_key_names_the_workspace_setting(fleet: pytest.MonkeyPatch) -> None:
+    """The 401 message of a named workspace points at its own key, not the top-level one."""
+    import httpx
+
+    from sources.drone_ops import AuthError, check_access
+
+    refuse = httpx.MockTransport(lambda request: httpx.Response(401, json={"message": "no"}))
+    with pytest.raises(AuthError) as raised:
+        check_access(read_workspace_config("acme"), transport=refuse)
+    assert "sources.drone_ops.workspaces.acme.api_key" in str(raised.value)
+    assert "SOURCES__DRONE_OPS__WORKSPACES__ACME__API_KEY" in str(raised.value)
+    with pytest.raises(AuthError, match=r"check sources\.drone_ops\.api_key \(env"):
+        check_access(read_workspace_config(DEFAULT_WORKSPACE), transport=refuse)

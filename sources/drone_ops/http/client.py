@@ -52,8 +52,11 @@ class DroneOpsClient:
         max_requests_per_second: float | None = None,
         transport: httpx.BaseTransport | None = None,
         cancel: threading.Event | None = None,
+        key_setting: str = settings.KEY_SETTING,
     ) -> None:
         self.base_url = base_url
+        self.key_setting = key_setting
+        """Named by the message of a refused key (a workspace's own setting in a fleet)."""
         self.cancel_event = cancel if cancel is not None else threading.Event()
         """Set to stop: every request loop ends before its next request."""
         self.timeout_seconds = timeout
@@ -226,7 +229,7 @@ class DroneOpsClient:
             if status >= 500 or status == 408:
                 raise TransientError(f"{status} {api_message(content)}".strip())
             if status >= 400:
-                raise client_error(endpoint, status, content, not_found_fix)
+                raise client_error(endpoint, status, content, not_found_fix, self.key_setting)
             if status != 200:
                 raise TransientError(f"unexpected status {status}")
             try:
