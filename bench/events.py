@@ -6,7 +6,7 @@ deliveries and applies them, while a burst of `--rate` project updates per secon
 into the burst. Measured:
 
 - freshness: from each PATCH's answer to the first moment the warehouse's current row shows that
-  update or a later one of the same project (polled every 0.2 s under the file's access lock, as
+  update or a later one of the same project (polled every 0.5 s under the file's access lock, as
   the sync's own steps read it): p50, p95, max; also apart for the updates made while the
   scheduled run held the warehouse;
 - events per second the receiver took and applied; its CPU seconds and peak RSS;
@@ -43,7 +43,7 @@ from pipelines.run.access import duckdb_access
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 MARKER = re.compile(r"^burst (\d+)$")
-POLL_SECONDS = 0.2
+POLL_SECONDS = 0.5
 
 
 @dataclass
