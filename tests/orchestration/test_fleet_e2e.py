@@ -40,8 +40,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 NETGUARD = REPO / "tests" / "pipelines" / "netguard"
 NETGUARD_LOG_ENV = "DRONE_SYNC_NETGUARD_LOG"
-MODELS_UNION_WORKSPACES = (REPO / "models" / "macros" / "workspaces.sql").is_file()
-"""The marts hold every workspace once the models union them (var `workspaces`)."""
 
 
 @dataclass
@@ -200,8 +198,6 @@ def test_the_same_workspace_never_runs_twice_at_once(story: Story) -> None:
 
 
 def test_the_models_build_after_the_syncs_over_every_workspace(story: Story) -> None:
-    if not MODELS_UNION_WORKSPACES:
-        pytest.skip("the dbt models of this checkout read one workspace (no var workspaces)")
     sync = build_sync_assets(workspace_partitions())
     models = build_models_assets(prepared_project())
     with dg.DagsterInstance.get() as instance:
