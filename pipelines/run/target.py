@@ -143,6 +143,9 @@ class Target:
             if self.workspace != DEFAULT_WORKSPACE:
                 return database.with_name(f"{database.name}.{self.dataset}.lock")
             return database.with_name(database.name + ".lock")
+        if self.workspace != DEFAULT_WORKSPACE:
+            # an explicit pipelines folder may be shared by every workspace of a server
+            return self.resolved_pipelines_dir() / f"{OLD_PIPELINE_NAME}.{self.dataset}.lock"
         return self.resolved_pipelines_dir() / f"{OLD_PIPELINE_NAME}.lock"
 
     def loader_file_format(self) -> str | None:
