@@ -17,14 +17,13 @@ scheduled run costs an initial sync (a quiet re-sync costs less: a bound on the 
 from __future__ import annotations
 
 import math
-import os
-import platform
 import statistics
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from .measurement import FleetOptions
+from .report import machine_info
 
 SCHEDULE_SECONDS = 900
 RSS_LIMIT_MB = 1024.0
@@ -200,13 +199,7 @@ def build_fleet_document(
         "sizing": options.sizing,
         "max_workers": options.max_workers,
         "seed": options.seed,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "load_average_at_start": context.get("load_average_at_start"),
-            "load_average_at_end": os.getloadavg(),
-        },
+        "machine": machine_info(context.get("load_average_at_start")),
         "code_at_start": context.get("code_at_start"),
         "workspace_counts": context.get("workspace_counts"),
         "warm_seconds": context.get("warm_seconds"),

@@ -173,13 +173,7 @@ def build_document(
         "baseline_runs": options.baseline_runs,
         "max_workers": options.max_workers,
         "seed": options.seed,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "load_average_at_start": measured.get("load_average_at_start"),
-            "load_average_at_end": os.getloadavg(),
-        },
+        "machine": machine_info(measured.get("load_average_at_start")),
         "code_at_start": measured.get("code_at_start"),
         "code_per_sample": sorted({s.code for s in samples}),
         "workspace": workspace,
@@ -370,3 +364,14 @@ def destination_lines(document: dict[str, Any]) -> list[str]:
         row("  RSS duckdb", cells(1, "peak_rss_mb", "{:.0f} MB")),
         row("  RSS postgres", cells(2, "peak_rss_mb", "{:.0f} MB")),
     ]
+
+
+def machine_info(load_average_at_start: Any) -> dict[str, Any]:
+    """What a result file records of the machine it was measured on."""
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average_at_start": load_average_at_start,
+        "load_average_at_end": os.getloadavg(),
+    }
