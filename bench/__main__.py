@@ -12,7 +12,6 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 from testkit.postgres import PostgresUnavailable
 
 from .measurement import DEFAULT_VARIANTS, VARIANT_CHOICES, Options
-from .report import format_table
+from .report import format_table, write_result
 from .runner import run_bench
 
 COUNT_KEYS = ("projects", "jobs-per-project", "members", "webhooks", "logs-per-webhook")
@@ -111,11 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         # the postgres variant without the `test` extra: one line saying what to install
         print(f"cannot run the postgres variant: {exc}", file=sys.stderr)
         return 2
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(document, indent=2, default=str))
-    print(format_table(document))
-    print(f"written to {output}")
-    return 0
+    return write_result(output, document, format_table(document))
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ import duckdb
 import httpx
 import psutil
 
-from bench.runner import SCALE_COUNTS
+from bench.runner import simulator_scale
 from pipelines.run.access import duckdb_access
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
@@ -304,13 +304,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--apply-every", type=float, default=1.0)
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
-    counts = SCALE_COUNTS.get(args.scale, {})
-    extra = [arg for key, value in counts.items() for arg in (f"--{key}", str(value))]
+    sim_scale, extra = simulator_scale(args.scale)
     with (
         tempfile.TemporaryDirectory(prefix="drone-ops-events-") as scratch,
-        running_simulator(
-            seed=42, scale="large" if counts else args.scale, admin=True, extra_args=extra
-        ) as sim,
+        running_simulator(seed=42, scale=sim_scale, admin=True, extra_args=extra) as sim,
     ):
         result = measure(args, Path(scratch), sim)
     print(json.dumps(result, indent=2, default=str))

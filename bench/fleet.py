@@ -36,7 +36,8 @@ from .fleet_process import Measured, cpu_seconds_of, machine_busy_seconds, measu
 from .fleet_report import build_fleet_document, format_fleet
 from .floor import FloorWalk
 from .measurement import FleetOptions
-from .runner import POSTGRES_CREDENTIALS_ENV, REPO_ROOT, SCALE_COUNTS, code_version
+from .report import write_result
+from .runner import POSTGRES_CREDENTIALS_ENV, REPO_ROOT, code_version, simulator_scale
 
 DESTINATIONS = ("duckdb", "postgres")
 
@@ -276,10 +277,7 @@ class FleetBench:
 @contextlib.contextmanager
 def simulators(options: FleetOptions, count: int) -> Iterator[list[SimulatorHandle]]:
     """`count` simulators, workspace i with seed `seed + i`, all with the same latency."""
-    extra: list[str] = []
-    for key, value in SCALE_COUNTS.get(options.scale, {}).items():
-        extra += [f"--{key}", str(value)]
-    scale = "large" if options.scale in SCALE_COUNTS else options.scale
+    scale, extra = simulator_scale(options.scale)
     with contextlib.ExitStack() as stack:
         yield [
             stack.enter_context(
@@ -346,11 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PostgresUnavailable as exc:
         print(f"cannot run the fleet on postgres: {exc}", file=sys.stderr)
         return 2
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(document, indent=2, default=str))
-    print(format_fleet(document))
-    print(f"written to {output}")
-    return 0
+    return write_result(output, document, format_fleet(document))
 
 
 if __name__ == "__main__":

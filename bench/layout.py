@@ -36,7 +36,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bench.runner import SCALE_COUNTS
+from bench.runner import simulator_scale
 from pipelines.run.sync import run_sync
 from pipelines.run.target import Target
 from sources.drone_ops import read_source_config, workspace_dataset
@@ -56,15 +56,9 @@ def fleet_rows(root: Path, names: Sequence[str], scale: str) -> dict[str, dict[s
     rows: dict[str, dict[str, pa.Table]] = {}
     with ExitStack() as stack:
         for number, name in enumerate(names):
-            counts = SCALE_COUNTS.get(scale, {})
+            sim_scale, extra = simulator_scale(scale)
             sim = stack.enter_context(
-                running_simulator(
-                    seed=100 + number,
-                    scale="large" if counts else scale,
-                    extra_args=[
-                        arg for key, value in counts.items() for arg in (f"--{key}", str(value))
-                    ],
-                )
+                running_simulator(seed=100 + number, scale=sim_scale, extra_args=extra)
             )
             target = Target(database=database, pipelines_dir=root / "p").for_workspace(name)
             config = read_source_config({"base_url": sim.base_url, "api_key": sim.read_key})

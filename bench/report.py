@@ -375,3 +375,12 @@ def machine_info(load_average_at_start: Any) -> dict[str, Any]:
         "load_average_at_start": load_average_at_start,
         "load_average_at_end": os.getloadavg(),
     }
+
+
+def write_result(output: Path, document: dict[str, Any], table: str) -> int:
+    """Writes a result document as JSON, prints its table and where it went; exit code 0."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(document, indent=2, default=str))
+    print(table)
+    print(f"written to {output}")
+    return 0

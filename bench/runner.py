@@ -46,6 +46,17 @@ SCALE_COUNTS: dict[str, dict[str, int]] = {
         "logs-per-webhook": 50_000,
     },
 }
+
+
+def simulator_scale(scale: str, counts: dict[str, int] | None = None) -> tuple[str, list[str]]:
+    """The simulator's `--scale` and count arguments for a bench scale: the simulator names
+    `tiny`, `small` and `large`; the others are `large` with the counts above (`counts`, e.g.
+    a `custom` scale's, override them)."""
+    merged = {**SCALE_COUNTS.get(scale, {}), **(counts or {})}
+    sim_scale = "large" if scale in (*SCALE_COUNTS, "custom") else scale
+    return sim_scale, [arg for key, value in merged.items() for arg in (f"--{key}", str(value))]
+
+
 CHURN = {"update_fraction": 0.01, "delete_fraction": 0.001}
 # `ours_rolling`: a quiet re-sync with the opt-in rolling job refresh of this many slices
 ROLLING_SLICES = 8
@@ -287,13 +298,8 @@ class Bench:
 
 def run_bench(options: Options) -> dict[str, Any]:
     """Starts the simulator, measures, and returns the result document."""
-    extra: list[str] = []
     scale = options.scale
-    counts = dict(SCALE_COUNTS.get(scale, {}))
-    counts.update(options.counts)
-    sim_scale = "large" if scale in (*SCALE_COUNTS, "custom") else scale
-    for key, value in counts.items():
-        extra += [f"--{key}", str(value)]
+    sim_scale, extra = simulator_scale(scale, options.counts)
     root = Path(tempfile.mkdtemp(prefix="drone-bench-"))
     started = time.monotonic()
     load_at_start = os.getloadavg()
