@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlt.destinations.exceptions import DatabaseUndefinedRelation
+
 from sources.drone_ops import (
     UNROUTED,
     DroneOpsError,
@@ -92,19 +94,28 @@ class AppliedMark:
         os.replace(tmp, self.path)
 
 
-def route(base: Target, events: Sequence[ReceivedEvent]) -> dict[str, list[ReceivedEvent]]:
+class Router:
     """Each event's workspace: the only one when one is configured; otherwise the one whose
-    synced delivery logs carry the event's `workspace_id` (learned by the batch runs).
-    Events of no known workspace are returned under `UNROUTED`."""
-    names = configured_names()
-    if len(names) == 1:
-        return {names[0]: list(events)} if events else {}
-    owners = _workspace_ids(base, names)
-    routed: dict[str, list[ReceivedEvent]] = {}
-    for received in events:
-        owner = owners.get(received.workspace_id or "", UNROUTED)
-        routed.setdefault(owner, []).append(received)
-    return routed
+    synced delivery logs carry the event's `workspace_id` (learned by the batch runs). The
+    ids are read from the warehouse once, and again only when an event names an id not seen
+    yet (a workspace's first run may have brought it), not for every batch."""
+
+    def __init__(self, base: Target) -> None:
+        self.base = base
+        self.owners: dict[str, str] = {}
+
+    def route(self, events: Sequence[ReceivedEvent]) -> dict[str, list[ReceivedEvent]]:
+        """The events by workspace; those of no known workspace under `UNROUTED`."""
+        names = configured_names()
+        if len(names) == 1:
+            return {names[0]: list(events)} if events else {}
+        if any((received.workspace_id or "") not in self.owners for received in events):
+            self.owners = _workspace_ids(self.base, names)
+        routed: dict[str, list[ReceivedEvent]] = {}
+        for received in events:
+            owner = self.owners.get(received.workspace_id or "", UNROUTED)
+            routed.setdefault(owner, []).append(received)
+        return routed
 
 
 def _workspace_ids(base: Target, names: Sequence[str]) -> dict[str, str]:
@@ -121,16 +132,17 @@ def _workspace_ids(base: Target, names: Sequence[str]) -> dict[str, str]:
                     f" {client.make_qualified_table_name('webhook_deliveries')}"
                 )
         except Exception:
-            continue
+            continue  # no delivery logs to learn from (not synced yet, or unreadable now)
         owners.update({str(row[0]): name for row in rows or () if row[0] is not None})
     return owners
 
 
-def apply_batch(base: Target, events: Sequence[ReceivedEvent]) -> dict[str, int]:
+def apply_batch(router: Router, events: Sequence[ReceivedEvent]) -> dict[str, int]:
     """Loads one batch into each event's workspace; returns how many events had each outcome.
     Raises `WarehouseBusy` when a run holds a workspace (the batch is then tried again)."""
     counts: dict[str, int] = {}
-    for name, batch in route(base, events).items():
+    base = router.base
+    for name, batch in router.route(events).items():
         if name == UNROUTED:
             counts[UNROUTED] = counts.get(UNROUTED, 0) + len(batch)
             log.warning(
@@ -173,10 +185,8 @@ def _held_versions(pipeline: Any, batch: Sequence[ReceivedEvent]) -> dict[str, i
                 f" WHERE _dlt_valid_to IS NULL AND id IN ({placeholders})",
                 *ids,
             )
-    except Exception as exc:
-        if "projects" in str(exc) and ("does not exist" in str(exc) or "not found" in str(exc)):
-            return {}
-        raise
+    except DatabaseUndefinedRelation:
+        return {}  # no sync has created `projects` yet: every event's version is newer
     return {str(row[0]): int(row[1].timestamp() * 1000) for row in rows or () if row[1]}
 
 
@@ -195,7 +205,7 @@ class Applier:
     """The thread that applies the spool every `interval` seconds until stopped."""
 
     def __init__(self, base: Target, spool_dir: Path, interval: float) -> None:
-        self.base = base
+        self.router = Router(base)
         self.spool_path = spool_dir / SPOOL_FILE
         self.mark = AppliedMark(spool_dir)
         self.interval = interval
@@ -226,7 +236,7 @@ class Applier:
         if end == self.stats.offset:
             return False
         try:
-            counts = apply_batch(self.base, events) if events else {}
+            counts = apply_batch(self.router, events) if events else {}
         except WarehouseBusy:
             return False
         except DroneOpsError as exc:
