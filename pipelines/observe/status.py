@@ -230,11 +230,13 @@ def status_lines(report: StatusReport) -> list[str]:
     return lines
 
 
-def status_object(report: StatusReport, exit_code: int) -> str:
-    """The one JSON object of `drone-sync status --log-format json`."""
+def status_object(report: StatusReport, exit_code: int, workspace: str | None = None) -> str:
+    """The one JSON object of `drone-sync status --log-format json` (naming the workspace when
+    several are told)."""
     return json.dumps(
         {
             "event": "status",
+            **({"workspace": workspace} if workspace is not None else {}),
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "warehouse": report.warehouse,
             "stale": bool(report.stale),
@@ -292,10 +294,7 @@ def status_command(
         return _status_failed("error", str(exc), EXIT_STALE, as_json)
     code = EXIT_STALE if report.stale else EXIT_OK
     if as_json:
-        record = json.loads(status_object(report, code))
-        if workspace is not None:
-            record["workspace"] = workspace
-        sys.stdout.write(redact(json.dumps(record)) + "\n")
+        sys.stdout.write(redact(status_object(report, code, workspace)) + "\n")
     else:
         sys.stdout.write("".join(redact(line) + "\n" for line in status_lines(report)))
     sys.stdout.flush()
