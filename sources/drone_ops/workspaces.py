@@ -129,7 +129,8 @@ def read_workspace_config(
     """One workspace's settings, checked; errors name the workspace's own setting."""
     check_name(name)
     given = dict(overrides or {})
-    read = lookup or (lambda setting: _workspace_value(name, setting))
+    nested = _named_workspaces().get(name, {}) if name != DEFAULT_WORKSPACE else {}
+    read = lookup or (lambda setting: _workspace_value(name, setting, nested))
 
     def raw(setting: str) -> Any:
         return given[setting] if setting in given else read(setting)
@@ -174,14 +175,14 @@ def check_name(name: str) -> None:
         )
 
 
-def _workspace_value(name: str, setting: str) -> Any:
-    """A named workspace's own value, else (except for its identity) the top-level one."""
+def _workspace_value(name: str, setting: str, nested: Any) -> Any:
+    """A named workspace's own value (dlt's lookup, else `nested`: its table as the providers
+    hold it, read once per workspace), else (except for its identity) the top-level one."""
     if name == DEFAULT_WORKSPACE:
         return _top_level_value(setting)
     key = f"{settings.CONFIG_SECTION}.{WORKSPACES_SETTING}.{name}.{setting}"
     own: Any = dlt.secrets.get(key) if setting == "api_key" else dlt.config.get(key)
     if own is None:
-        nested = _named_workspaces().get(name, {})
         own = nested.get(setting) if isinstance(nested, Mapping) else None
     if own is not None or setting in IDENTITY_SETTINGS:
         return own
