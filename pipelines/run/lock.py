@@ -95,6 +95,7 @@ def _take(handle: IO[str], key: Path) -> float:
     started = time.monotonic()
     deadline = started + BRIEF_WAIT_SECONDS
     waiting = _waiting_path(key)
+    announced = False
     try:
         while True:
             try:
@@ -104,7 +105,10 @@ def _take(handle: IO[str], key: Path) -> float:
                 holder = _read_holder(handle)
                 # an empty file: the holder has just taken it and is writing who it is
                 if (holder.get("brief") or not holder) and time.monotonic() < deadline:
-                    waiting.write_text(str(os.getpid()), encoding="utf-8")
+                    if not announced:
+                        # once: it stays fresh for the whole wait (`_run_waiting`'s bound)
+                        waiting.write_text(str(os.getpid()), encoding="utf-8")
+                        announced = True
                     time.sleep(_BRIEF_POLL_SECONDS)
                     continue
                 raise WarehouseBusy(
@@ -112,7 +116,8 @@ def _take(handle: IO[str], key: Path) -> float:
                     " finish, or stop that process, then run again"
                 ) from None
     finally:
-        waiting.unlink(missing_ok=True)
+        if announced:
+            waiting.unlink(missing_ok=True)
 
 
 def _waiting_path(key: Path) -> Path:
