@@ -66,17 +66,6 @@ def receiver(
             process.stdout.close()
 
 
-def current_project(database: Path, project_id: str) -> dict[str, Any] | None:
-    """The project's current row, read as the sync's own steps read it (the access lock)."""
-    with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
-        cursor = con.execute(
-            "SELECT name, updated FROM drone_ops.projects WHERE id = ? AND _dlt_valid_to IS NULL",
-            [project_id],
-        )
-        row = cursor.fetchone()
-    return {"name": row[0], "updated": row[1]} if row else None
-
-
 def wait_for(check: Any, what: str) -> Any:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
@@ -117,18 +106,18 @@ def test_events_land_within_seconds_and_the_batch_run_agrees(tmp_path: Path) -> 
                 api.patch(f"/v1/projects/{project_id}", json={"name": f"renamed {number}"})
             sim.wait_for_deliveries(timeout=20)
             old_event = _first_spooled(tmp_path)
-        assert current_project(database, project_id)["name"] != "renamed 4"
+        assert _names(database, [project_id])[project_id] != "renamed 4"
 
         with receiver(tmp_path, env, 0.5, "applying") as (url, _):
             api.patch(f"/v1/webhooks/{webhook_id}", json={"url": f"{url}/events"})
             wait_for(
-                lambda: current_project(database, project_id)["name"] == "renamed 4",
+                lambda: _names(database, [project_id])[project_id] == "renamed 4",
                 "the spooled events applied after the restart",
             )
             api.patch(f"/v1/projects/{project_id}", json={"name": "newest"})
             sim.wait_for_deliveries(timeout=20)
             wait_for(
-                lambda: current_project(database, project_id)["name"] == "newest",
+                lambda: _names(database, [project_id])[project_id] == "newest",
                 "a live event applied",
             )
             # an old event delivered late (a retry) never overwrites the newer row
@@ -139,7 +128,7 @@ def test_events_land_within_seconds_and_the_batch_run_agrees(tmp_path: Path) -> 
                 lambda: httpx.get(f"{url}/health").json()["applied"]["outcomes"].get("not_newer"),
                 "the late event seen",
             )
-            assert current_project(database, project_id)["name"] == "newest"
+            assert _names(database, [project_id])[project_id] == "newest"
 
             # a scheduled run while the receiver applies: never refused, and nothing to change
             second = run_cli(
@@ -193,7 +182,9 @@ def test_each_event_lands_in_its_own_workspace(tmp_path: Path) -> None:
             for name, project_id in changed.items():
                 dataset = "drone_ops" if name == "default" else f"drone_ops_{name}"
                 wait_for(
-                    lambda d=dataset, p=project_id, n=name: _name_in(database, d, p) == f"from {n}",
+                    lambda d=dataset, p=project_id, n=name: (
+                        _names(database, [p], d).get(p) == f"from {n}"
+                    ),
                     f"{name}'s event in {dataset}",
                 )
         for dataset in ("drone_ops", "drone_ops_acme"):
@@ -203,15 +194,6 @@ def test_each_event_lands_in_its_own_workspace(tmp_path: Path) -> None:
                     " AND _dlt_valid_to IS NULL"
                 ).fetchall()
             assert len(names) == 1, (dataset, names)
-
-
-def _name_in(database: Path, dataset: str, project_id: str) -> str | None:
-    with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
-        row = con.execute(
-            f"SELECT name FROM {dataset}.projects WHERE id = ? AND _dlt_valid_to IS NULL",
-            [project_id],
-        ).fetchone()
-    return str(row[0]) if row else None
 
 
 SECRET = "whsec_e2e_secret"
@@ -282,9 +264,11 @@ def test_signed_faulty_deliveries_leave_the_newest_state_and_the_run_agrees(
         assert missed is not None and missed[0] >= 1, missed
 
 
-def _names(database: Path, ids: list[str]) -> dict[str, str]:
+def _names(database: Path, ids: list[str], dataset: str = "drone_ops") -> dict[str, str]:
+    """The current names of these projects, read as the sync's own steps read the file (under
+    its access lock)."""
     with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
         rows = con.execute(
-            "SELECT id, name FROM drone_ops.projects WHERE _dlt_valid_to IS NULL"
+            f"SELECT id, name FROM {dataset}.projects WHERE _dlt_valid_to IS NULL"
         ).fetchall()
     return {str(pid): str(name) for pid, name in rows if pid in ids}
