@@ -7,6 +7,8 @@ Examples:
     python -m bench --scale small --only ours,postgres --no-models   # DuckDB vs PostgreSQL
     python -m bench fleet --scale small --workspaces 1,4,16 --destination duckdb,postgres
         # a fleet of workspaces against each alone (bench/fleet.py; `fleet --help`)
+    python -m bench http --requests 2000 --rounds 5
+        # CPU per request of each HTTP engine, ours and bare (bench/http_cost.py)
 """
 
 from __future__ import annotations
@@ -79,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         from .fleet import main as fleet_main
 
         return fleet_main(argv[1:])
+    if argv[:1] == ["http"]:
+        from .http_cost import main as http_main
+
+        return http_main(argv[1:])
     args = parse_args(argv)
     counts = {
         key: getattr(args, key.replace("-", "_"))

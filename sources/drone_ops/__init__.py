@@ -44,6 +44,7 @@ from .exceptions import (
     PaginationError,
     RetriesExhaustedError,
 )
+from .http import DroneOpsClient
 from .known import DeliveryMark, KnownState, read_known_state
 from .report import SyncReport, TableResult
 from .run import RunOptions, Seams, SyncRun, new_run_id
@@ -96,6 +97,7 @@ __all__ = [
     "AuthError",
     "ConfigError",
     "DeliveryMark",
+    "DroneOpsClient",
     "DroneOpsError",
     "Entity",
     "KnownState",
