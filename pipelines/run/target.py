@@ -44,7 +44,11 @@ it: dlt's tooling takes every folder of a pipelines folder for a pipeline."""
 # Not `drone_ops.duckdb`: DuckDB names the catalog after the file, and DuckDB 2.0 rejects
 # `drone_ops.projects` as ambiguous when catalog and schema (our dataset) share a name.
 DEFAULT_DATABASE = "drone_ops_warehouse.duckdb"
-DEFAULT_DUCKDB_MEMORY_LIMIT = "128MB"
+DEFAULT_DUCKDB_MEMORY_LIMIT = "64MB"
+"""DuckDB's working memory for loads and merges; it spills to disk beyond it. At `tenth` the
+deliveries' load took DuckDB to 128 MB when allowed and ran as fast in 64 (the run's peak RSS
+about 355 MB instead of 405); at `large` the peak is the walk's, not a load's, and the time
+stayed within the runs' spread (docs/performance.md, round three)."""
 DEFAULT_DUCKDB_THREADS = 1
 """DuckDB's threads for loads and merges. One wrote 500,000 deliveries (700 MB of text) in
 6.5 s and a 335 MB file where two took 11.5 s and wrote 589 MB (row groups compressed apart),
