@@ -9,51 +9,22 @@ rebuild no model and write no row."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from testkit.postgres import PASSWORD
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from .command import run_bench
 
 
 @pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.timeout(260)
 def test_bench_small_smoke(tmp_path: Path) -> None:
-    output = tmp_path / "small.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "--scale",
-            "small",
-            "--runs",
-            "1",
-            "--latency-ms",
-            "0",
-            "--no-models",
-            "--only",
-            "ours,baseline,tuned,floor,postgres,cli",
-            "--output",
-            str(output),
-        ],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=250,
-    )
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
-    document = json.loads(output.read_text())
+    arguments = ["--scale", "small", "--runs", "1", "--latency-ms", "0", "--no-models"]
+    arguments += ["--only", "ours,baseline,tuned,floor,postgres,cli"]
+    document, printed = run_bench(arguments, tmp_path / "small.json", timeout=250)
     variants = document["variants"]
     for label in (
         "ours_initial",
@@ -86,7 +57,7 @@ def test_bench_small_smoke(tmp_path: Path) -> None:
     assert variants["ours_rolling"]["requests"] < variants["ours_nochange"]["requests"]
     assert variants["ours_rolling"]["rows_written"] == [0]
     assert "ours/floor" in document["ratios"]
-    assert "ours_initial" in completed.stdout
+    assert "ours_initial" in printed
     # the same sync into PostgreSQL: the same pages, and a quiet re-sync writes nothing
     assert variants["postgres_initial"]["requests"] == variants["floor"]["requests"]
     assert variants["postgres_nochange"]["requests"] == variants["floor_nochange"]["requests"]
@@ -96,12 +67,12 @@ def test_bench_small_smoke(tmp_path: Path) -> None:
     assert document["ratios"]["postgres/duckdb initial"] is not None
     assert document["ratios"]["postgres/duckdb no change"] is not None
     assert document["postgres"]["fsync"] == "off"
-    assert "ours (postgres)" in completed.stdout
+    assert "ours (postgres)" in printed
     # a scheduled run through the CLI: the first builds the models, a quiet one reuses them
     assert variants["cli_initial"]["models_rebuilt"] == [True]
     assert variants["cli_nochange"]["models_rebuilt"] == [False]
     assert variants["cli_nochange"]["rows_written"] == [0]
     assert variants["cli_nochange"]["requests"] == variants["floor_nochange"]["requests"]
     # the server's password reaches the workers through their environment only
-    assert PASSWORD not in output.read_text()
-    assert PASSWORD not in completed.stdout + completed.stderr
+    assert PASSWORD not in (tmp_path / "small.json").read_text()
+    assert PASSWORD not in printed

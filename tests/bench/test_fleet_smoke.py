@@ -4,10 +4,6 @@ arithmetic on made-up samples: ratios, the freshness formula, the targets' selec
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,28 +11,16 @@ import pytest
 
 from bench.fleet_report import check_fleet_targets, fleets, freshness, singles
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from .command import run_bench
 
 
 @pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_fleet_bench_tiny_smoke(tmp_path: Path) -> None:
-    output = tmp_path / "fleet.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
-    arguments = ["--scale", "tiny", "--workspaces", "2", "--destination", "duckdb"]
-    arguments += ["--parallel", "2", "--runs", "1", "--output", str(output)]
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench", "fleet", *arguments],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=110,
-    )
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
-    document = json.loads(output.read_text())
+    arguments = ["fleet", "--scale", "tiny", "--workspaces", "2", "--destination", "duckdb"]
+    arguments += ["--parallel", "2", "--runs", "1"]
+    document, printed = run_bench(arguments, tmp_path / "fleet.json", timeout=110)
     assert document["benchmark"] == "fleet"
     assert set(document["singles"]["duckdb"]) == {"w01", "w02"}
     for single in document["singles"]["duckdb"].values():
@@ -67,7 +51,7 @@ def test_fleet_bench_tiny_smoke(tmp_path: Path) -> None:
         "CPU per workspace, fleet / single",
         "peak RSS of the whole fleet (MB)",
     }
-    assert "fleets (drone-sync run" in completed.stdout
+    assert "fleets (drone-sync run" in printed
 
 
 def _sample(kind: str, names: list[str], wall: float, cpu: float, **extra: Any) -> dict[str, Any]:
