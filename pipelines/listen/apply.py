@@ -119,7 +119,12 @@ class Router:
 
 
 def _workspace_ids(base: Target, names: Sequence[str]) -> dict[str, str]:
-    """The API's workspace id of each configured workspace, from its delivery logs."""
+    """The API's workspace id of each configured workspace, from its delivery logs.
+
+    A workspace without delivery logs yet (not synced) teaches nothing and is skipped. Any
+    other failure to read (a file another process holds, a dropped connection, a refused
+    login) is raised: the batch then stays in the spool and is tried again, its error shown
+    by `/health`, where skipping would count its events unrouted and move the mark past them."""
     from ..run.target import make_pipeline
 
     owners: dict[str, str] = {}
@@ -131,8 +136,8 @@ def _workspace_ids(base: Target, names: Sequence[str]) -> dict[str, str]:
                     "SELECT DISTINCT workspace_id FROM"
                     f" {client.make_qualified_table_name('webhook_deliveries')}"
                 )
-        except Exception:
-            continue  # no delivery logs to learn from (not synced yet, or unreadable now)
+        except DatabaseUndefinedRelation:
+            continue
         owners.update({str(row[0]): name for row in rows or () if row[0] is not None})
     return owners
 
