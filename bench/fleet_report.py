@@ -144,31 +144,26 @@ def check_fleet_targets(scale: str, rows: Sequence[dict[str, Any]]) -> list[dict
     def add(name: str, value: Any, limit: str, met: bool) -> None:
         checks.append({"target": name, "value": value, "limit": limit, "met": met})
 
+    def at_most(name: str, value: float | None, limit: float) -> None:
+        add(name, value, f"<= {limit}", value is not None and value <= limit)
+
     for r in rows:
         where = f"{r['workspaces']} {scale} on {r['destination']}, --parallel {r['parallel']}"
         if r["workspaces"] == 4 and scale == "tenth" and r["destination"] == "postgres":
-            value = r["wall_vs_slowest_single"]
-            add(
+            at_most(
                 f"{where}: wall / slowest single",
-                value,
-                f"<= {WALL_VS_SLOWEST_LIMIT}",
-                value is not None and value <= WALL_VS_SLOWEST_LIMIT,
+                r["wall_vs_slowest_single"],
+                WALL_VS_SLOWEST_LIMIT,
             )
         if r["workspaces"] == 16 and scale == "small":
-            value = r["wall_vs_sum_of_singles"]
-            add(
-                f"{where}: wall / sum of singles",
-                value,
-                f"<= {WALL_VS_SUM_LIMIT}",
-                value is not None and value <= WALL_VS_SUM_LIMIT,
+            at_most(
+                f"{where}: wall / sum of singles", r["wall_vs_sum_of_singles"], WALL_VS_SUM_LIMIT
             )
         if r["workspaces"] > 1:
-            value = r["cpu_per_workspace_ratio"]
-            add(
+            at_most(
                 f"{where}: CPU per workspace, fleet / single",
-                value,
-                f"<= {CPU_PER_WORKSPACE_LIMIT}",
-                value is not None and value <= CPU_PER_WORKSPACE_LIMIT,
+                r["cpu_per_workspace_ratio"],
+                CPU_PER_WORKSPACE_LIMIT,
             )
         add(
             f"{where}: peak RSS of the whole fleet (MB)",
