@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Callable
 from datetime import date
+from typing import TypeVar
 
 from .delivery_faults import parse_delivery_faults
 from .events import DEFAULT_WORKERS, DELIVERY_TIMEOUT_S, ORDERS, DeliveryOptions, parse_retry_delays
 from .faults import parse_faults, parse_latency
 from .generator import SCALES
 from .server import ServeConfig, base_url_of, bind, build_runtime, make_server
+
+T = TypeVar("T")
 
 
 def _date(text: str) -> date:
@@ -21,35 +25,35 @@ def _date(text: str) -> date:
         raise argparse.ArgumentTypeError(f"not a YYYY-MM-DD date: {text!r}") from None
 
 
-def _faults(text: str) -> str:
-    try:
-        parse_faults(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+def _parsed_by(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse `type`: what `parse` makes of the text, its ValueError shown as the usage
+    error it explains."""
+
+    def parsed(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parsed
 
 
-def _latency(text: str) -> str:
-    try:
-        parse_latency(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+def _checked_by(parse: Callable[[str], object]) -> Callable[[str], str]:
+    """An argparse `type` that keeps the text once `parse` accepts it (the server parses the
+    spec again where it is used)."""
+    check = _parsed_by(parse)
+
+    def checked(text: str) -> str:
+        check(text)
+        return text
+
+    return checked
 
 
-def _delivery_faults(text: str) -> str:
-    try:
-        parse_delivery_faults(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
-def _retry_delays(text: str) -> tuple[float, ...]:
-    try:
-        return parse_retry_delays(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_faults = _checked_by(parse_faults)
+_latency = _checked_by(parse_latency)
+_delivery_faults = _checked_by(parse_delivery_faults)
+_retry_delays = _parsed_by(parse_retry_delays)
 
 
 def add_delivery_arguments(p: argparse.ArgumentParser) -> None:
