@@ -53,12 +53,17 @@ def parse_http_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _fetchers(base_url: str, key: str, pool: int) -> tuple[dict[str, Callable[[], Any]], list[Any]]:
-    """One fetch function per variant, and what to close after."""
+def _fetchers(
+    base_url: str, key: str, in_flight: int
+) -> tuple[dict[str, Callable[[], Any]], list[Any]]:
+    """One fetch function per variant, and what to close after. Our client's own limit is the
+    measured concurrency, so `--in-flight` bounds ours as it bounds the bare engines; the bare
+    pools get room for every thread, as our client's pool has."""
+    pool = 2 * in_flight + 8
     auth = {"Authorization": f"Bearer {key}"}
     limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
-    ours = DroneOpsClient(base_url, key, max_workers=16)
-    ours_u3 = DroneOpsClient(base_url, key, max_workers=16, transport=Urllib3Transport(pool))
+    ours = DroneOpsClient(base_url, key, max_workers=in_flight)
+    ours_u3 = DroneOpsClient(base_url, key, max_workers=in_flight, transport=Urllib3Transport(pool))
     bare = httpx.Client(base_url=base_url, headers=auth, limits=limits)
     bare_u3 = httpx.Client(base_url=base_url, headers=auth, transport=Urllib3Transport(pool))
     origin = httpx.URL(base_url)
@@ -101,7 +106,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     load_at_start = os.getloadavg()
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
     with running_simulator(scale=scale, latency_ms=args.latency_ms, extra_args=extra) as sim:
-        fetch, closers = _fetchers(sim.base_url, sim.read_key, 2 * args.in_flight + 8)
+        fetch, closers = _fetchers(sim.base_url, sim.read_key, args.in_flight)
         try:
             for name in VARIANTS:  # a warm-up round: connections opened, code paths loaded
                 _round(fetch[name], min(200, args.requests), args.threads, args.in_flight)
