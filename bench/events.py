@@ -39,7 +39,7 @@ import httpx
 import psutil
 
 from bench.runner import simulator_scale
-from pipelines.run.access import duckdb_access
+from drone_ops_sync.pipelines.run.access import duckdb_access
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 MARKER = re.compile(r"^burst (\d+)$")
@@ -60,7 +60,7 @@ class Burst:
 
 
 def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "pipelines.cli", *args]
+    return [sys.executable, "-m", "drone_ops_sync.pipelines.cli", *args]
 
 
 def sync(

@@ -102,7 +102,9 @@ def workspace_name(index: int) -> str:
 
 def drone_sync_command() -> list[str]:
     script = Path(sys.executable).with_name("drone-sync")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "pipelines.cli"]
+    return (
+        [str(script)] if script.exists() else [sys.executable, "-m", "drone_ops_sync.pipelines.cli"]
+    )
 
 
 class FleetBench:

@@ -31,7 +31,7 @@ import httpx
 import orjson
 import urllib3
 
-from sources.drone_ops import DroneOpsClient
+from drone_ops_sync.sources.drone_ops import DroneOpsClient
 from testkit.simulator_process import running_simulator
 
 from .report import machine_info, write_result

@@ -347,7 +347,7 @@ def postgres_info(server: RunningPostgres) -> dict[str, Any]:
     test server (durability off), so figures are not read as a production server's. No DSN."""
     import psycopg2
 
-    from pipelines.run.target import LOADER_FILE_FORMATS
+    from drone_ops_sync.pipelines.run.target import LOADER_FILE_FORMATS
 
     names = ("server_version", "fsync", "synchronous_commit", "full_page_writes", "shared_buffers")
     connection = psycopg2.connect(server.dsn(), connect_timeout=10)

@@ -109,7 +109,7 @@ def walk_children(get: Any, paths: list[str], seconds: float) -> tuple[int, floa
 
 def generation_seconds(scale: str) -> float:
     """Time to build the workspace in this process (freed afterwards)."""
-    from simulator.store import Options, Store
+    from drone_ops_sync.simulator.store import Options, Store
 
     start = time.perf_counter()
     store = Store(Options(scale=scale))
@@ -127,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     gen_s = generation_seconds(args.scale)
 
-    cmd = [sys.executable, "-m", "simulator", "serve", "--port", "0", "--scale", args.scale]
-    cmd += ["--read-key", "bench-read", "--full-key", "bench-full"]
+    cmd = [sys.executable, "-m", "drone_ops_sync.simulator", "serve", "--port", "0"]
+    cmd += ["--scale", args.scale, "bench-read", "--full-key", "bench-full"]
     started = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, text=True, cwd=_ROOT, preexec_fn=lambda: _pin(0)

@@ -33,14 +33,14 @@ VARIANTS = (
 )
 
 if TYPE_CHECKING:
-    from pipelines.run.target import Target
+    from drone_ops_sync.pipelines.run.target import Target
 
 
 def sync_target(spec: dict[str, Any], destination: str) -> Target:
     """The sync's target: the spec's DuckDB file, or the PostgreSQL database named by the
     environment's credentials; the spec's pipelines folder either way (per repetition, so each
     initial sync starts without local state; a model build needs none)."""
-    from pipelines.run.target import Target
+    from drone_ops_sync.pipelines.run.target import Target
 
     pipelines_dir = Path(spec["pipelines_dir"]) if spec.get("pipelines_dir") else None
     if destination == "postgres":
@@ -50,8 +50,8 @@ def sync_target(spec: dict[str, Any], destination: str) -> Target:
 
 def run_ours(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, Any]:
     """One `run_sync` into the spec's database (fresh or already synced)."""
-    from pipelines.run.sync import run_sync
-    from sources.drone_ops import read_source_config
+    from drone_ops_sync.pipelines.run.sync import run_sync
+    from drone_ops_sync.sources.drone_ops import read_source_config
 
     target = sync_target(spec, destination)
     overrides = {
@@ -98,7 +98,9 @@ def run_cli(spec: dict[str, Any]) -> dict[str, Any]:
     import subprocess
 
     script = Path(sys.executable).with_name("drone-sync")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "pipelines.cli"]
+    command = (
+        [str(script)] if script.exists() else [sys.executable, "-m", "drone_ops_sync.pipelines.cli"]
+    )
     env = {
         **os.environ,
         "SOURCES__DRONE_OPS__BASE_URL": spec["base_url"],
@@ -159,11 +161,11 @@ def run_models(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, A
     On PostgreSQL the dbt target comes from `dbt_target`, as for the CLI's `--models`, resolved
     before the clock starts. The DuckDB build takes the file path directly, as it always has
     here, so its peak RSS stays comparable with earlier figures (no dlt import)."""
-    from pipelines.publish.dbt_build import DbtTarget, build_models
+    from drone_ops_sync.pipelines.publish.dbt_build import DbtTarget, build_models
 
     warehouse: Path | DbtTarget
     if destination == "postgres":
-        from pipelines.publish.dbt_build import dbt_target
+        from drone_ops_sync.pipelines.publish.dbt_build import dbt_target
 
         warehouse = dbt_target(sync_target(spec, destination))
     else:
@@ -188,7 +190,7 @@ def run_models(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, A
 def publish_snapshots(database: Path) -> dict[str, Any]:
     """The BI snapshot the CLI publishes after a model build, marts only and with the raw
     tables: seconds and bytes of each."""
-    from pipelines.publish.snapshot import default_snapshot_path, publish_snapshot
+    from drone_ops_sync.pipelines.publish.snapshot import default_snapshot_path, publish_snapshot
 
     published: dict[str, Any] = {}
     for key, include_raw in (("marts", False), ("with_raw", True)):

@@ -15,9 +15,9 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from pipelines.run.sync import run_sync
-from pipelines.run.target import Target
-from sources.drone_ops import read_source_config
+from drone_ops_sync.pipelines.run.sync import run_sync
+from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.sources.drone_ops import read_source_config
 from testkit.simulator_process import running_simulator
 
 

@@ -18,4 +18,4 @@ The import below comes first on purpose: `pipelines/__init__.py` turns dlt's tel
 before anything imports dlt (dlt reads it once, when first imported).
 """
 
-import pipelines  # noqa: F401
+import drone_ops_sync.pipelines  # noqa: F401

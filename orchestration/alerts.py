@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.observe.alerts import alert_hook, send_alert
-from sources.drone_ops import ConfigError
+from drone_ops_sync.pipelines.observe.alerts import alert_hook, send_alert
+from drone_ops_sync.sources.drone_ops import ConfigError
 
 from .outcomes import one_line
 

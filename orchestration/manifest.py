@@ -19,16 +19,16 @@ from pathlib import Path
 
 from dagster_dbt import DbtProject
 
-from pipelines.defaults import DEFAULT_DATASET
-from pipelines.publish.build_record import project_fingerprint
-from pipelines.publish.dbt_build import (
+from drone_ops_sync.pipelines.defaults import DEFAULT_DATASET
+from drone_ops_sync.pipelines.publish.build_record import project_fingerprint
+from drone_ops_sync.pipelines.publish.dbt_build import (
     PROJECT_DIR,
     DbtTarget,
     dbt_args,
     dbt_environment,
     profile_env,
 )
-from pipelines.run.access import waiting_turn
+from drone_ops_sync.pipelines.run.access import waiting_turn
 
 MANIFEST_TARGET = Path("target") / "dagster"
 """Relative to models/: dbt's target folder for the manifest dagster-dbt reads."""

@@ -23,11 +23,16 @@ import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 from packaging import version
 
-from pipelines.publish.dbt_build import PROJECT_DIR, dbt_environment, dbt_target, profile_env
-from pipelines.publishing import fleet_vars, models_turn, prepare_models_build
-from pipelines.run.lock import WarehouseBusy
-from pipelines.run.target import check_target
-from sources.drone_ops import ConfigError, DroneOpsError
+from drone_ops_sync.pipelines.publish.dbt_build import (
+    PROJECT_DIR,
+    dbt_environment,
+    dbt_target,
+    profile_env,
+)
+from drone_ops_sync.pipelines.publishing import fleet_vars, models_turn, prepare_models_build
+from drone_ops_sync.pipelines.run.lock import WarehouseBusy
+from drone_ops_sync.pipelines.run.target import check_target
+from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
 
 from .automation import models_follow_syncs
 from .outcomes import one_line

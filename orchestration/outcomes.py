@@ -15,10 +15,16 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.console.summary import root_cause
-from pipelines.exit_codes import EXIT_CONFIG, EXIT_FAILED
-from pipelines.run.sync import SyncOutcome
-from sources.drone_ops import ConfigError, DroneOpsError, TableResult, redact, settings
+from drone_ops_sync.pipelines.console.summary import root_cause
+from drone_ops_sync.pipelines.exit_codes import EXIT_CONFIG, EXIT_FAILED
+from drone_ops_sync.pipelines.run.sync import SyncOutcome
+from drone_ops_sync.sources.drone_ops import (
+    ConfigError,
+    DroneOpsError,
+    TableResult,
+    redact,
+    settings,
+)
 
 RUNS_TABLE = settings.RUNS_TABLE
 FAILED_STATUSES = ("failed", "refused", "interrupted")

@@ -20,10 +20,10 @@ from collections.abc import Iterator
 import dagster as dg
 from pydantic import Field
 
-from pipelines.run.dlt_tooling import link_for_dlt_cli
-from pipelines.run.lock import WarehouseBusy
-from pipelines.run.sync import run_sync
-from sources.drone_ops import (
+from drone_ops_sync.pipelines.run.dlt_tooling import link_for_dlt_cli
+from drone_ops_sync.pipelines.run.lock import WarehouseBusy
+from drone_ops_sync.pipelines.run.sync import run_sync
+from drone_ops_sync.sources.drone_ops import (
     ALL_TABLES,
     EVENTS_TABLE,
     ConfigError,

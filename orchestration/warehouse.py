@@ -13,8 +13,8 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from pipelines.defaults import DEFAULT_DATASET
-from pipelines.run.target import Target
+from drone_ops_sync.pipelines.defaults import DEFAULT_DATASET
+from drone_ops_sync.pipelines.run.target import Target
 
 
 class DroneSyncWarehouse(dg.ConfigurableResource):

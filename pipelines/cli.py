@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
     """Runs the command; every error a user can fix ends as one line and its exit code."""
-    from sources.drone_ops import ConfigError, DroneOpsError, redact
+    from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, redact
 
     from .run.lock import WarehouseBusy
 
@@ -113,7 +113,7 @@ def _is_json(args: argparse.Namespace) -> bool:
 
 def _table_list(resources: str | None) -> list[str] | None:
     """`--resources a,b` as names; None for all tables."""
-    from sources.drone_ops import ConfigError
+    from drone_ops_sync.sources.drone_ops import ConfigError
 
     if resources is None:
         return None
@@ -125,7 +125,7 @@ def _table_list(resources: str | None) -> list[str] | None:
 
 def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
     """One workspace in this process; several, each in a process of its own (`run/fleet.py`)."""
-    from sources.drone_ops import selected_names
+    from drone_ops_sync.sources.drone_ops import selected_names
 
     names = selected_names(_names(args.workspace))
     if len(names) > 1:
@@ -135,7 +135,7 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunW
 
 def _status(args: argparse.Namespace) -> int:
     """Each selected workspace's staleness; stale (1) if any is, else the worst code."""
-    from sources.drone_ops import selected_names
+    from drone_ops_sync.sources.drone_ops import selected_names
 
     from .observe.status import status_command
 
@@ -153,7 +153,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _names(flag: str | None) -> list[str] | None:
     """`--workspace a,b` as names; None for every configured workspace."""
-    from sources.drone_ops import ConfigError
+    from drone_ops_sync.sources.drone_ops import ConfigError
 
     if flag is None:
         return None
@@ -166,7 +166,7 @@ def _names(flag: str | None) -> list[str] | None:
 def _run_one(
     args: argparse.Namespace, name: str, output: Output, stop: SignalStop, watch: RunWatch
 ) -> int:
-    from sources.drone_ops import RunOptions, checked_tables, read_workspace_config
+    from drone_ops_sync.sources.drone_ops import RunOptions, checked_tables, read_workspace_config
 
     from .publishing import build_models_step, finish_success
     from .run.dlt_tooling import link_for_dlt_cli
@@ -238,7 +238,7 @@ def _run_fleet(
     check_target(models)
     _table_list(args.resources)
     if args.parallel < 1:
-        from sources.drone_ops import ConfigError
+        from drone_ops_sync.sources.drone_ops import ConfigError
 
         raise ConfigError("--parallel", f"{args.parallel}; expected a whole number of 1 or more")
     snapshot = _snapshot_plan(models, args)
@@ -292,7 +292,7 @@ def _fleet_data_version(target: Target, known: str | None, known_for: str | None
     """What the whole warehouse holds, for the build record: the one workspace's data version
     when only the default is configured (as before workspaces existed), else every configured
     workspace's, joined (`known` is `known_for`'s, read by its run already)."""
-    from sources.drone_ops import DEFAULT_WORKSPACE, configured_names
+    from drone_ops_sync.sources.drone_ops import DEFAULT_WORKSPACE, configured_names
 
     names = configured_names()
     if list(names) == [DEFAULT_WORKSPACE]:
@@ -310,7 +310,7 @@ def _fleet_data_version(target: Target, known: str | None, known_for: str | None
 def _check(args: argparse.Namespace, output: Output) -> int:
     """Checks each selected workspace's settings and key; one workspace's failure is reported
     and the others are still checked."""
-    from sources.drone_ops import (
+    from drone_ops_sync.sources.drone_ops import (
         ConfigError,
         DroneOpsError,
         check_access,

@@ -260,7 +260,7 @@ def _sim_commands(commands: Any) -> None:
     """The simulator's own sub-commands; its modules (uvicorn, Starlette, the generator) are
     imported only when `sim` is asked for, the listing in `--help` costs nothing."""
     try:
-        from simulator.cli import add_sim_commands
+        from drone_ops_sync.simulator.cli import add_sim_commands
     except ImportError:  # the simulator ships with the project; tolerate a slim install
         commands.add_parser("sim", help=SIM_HELP)
     else:

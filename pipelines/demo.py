@@ -16,7 +16,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from sources.drone_ops import read_source_config
+from drone_ops_sync.sources.drone_ops import read_source_config
 
 from .console.summary import print_summary
 from .run.target import DEFAULT_DATABASE, Target
@@ -55,7 +55,7 @@ DEMO_QUERIES: tuple[tuple[str, str], ...] = (
 
 
 def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
-    from simulator.server import serve_in_thread
+    from drone_ops_sync.simulator.server import serve_in_thread
 
     from .console.progress import sync_with_progress
     from .publish.dbt_build import answer_questions, build_models

@@ -11,7 +11,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sources.drone_ops import ConfigError, configured_names, redact, workspace_dataset
+from drone_ops_sync.sources.drone_ops import (
+    ConfigError,
+    configured_names,
+    redact,
+    workspace_dataset,
+)
 
 from .console.output import Output
 from .exit_codes import EXIT_FAILED, EXIT_OK

@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from simulator import names
-from simulator.server import HandleBase
+from drone_ops_sync.simulator import names
+from drone_ops_sync.simulator.server import HandleBase
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT_S = 120.0
@@ -118,7 +118,7 @@ def running_simulator(
     cmd = [
         sys.executable,
         "-m",
-        "simulator",
+        "drone_ops_sync.simulator",
         "serve",
         "--host",
         "127.0.0.1",

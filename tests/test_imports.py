@@ -23,6 +23,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("sources", "pipelines", "simulator", "bench", "testkit", "orchestration")
+NAMESPACE = "drone_ops_sync."
+"""The installed packages are imported under this prefix (pyproject.toml); the graph names
+modules by their folders, so the prefix is dropped from imported names."""
+INSTALLED = ("sources", "pipelines", "simulator", "orchestration")
 MAX_LINES = 400
 MAX_FUNCTION_LINES = 80
 
@@ -83,13 +87,18 @@ def _imported_names(module: str, path: Path, node: ast.Import | ast.ImportFrom) 
     return [f"{stem}.{alias.name}" for alias in node.names]
 
 
+def _folder_name(name: str) -> str:
+    """`drone_ops_sync.sources.x` as the graph names it: `sources.x`."""
+    return name.removeprefix(NAMESPACE)
+
+
 def _edges() -> list[Edge]:
     edges: list[Edge] = []
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in _import_nodes(tree):
             for name in _imported_names(module, path, node):
-                imported = _own_module(name)
+                imported = _own_module(_folder_name(name))
                 if imported is not None and imported != module:
                     edges.append(Edge(module, imported, node.lineno))
     return edges
@@ -258,11 +267,14 @@ def test_callers_use_the_source_through_its_facade() -> None:
         if module.split(".")[0] not in ("pipelines", "bench", "orchestration"):
             continue
         for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
-            names = (
-                [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else [alias.name for alias in node.names]
-            )
+            names = [
+                _folder_name(name)
+                for name in (
+                    [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else [alias.name for alias in node.names]
+                )
+            ]
             reaching_in += [
                 f"  {path.relative_to(REPO)}:{node.lineno} imports {name}"
                 for name in names
@@ -282,3 +294,25 @@ def test_the_http_layer_imports_nothing_above_it() -> None:
         and e.imported not in allowed
     ]
     assert not upward, "http/ imports:\n" + _describe(upward)
+
+
+def test_installed_packages_are_imported_under_the_namespace() -> None:
+    """`sources`, `pipelines`, `simulator` and `orchestration` are installed as subpackages of
+    `drone_ops_sync` (a user's own `sources/` must not shadow them, nor they it): an absolute
+    import by the bare folder name would work from the repository root and fail in a wheel."""
+    bare = []
+    for path in MODULES.values():
+        for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+            )
+            bare += [
+                f"  {path.relative_to(REPO)}:{node.lineno} imports {name}"
+                for name in names
+                if name.split(".")[0] in INSTALLED
+            ]
+    assert not bare, "imported without drone_ops_sync.:\n" + "\n".join(bare)

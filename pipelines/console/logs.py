@@ -9,7 +9,7 @@ import logging
 import sys
 from datetime import UTC, datetime
 
-from sources.drone_ops import redact
+from drone_ops_sync.sources.drone_ops import redact
 
 # dlt warnings about choices we made on purpose: our JSON columns are declared `json` while
 # Arrow carries them as text; PostgreSQL loads by INSERT from Arrow (see Target.loader_file_format)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from sources.drone_ops import AccessReport, SyncReport, TableResult, redact
+from drone_ops_sync.sources.drone_ops import AccessReport, SyncReport, TableResult, redact
 
 from ..defaults import DEFAULT_HEARTBEAT_SECONDS
 from ..run.sync import SyncOutcome

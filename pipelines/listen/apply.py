@@ -28,7 +28,7 @@ from typing import Any
 
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
-from sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import (
     UNROUTED,
     DroneOpsError,
     ReceivedEvent,

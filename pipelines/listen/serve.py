@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import dlt
 import uvicorn
 
-from sources.drone_ops import ConfigError, register_secret, setting_name
+from drone_ops_sync.sources.drone_ops import ConfigError, register_secret, setting_name
 
 from ..exit_codes import EXIT_BUSY, EXIT_OK
 from ..run.target import Target, check_target
@@ -79,7 +79,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 def listen_command(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     """Serves until SIGINT/SIGTERM; prints `url=<base url>` on stdout once listening."""
-    logging.getLogger(__package__ or "pipelines.listen").setLevel(logging.INFO)
+    logging.getLogger(__package__ or "drone_ops_sync.pipelines.listen").setLevel(logging.INFO)
     secrets = read_webhook_secrets()
     spool_dir: Path = args.spool if args.spool is not None else default_spool(args)
     try:

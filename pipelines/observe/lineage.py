@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from sources.drone_ops import ENTITIES, SyncReport, TableResult, redact, register_secret
+from drone_ops_sync.sources.drone_ops import (
+    ENTITIES,
+    SyncReport,
+    TableResult,
+    redact,
+    register_secret,
+)
 
 from .transport import checked_url, logger, post_json
 

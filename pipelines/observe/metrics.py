@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sources.drone_ops import ConfigError
+from drone_ops_sync.sources.drone_ops import ConfigError
 
 from ..run.target import check_creatable
 from .transport import read_setting

@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 
-from sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import (
     DEFAULT_WORKSPACE,
     ConfigError,
     DroneOpsError,

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import dlt
 import httpx
 
-from sources.drone_ops import ConfigError, is_loopback_host, redact, register_secret
+from drone_ops_sync.sources.drone_ops import ConfigError, is_loopback_host, redact, register_secret
 
 SEND_TIMEOUT_SECONDS = 5.0
 """Connect, read and write, each; one attempt."""

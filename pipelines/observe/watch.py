@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sources.drone_ops import SourceConfig, SyncReport, TableResult, redact
+from drone_ops_sync.sources.drone_ops import SourceConfig, SyncReport, TableResult, redact
 
 from ..run.sync import RunObserver
 from ..run.target import Target, destination_credentials

@@ -8,6 +8,7 @@ so the credentials live in one place: the caller's destination.
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import os
 import pathlib
@@ -21,13 +22,14 @@ from typing import Any
 
 import duckdb
 
-from sources.drone_ops import ConfigError
+from drone_ops_sync.sources.drone_ops import ConfigError
 
 from ..defaults import MODEL_DESTINATIONS
 from ..run.recovery import SCRATCH_PREFIX
 from ..run.target import Target, destination_credentials
 
-PROJECT_DIR = pathlib.Path(__file__).resolve().parents[2] / "models"
+PROJECT_DIR = pathlib.Path(str(importlib.resources.files("drone_ops_sync.models")))
+"""The dbt project: package data in a wheel, `models/` in the repository (pyproject.toml)."""
 PATH_ENV = "DRONE_SYNC_DUCKDB_PATH"
 DATASET_ENV = "DRONE_SYNC_DATASET"
 

@@ -31,7 +31,7 @@ from typing import Any
 import dlt
 import duckdb
 
-from sources.drone_ops import ConfigError, DroneOpsError
+from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
 
 from ..defaults import SNAPSHOT_CONFIG_KEY
 from ..run.lock import busy_message

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 
-from sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from dlt.common.schema.typing import TColumnSchema
 from dlt.extract.resource import DltResource
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from sources.drone_ops import DroneOpsError, SyncRun, delivery_wave
-from sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops import DroneOpsError, SyncRun, delivery_wave
+from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 from .errors import root_cause
 from .run_trace import RunLoads

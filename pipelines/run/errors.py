@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sources.drone_ops import DroneOpsError
+from drone_ops_sync.sources.drone_ops import DroneOpsError
 
 
 def innermost(exc: BaseException) -> BaseException:

@@ -127,7 +127,7 @@ def _start(
     command = [
         sys.executable,
         "-m",
-        "pipelines.cli",
+        "drone_ops_sync.pipelines.cli",
         "run",
         "--log-format",
         "json",

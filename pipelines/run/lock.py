@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import duckdb
 
-from sources.drone_ops import ConfigError, DroneOpsError
+from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
 
 
 class WarehouseBusy(DroneOpsError):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from dlt.common.versioned_state import json_decode_state, json_encode_state
 
-from sources.drone_ops import DEFAULT_WORKSPACE
+from drone_ops_sync.sources.drone_ops import DEFAULT_WORKSPACE
 
 from .target import OLD_PIPELINE_NAME, PIPELINE_HASH_LENGTH, PIPELINE_PREFIX, Target
 

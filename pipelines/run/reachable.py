@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sources.drone_ops import ConfigError, DroneOpsError, redact
+from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, redact
 
 from .target import Target, destination_credentials
 

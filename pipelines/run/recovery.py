@@ -14,7 +14,7 @@ from dlt.common.schema.exceptions import SchemaException
 from dlt.common.storages.exceptions import InStorageSchemaModified
 from dlt.pipeline.exceptions import CannotRestorePipelineException
 
-from sources.drone_ops import SPILL_PREFIX
+from drone_ops_sync.sources.drone_ops import SPILL_PREFIX
 
 from .errors import innermost, root_cause
 from .target import Target, make_pipeline

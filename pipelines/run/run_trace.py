@@ -20,7 +20,7 @@ from dlt.common.schema import Schema
 from dlt.extract.source import DltSource
 from dlt.pipeline.trace import PipelineTrace, save_trace
 
-from sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 from .target import Target
 

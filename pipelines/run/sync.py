@@ -15,7 +15,7 @@ import dlt
 import pyarrow as pa
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import (
     ENTITIES,
     ISSUES,
     LISTS,
@@ -36,7 +36,7 @@ from sources.drone_ops import (
     read_source_config,
     redact,
 )
-from sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 from .delivery_waves import DeliveryWaves, marks_resource, record_marks_first
 from .errors import root_cause

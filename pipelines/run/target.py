@@ -19,7 +19,7 @@ from dlt.common.configuration.exceptions import (
 )
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
-from sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import (
     DEFAULT_WORKSPACE,
     ConfigError,
     missing_setting,

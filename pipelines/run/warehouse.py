@@ -11,7 +11,7 @@ import logging
 import dlt
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
-from sources.drone_ops import ALL_TABLES, ENTITIES, ENTITY_TABLES
+from drone_ops_sync.sources.drone_ops import ALL_TABLES, ENTITIES, ENTITY_TABLES
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """dlt source for the Drone Operations Service API.
 
     import dlt
-    from sources.drone_ops import drone_ops
+    from drone_ops_sync.sources.drone_ops import drone_ops
 
     pipeline = dlt.pipeline("drone_ops", destination="duckdb", dataset_name="drone_ops")
     pipeline.run(drone_ops())

@@ -11,8 +11,8 @@ import pytest
 
 from bench.http_cost import VARIANTS
 from bench.urllib3_transport import Urllib3Transport
-from sources.drone_ops import DroneOpsClient
-from sources.drone_ops.exceptions import UnreachableError
+from drone_ops_sync.sources.drone_ops import DroneOpsClient
+from drone_ops_sync.sources.drone_ops.exceptions import UnreachableError
 
 from .command import run_bench
 

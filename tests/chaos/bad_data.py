@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.run.sync import SyncOutcome
-from sources.drone_ops.tables.entities import TABLE_COLUMNS
+from drone_ops_sync.pipelines.run.sync import SyncOutcome
+from drone_ops_sync.sources.drone_ops.tables.entities import TABLE_COLUMNS
 
 from .fault_server import FaultServer, Workspace, workspace_snapshot
 from .harness import Warehouse

@@ -265,7 +265,7 @@ def _outcome_dict(outcome: Any) -> dict[str, Any]:
 def _is_named(exc: BaseException) -> bool:
     """Whether the error is one the sync raises on purpose (a message meant for a person)."""
     try:
-        from sources.drone_ops import DroneOpsError
+        from drone_ops_sync.sources.drone_ops import DroneOpsError
     except Exception:
         return False
     return isinstance(exc, DroneOpsError)
@@ -278,9 +278,9 @@ def main(argv: list[str]) -> int:
     out = Path(raw["out"])
     started = time.monotonic()
     try:
-        from pipelines.run.sync import run_sync
-        from pipelines.run.target import Target
-        from sources.drone_ops import read_source_config
+        from drone_ops_sync.pipelines.run.sync import run_sync
+        from drone_ops_sync.pipelines.run.target import Target
+        from drone_ops_sync.sources.drone_ops import read_source_config
 
         outcome = run_sync(
             Target(

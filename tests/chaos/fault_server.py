@@ -366,7 +366,7 @@ class KeyedFaults:
         self.drawn: Counter[str] = Counter()
 
     def set(self, spec: str | None) -> None:
-        from simulator.faults import parse_faults
+        from drone_ops_sync.simulator.faults import parse_faults
 
         kinds = parse_faults(spec)
         with self._lock:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.run.sync import SyncOutcome
+from drone_ops_sync.pipelines.run.sync import SyncOutcome
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .child import Zygote

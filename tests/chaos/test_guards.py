@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.run.sync import SyncOutcome
+from drone_ops_sync.pipelines.run.sync import SyncOutcome
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .bad_data import KEY, failure_message_problems

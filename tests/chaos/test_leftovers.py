@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.run.target import Target
+from drone_ops_sync.pipelines.run.target import Target
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .child import SyncChild, Zygote
@@ -120,7 +120,10 @@ def test_kill9_in_the_model_build_leaves_no_scratch_after_the_next_run(
     }
     work = tmp_path / "cli"
     child = SyncChild(
-        work, argv=["pipelines.cli", "run", "--database", str(database)], env=env, name="models"
+        work,
+        argv=["drone_ops_sync.pipelines.cli", "run", "--database", str(database)],
+        env=env,
+        name="models",
     )
     delay = random.Random("chaos-models").uniform(1.0, 3.0)
     try:
@@ -136,7 +139,7 @@ def test_kill9_in_the_model_build_leaves_no_scratch_after_the_next_run(
     left_by_kill = leftovers(child.tmpdir, tmp_path)
     following = SyncChild(
         work,
-        argv=["pipelines.cli", "run", "--no-models", "--database", str(database)],
+        argv=["drone_ops_sync.pipelines.cli", "run", "--no-models", "--database", str(database)],
         env=env,
         name="next",
     )

@@ -19,8 +19,8 @@ import sys
 import tempfile
 from typing import Any
 
-import pipelines.run.sync  # noqa: F401  (imported once here, inherited by every child)
-import sources.drone_ops  # noqa: F401
+import drone_ops_sync.pipelines.run.sync
+import drone_ops_sync.sources.drone_ops  # noqa: F401
 
 from . import child
 

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from pipelines.cli import EXIT_BUSY, EXIT_OK, build_parser
+from drone_ops_sync.pipelines.cli import EXIT_BUSY, EXIT_OK, build_parser
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from ..pipelines.cli_helpers import (

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from pipelines.publish.dbt_build import (
+from drone_ops_sync.pipelines.publish.dbt_build import (
     EXAMPLE_QUESTIONS,
     PROJECT_DIR,
     ModelsResult,

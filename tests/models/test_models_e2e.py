@@ -13,10 +13,10 @@ from collections import Counter
 import duckdb
 import pytest
 
-from pipelines.publish.dbt_build import answer_questions, build_models
-from pipelines.run.sync import run_sync
-from pipelines.run.target import Target
-from sources.drone_ops import read_source_config
+from drone_ops_sync.pipelines.publish.dbt_build import answer_questions, build_models
+from drone_ops_sync.pipelines.run.sync import run_sync
+from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.sources.drone_ops import read_source_config
 from testkit.simulator_process import running_simulator
 from tests.pipelines.warehouse_check import api_snapshot
 

@@ -16,8 +16,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from pipelines.publish.dbt_build import build_models
-from simulator.occurrences import occurrence_dates
+from drone_ops_sync.pipelines.publish.dbt_build import build_models
+from drone_ops_sync.simulator.occurrences import occurrence_dates
 from tests.models.raw_fixture import T1, _job, _version, create_raw_warehouse
 
 JOB_COUNT = 3000

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import duckdb
 import pytest
 
-from pipelines.publish.dbt_build import PROJECT_DIR
+from drone_ops_sync.pipelines.publish.dbt_build import PROJECT_DIR
 
 
 def _warehouse(path: pathlib.Path, runs: list[tuple[str, timedelta]]) -> None:

@@ -8,7 +8,7 @@ import pathlib
 import subprocess
 import sys
 
-from pipelines.publish.dbt_build import PROJECT_DIR
+from drone_ops_sync.pipelines.publish.dbt_build import PROJECT_DIR
 
 MODEL_PATHS = ("staging", "intermediate", "marts")
 

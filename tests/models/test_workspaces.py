@@ -21,7 +21,12 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipelines.publish.dbt_build import PROJECT_DIR, DbtTarget, ModelsResult, build_models
+from drone_ops_sync.pipelines.publish.dbt_build import (
+    PROJECT_DIR,
+    DbtTarget,
+    ModelsResult,
+    build_models,
+)
 from testkit.postgres import create_database, running_postgres
 from tests.models.raw_fixture import DDL, TABLES, write_raw_tables
 

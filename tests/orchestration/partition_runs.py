@@ -98,8 +98,12 @@ def _failure_line(event: Any) -> str:
 def main(argv: list[str]) -> int:
     import dagster as dg
 
-    from orchestration.raw_assets import SYNC_ASSETS_NAME, build_sync_assets, workspace_partitions
-    from orchestration.warehouse import DroneSyncWarehouse
+    from drone_ops_sync.orchestration.raw_assets import (
+        SYNC_ASSETS_NAME,
+        build_sync_assets,
+        workspace_partitions,
+    )
+    from drone_ops_sync.orchestration.warehouse import DroneSyncWarehouse
 
     workspace, warehouse, busy_wait = argv[0], json.loads(argv[1]), float(argv[2])
     sync = build_sync_assets(workspace_partitions())

@@ -20,8 +20,12 @@ from typing import Any
 
 import pytest
 
-from orchestration.alerts import ALERT_SENSOR_NAME
-from orchestration.automation import MODELS_SENSOR_NAME, SYNC_JOB_NAME, SYNC_SCHEDULE_NAME
+from drone_ops_sync.orchestration.alerts import ALERT_SENSOR_NAME
+from drone_ops_sync.orchestration.automation import (
+    MODELS_SENSOR_NAME,
+    SYNC_JOB_NAME,
+    SYNC_SCHEDULE_NAME,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -14,10 +14,15 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from orchestration.automation import SYNC_JOB_NAME, SYNC_SCHEDULE_NAME
-from orchestration.definitions import build_definitions
-from orchestration.models import MODELS_ASSETS_NAME
-from orchestration.raw_assets import EVENTS_ASSET, RAW_TABLES, SYNC_ASSETS_NAME, raw_table_key
+from drone_ops_sync.orchestration.automation import SYNC_JOB_NAME, SYNC_SCHEDULE_NAME
+from drone_ops_sync.orchestration.definitions import build_definitions
+from drone_ops_sync.orchestration.models import MODELS_ASSETS_NAME
+from drone_ops_sync.orchestration.raw_assets import (
+    EVENTS_ASSET,
+    RAW_TABLES,
+    SYNC_ASSETS_NAME,
+    raw_table_key,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 WORKSPACES = ("east", "north", "south")
@@ -107,7 +112,7 @@ def test_the_code_location_is_the_one_pyproject_names() -> None:
     """`dagster dev` from the repository root loads `[tool.dagster] module_name`."""
     settings = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
     module = importlib.import_module(settings["dagster"]["module_name"])
-    assert module.__name__ == "orchestration.definitions"
+    assert module.__name__ == "drone_ops_sync.orchestration.definitions"
     assert callable(module.defs)
 
 

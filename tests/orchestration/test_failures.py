@@ -11,10 +11,14 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from orchestration.alerts import run_failed_alert
-from orchestration.raw_assets import SYNC_ASSETS_NAME, build_sync_assets, workspace_partitions
-from orchestration.warehouse import DroneSyncWarehouse
-from pipelines.run.lock import warehouse_lock
+from drone_ops_sync.orchestration.alerts import run_failed_alert
+from drone_ops_sync.orchestration.raw_assets import (
+    SYNC_ASSETS_NAME,
+    build_sync_assets,
+    workspace_partitions,
+)
+from drone_ops_sync.orchestration.warehouse import DroneSyncWarehouse
+from drone_ops_sync.pipelines.run.lock import warehouse_lock
 
 from ..pipelines.receiver import running_receiver
 

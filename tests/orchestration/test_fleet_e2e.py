@@ -19,10 +19,10 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from orchestration.manifest import prepared_project
-from orchestration.models import build_models_assets, dbt_resource
-from orchestration.raw_assets import build_sync_assets, workspace_partitions
-from orchestration.warehouse import DroneSyncWarehouse
+from drone_ops_sync.orchestration.manifest import prepared_project
+from drone_ops_sync.orchestration.models import build_models_assets, dbt_resource
+from drone_ops_sync.orchestration.raw_assets import build_sync_assets, workspace_partitions
+from drone_ops_sync.orchestration.warehouse import DroneSyncWarehouse
 from testkit.simulator_process import SimulatorHandle
 
 from ..pipelines.warehouse_check import (

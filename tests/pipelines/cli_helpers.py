@@ -131,7 +131,7 @@ def dlt_data_dir(tmp_path: Path) -> Path:
 
 
 def cli_command(args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "pipelines.cli", *args]
+    return [sys.executable, "-m", "drone_ops_sync.pipelines.cli", *args]
 
 
 def run_cli(

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from simulator.signing import sign
+from drone_ops_sync.simulator.signing import sign
 from testkit.simulator_process import _read_line, stop_process
 
 SECRET_ENV = "SOURCES__DRONE_OPS__WEBHOOK_SECRET"
@@ -82,7 +82,16 @@ def running_listener(tmp_path: Path, secret: str | None, name: str = "run") -> I
         env[SECRET_ENV] = secret
     spool = tmp_path / "spool"
     log_file = tmp_path / f"{name}.log"
-    cmd = [sys.executable, "-m", "pipelines.cli", "listen", "--port", "0", "--spool", str(spool)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "drone_ops_sync.pipelines.cli",
+        "listen",
+        "--port",
+        "0",
+        "--spool",
+        str(spool),
+    ]
     with log_file.open("w") as log:
         process = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env, cwd=str(tmp_path)

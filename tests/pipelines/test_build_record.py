@@ -8,7 +8,7 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pipelines.publish.build_record import (
+from drone_ops_sync.pipelines.publish.build_record import (
     RECORD_NAME,
     current_build,
     forget_build,
@@ -18,7 +18,7 @@ from pipelines.publish.build_record import (
     remember_snapshot,
     snapshot_current,
 )
-from pipelines.publish.dbt_build import PROJECT_DIR
+from drone_ops_sync.pipelines.publish.dbt_build import PROJECT_DIR
 
 
 def test_a_remembered_build_is_current_for_the_same_data_project_dataset_and_day(

@@ -14,8 +14,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipelines.cli import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, main
-from pipelines.run.target import Target
+from drone_ops_sync.pipelines.cli import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, main
+from drone_ops_sync.pipelines.run.target import Target
 from testkit.simulator_process import running_simulator
 
 from .test_sync_e2e import assert_equals_api
@@ -170,7 +170,14 @@ def test_demo_runs_from_a_fresh_directory(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DESTINATION__"))}
     env["PYTHONPATH"] = str(REPO)
     result = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "demo", "--dir", str(tmp_path / "demo")],
+        [
+            sys.executable,
+            "-m",
+            "drone_ops_sync.pipelines.cli",
+            "demo",
+            "--dir",
+            str(tmp_path / "demo"),
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,

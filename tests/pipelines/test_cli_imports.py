@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 MARKER = "--- modules ---"
 SCRIPT = f"""
 import json, sys
-from pipelines import cli
+from drone_ops_sync.pipelines import cli
 try:
     cli.main(sys.argv[1:])
 except SystemExit as exc:
@@ -45,7 +45,8 @@ def _modules_after(*argv: str) -> tuple[object, list[str]]:
 
 
 def _heavy(modules: list[str]) -> list[str]:
-    return sorted({m.split(".")[0] for m in modules} & set(HEAVY))
+    tops = {m.removeprefix("drone_ops_sync.").split(".")[0] for m in modules}
+    return sorted(tops & set(HEAVY))
 
 
 @pytest.mark.parametrize(
@@ -57,11 +58,11 @@ def test_help_and_usage_errors_import_nothing_heavy(argv: tuple[str, ...]) -> No
     code, modules = _modules_after(*argv)
     assert code in (0, 2)
     assert _heavy(modules) == []
-    assert not [m for m in modules if m.startswith("sources.")]
+    assert not [m for m in modules if m.startswith("drone_ops_sync.sources.")]
 
 
 def test_sim_help_still_reaches_the_simulator() -> None:
     """`sim` is listed without importing the simulator, and asking for it loads it."""
     code, modules = _modules_after("sim", "serve", "--help")
     assert code == 0
-    assert "simulator.cli" in modules
+    assert "drone_ops_sync.simulator.cli" in modules

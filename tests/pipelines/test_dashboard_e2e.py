@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.run.target import Target
+from drone_ops_sync.pipelines.run.target import Target
 from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import EXIT_OK, cli_env, closed_loopback_port, run_cli, wait_until

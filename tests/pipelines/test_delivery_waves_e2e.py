@@ -11,9 +11,9 @@ from typing import Any
 import dlt
 import pytest
 
-import pipelines.run.sync as sync_module
-from pipelines.run.target import Target
-from sources.drone_ops.walk.spill import TableSnapshot
+import drone_ops_sync.pipelines.run.sync as sync_module
+from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.sources.drone_ops.walk.spill import TableSnapshot
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .conftest import SyncFn

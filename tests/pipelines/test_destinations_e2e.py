@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.run.target import Target
+from drone_ops_sync.pipelines.run.target import Target
 from testkit.postgres import RunningPostgres, create_database, running_postgres
 from testkit.simulator_process import SimulatorHandle
 

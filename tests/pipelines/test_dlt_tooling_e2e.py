@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.run.target import SYNC_FOLDER, Target
+from drone_ops_sync.pipelines.run.target import SYNC_FOLDER, Target
 from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import (
@@ -103,12 +103,12 @@ def test_trace_dataset_and_pipelines_folder(tiny_sim: SimulatorHandle, tmp_path:
 OLD_SYNC = """
 import sys
 from pathlib import Path
-from pipelines.run import target
+from drone_ops_sync.pipelines.run import target
 
 # drone-sync before names were per warehouse: one name, dbt and spill in the pipelines folder
 target.Target.pipeline_name = lambda self: "drone_ops"
 target.Target.sync_dir = lambda self: self.resolved_pipelines_dir()
-from pipelines.cli import main
+from drone_ops_sync.pipelines.cli import main
 
 sys.exit(main())
 """

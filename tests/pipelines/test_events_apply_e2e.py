@@ -23,7 +23,7 @@ import duckdb
 import httpx
 import pytest
 
-from pipelines.run.access import duckdb_access
+from drone_ops_sync.pipelines.run.access import duckdb_access
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 from .cli_helpers import EXIT_OK, cli_env, run_cli
@@ -42,7 +42,7 @@ def receiver(
     command = [
         sys.executable,
         "-m",
-        "pipelines.cli",
+        "drone_ops_sync.pipelines.cli",
         "listen",
         "--port",
         str(port),

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pipelines.listen.spool import read_spool
+from drone_ops_sync.pipelines.listen.spool import read_spool
 
 from .listen_process import SECRET_ENV, event, post, running_listener
 
@@ -151,7 +151,16 @@ def _listen_once(tmp_path: Path, secret: str) -> subprocess.CompletedProcess[str
     env = {k: v for k, v in os.environ.items() if k != SECRET_ENV}
     spool = str(tmp_path / "spool")
     return subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "listen", "--port", "0", "--spool", spool],
+        [
+            sys.executable,
+            "-m",
+            "drone_ops_sync.pipelines.cli",
+            "listen",
+            "--port",
+            "0",
+            "--spool",
+            spool,
+        ],
         env={**env, SECRET_ENV: secret},
         capture_output=True,
         text=True,

@@ -13,9 +13,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.listen.apply import Router
-from pipelines.run.target import Target
-from sources.drone_ops import UNROUTED, ReceivedEvent
+from drone_ops_sync.pipelines.listen.apply import Router
+from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.sources.drone_ops import UNROUTED, ReceivedEvent
 
 HOLD_THE_FILE = (
     "import duckdb, sys; connection = duckdb.connect(sys.argv[1]);"

@@ -9,8 +9,8 @@ import hmac
 
 import pytest
 
-from pipelines.listen.signing import SignatureError, verify
-from simulator.signing import sign, signature
+from drone_ops_sync.pipelines.listen.signing import SignatureError, verify
+from drone_ops_sync.simulator.signing import sign, signature
 
 SECRET = "whsec-test-secret"
 BODY = b'{"delivery_id":"dlv_1","event":"project.created"}'

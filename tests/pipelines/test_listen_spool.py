@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.listen.spool import SPOOL_FILE, Spool, SpoolBusy, encode_record, read_spool
+from drone_ops_sync.pipelines.listen.spool import (
+    SPOOL_FILE,
+    Spool,
+    SpoolBusy,
+    encode_record,
+    read_spool,
+)
 
 
 def _event(delivery_id: str) -> dict[str, object]:

@@ -15,8 +15,8 @@ import dlt
 import duckdb
 import pytest
 
-from pipelines.run.loaded_packages import KEEP_LOADED_PACKAGES
-from pipelines.run.target import Target
+from drone_ops_sync.pipelines.run.loaded_packages import KEEP_LOADED_PACKAGES
+from drone_ops_sync.pipelines.run.target import Target
 
 from .conftest import SyncFn
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.run.access import duckdb_access, waiting_turn
-from pipelines.run.lock import BRIEF_WAIT_SECONDS, WarehouseBusy, warehouse_lock
+from drone_ops_sync.pipelines.run.access import duckdb_access, waiting_turn
+from drone_ops_sync.pipelines.run.lock import BRIEF_WAIT_SECONDS, WarehouseBusy, warehouse_lock
 
 
 def _hold(path: Path, seconds: float, brief: bool, taken: threading.Event) -> threading.Thread:

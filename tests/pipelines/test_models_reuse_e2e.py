@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.cli import EXIT_OK, main
+from drone_ops_sync.pipelines.cli import EXIT_OK, main
 from testkit.simulator_process import SimulatorHandle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

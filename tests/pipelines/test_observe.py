@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.observe.lineage import lineage_targets
-from pipelines.observe.metrics import previous_successes, render
-from pipelines.observe.status import human_age, parse_max_age
-from pipelines.observe.transport import checked_url, post_json
-from sources.drone_ops import ConfigError
+from drone_ops_sync.pipelines.observe.lineage import lineage_targets
+from drone_ops_sync.pipelines.observe.metrics import previous_successes, render
+from drone_ops_sync.pipelines.observe.status import human_age, parse_max_age
+from drone_ops_sync.pipelines.observe.transport import checked_url, post_json
+from drone_ops_sync.sources.drone_ops import ConfigError
 
 from .cli_helpers import closed_loopback_port
 from .receiver import running_receiver

@@ -13,8 +13,8 @@ import dlt
 import pytest
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from pipelines.run.target import Target
-from sources.drone_ops import drone_ops
+from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.sources.drone_ops import drone_ops
 
 from .test_sync_e2e import assert_equals_api, row_counts, warehouse_of
 from .warehouse_check import api_snapshot, query

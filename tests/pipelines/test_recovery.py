@@ -18,10 +18,10 @@ import dlt
 import pytest
 from dlt.common.schema.utils import generate_version_hash
 
-from pipelines.run.recovery import DAMAGED_SUFFIX, finish_pending
-from pipelines.run.sync import run_sync
-from pipelines.run.target import Target
-from sources.drone_ops import read_source_config
+from drone_ops_sync.pipelines.run.recovery import DAMAGED_SUFFIX, finish_pending
+from drone_ops_sync.pipelines.run.sync import run_sync
+from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.sources.drone_ops import read_source_config
 
 from .test_sync_e2e import assert_equals_api, row_counts
 
@@ -82,10 +82,10 @@ def test_dropped_pending_data_is_told_in_words_with_the_os_error_at_debug(
     pipeline.normalize()
     shutil.copytree(tmp_path / "extracted", package)  # as if the move had not happened yet
 
-    with caplog.at_level(logging.DEBUG, logger="pipelines.run.recovery"):
+    with caplog.at_level(logging.DEBUG, logger="drone_ops_sync.pipelines.run.recovery"):
         note = finish_pending(pipeline)
 
-    ours = [r for r in caplog.records if r.name == "pipelines.run.recovery"]
+    ours = [r for r in caplog.records if r.name == "drone_ops_sync.pipelines.run.recovery"]
     warnings = [r.getMessage() for r in ours if r.levelno >= logging.WARNING]
     assert note is not None and warnings == [note]
     assert "found 1 load package an interrupted run left unloaded" in note

@@ -31,18 +31,18 @@ from typing import IO, Any
 import duckdb
 import pytest
 
-from pipelines.cli import EXIT_CONFIG, _snapshot_plan, build_parser, main
-from pipelines.publish.snapshot import (
+from drone_ops_sync.pipelines.cli import EXIT_CONFIG, _snapshot_plan, build_parser, main
+from drone_ops_sync.pipelines.publish.snapshot import (
     CONFIG_KEY,
     SnapshotError,
     default_snapshot_path,
     publish_snapshot,
     snapshot_plan,
 )
-from pipelines.publish.snapshot_freshness import INFO_TABLE
-from pipelines.run.sync import run_sync
-from pipelines.run.target import DEFAULT_DATABASE, Target
-from sources.drone_ops import ConfigError, read_source_config
+from drone_ops_sync.pipelines.publish.snapshot_freshness import INFO_TABLE
+from drone_ops_sync.pipelines.run.sync import run_sync
+from drone_ops_sync.pipelines.run.target import DEFAULT_DATABASE, Target
+from drone_ops_sync.sources.drone_ops import ConfigError, read_source_config
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 from .cli_helpers import (

@@ -19,9 +19,13 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipelines.publish.snapshot import RUNS_CONFIG_KEY, publish_snapshot, snapshot_plan
-from pipelines.publish.snapshot_freshness import INFO_TABLE
-from pipelines.run.target import DEFAULT_DATABASE
+from drone_ops_sync.pipelines.publish.snapshot import (
+    RUNS_CONFIG_KEY,
+    publish_snapshot,
+    snapshot_plan,
+)
+from drone_ops_sync.pipelines.publish.snapshot_freshness import INFO_TABLE
+from drone_ops_sync.pipelines.run.target import DEFAULT_DATABASE
 from testkit.simulator_process import running_simulator
 
 from .cli_helpers import EXIT_OK, Result, cli_env, run_cli

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pipelines.run.sync import run_sync
-from pipelines.run.target import Target
-from sources.drone_ops import read_source_config
-from sources.drone_ops.walk.rolling import job_slice_of
+from drone_ops_sync.pipelines.run.sync import run_sync
+from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.sources.drone_ops import read_source_config
+from drone_ops_sync.sources.drone_ops.walk.rolling import job_slice_of
 
 from .warehouse_check import EPOCH, Warehouse, api_snapshot, current_rows, mismatches, query
 

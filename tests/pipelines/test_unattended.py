@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from pipelines.run.target import Target
+from drone_ops_sync.pipelines.run.target import Target
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 from .cli_helpers import (

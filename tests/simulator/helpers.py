@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl
 
 import httpx
 
-from simulator.server import InProcessHandle
+from drone_ops_sync.simulator.server import InProcessHandle
 from testkit.simulator_process import SimulatorHandle
 
 

@@ -22,9 +22,9 @@ from urllib.parse import quote
 import httpx
 import schemathesis
 
-from simulator.openapi import OPERATIONS
-from simulator.rules import Body, Context
-from simulator.validation import today_utc
+from drone_ops_sync.simulator.openapi import OPERATIONS
+from drone_ops_sync.simulator.rules import Body, Context
+from drone_ops_sync.simulator.validation import today_utc
 
 # the operations whose bodies have cross-field rules, as the served document lists them
 BODIES: dict[tuple[str, str], Body] = {

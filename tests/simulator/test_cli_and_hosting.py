@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from simulator.cli import add_sim_commands
-from simulator.server import serve_in_thread
+from drone_ops_sync.simulator.cli import add_sim_commands
+from drone_ops_sync.simulator.server import serve_in_thread
 from testkit.simulator_process import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +22,17 @@ pytestmark = pytest.mark.e2e
 
 def start(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "simulator", "serve", "--port", "0", "--scale", "tiny", *args],
+        [
+            sys.executable,
+            "-m",
+            "drone_ops_sync.simulator",
+            "serve",
+            "--port",
+            "0",
+            "--scale",
+            "tiny",
+            *args,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -83,7 +93,16 @@ def test_generated_keys_differ_and_work() -> None:
 
 def test_refuses_non_loopback_host() -> None:
     r = subprocess.run(
-        [sys.executable, "-m", "simulator", "serve", "--host", "0.0.0.0", "--port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "drone_ops_sync.simulator",
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

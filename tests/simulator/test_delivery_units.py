@@ -10,12 +10,12 @@ import time
 
 import pytest
 
-from simulator.delivery_faults import DeliveryFaultInjector, parse_delivery_faults
-from simulator.delivery_journal import DeliveryJournal
-from simulator.delivery_queue import Delivery, DeliveryQueue
-from simulator.events import DeliveryOptions, parse_retry_delays
-from simulator.server import ServeConfig, build_runtime
-from simulator.signing import WebhookSecrets, sign_all
+from drone_ops_sync.simulator.delivery_faults import DeliveryFaultInjector, parse_delivery_faults
+from drone_ops_sync.simulator.delivery_journal import DeliveryJournal
+from drone_ops_sync.simulator.delivery_queue import Delivery, DeliveryQueue
+from drone_ops_sync.simulator.events import DeliveryOptions, parse_retry_delays
+from drone_ops_sync.simulator.server import ServeConfig, build_runtime
+from drone_ops_sync.simulator.signing import WebhookSecrets, sign_all
 
 
 def delivery(name: str, lane: object = "L", project: str = "p", copy: int = 1) -> Delivery:

@@ -8,7 +8,7 @@ from collections import Counter
 import httpx
 import pytest
 
-from simulator.store import Options, Store
+from drone_ops_sync.simulator.store import Options, Store
 from testkit.simulator_process import running_simulator
 
 from .helpers import walk

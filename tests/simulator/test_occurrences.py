@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from simulator.occurrences import occurrence_dates, weekday_sun0
+from drone_ops_sync.simulator.occurrences import occurrence_dates, weekday_sun0
 
 
 def job(**kw: Any) -> dict[str, Any]:

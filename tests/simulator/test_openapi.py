@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.bodies import JOB, PROJECT_PATCH
-from simulator.openapi import build_document
+from drone_ops_sync.simulator.bodies import JOB, PROJECT_PATCH
+from drone_ops_sync.simulator.openapi import build_document
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 import httpx
 import pytest
 
-from simulator.occurrences import occurrence_count
+from drone_ops_sync.simulator.occurrences import occurrence_count
 
 from .helpers import walk
 

@@ -7,8 +7,15 @@ import sys
 import orjson
 import pytest
 
-from simulator.store import PAGE_SIZE, KeyIndex, Options, Store, decode_cursor, encode_row
-from simulator.validation import ApiError
+from drone_ops_sync.simulator.store import (
+    PAGE_SIZE,
+    KeyIndex,
+    Options,
+    Store,
+    decode_cursor,
+    encode_row,
+)
+from drone_ops_sync.simulator.validation import ApiError
 
 
 def test_cached_encodings_are_exact_size() -> None:

@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 import pytest
 
-from simulator.catalog import PLACES, SITE_KINDS
-from simulator.store import Options, Store
+from drone_ops_sync.simulator.catalog import PLACES, SITE_KINDS
+from drone_ops_sync.simulator.store import Options, Store
 from testkit.simulator_process import running_simulator
 
 from .helpers import walk

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from simulator.rules import STATUSES, six_months_before
+from drone_ops_sync.simulator.rules import STATUSES, six_months_before
 
 pytestmark = pytest.mark.e2e
 

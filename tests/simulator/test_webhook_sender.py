@@ -10,8 +10,8 @@ import httpx
 import orjson
 import pytest
 
-from simulator.events import DeliveryOptions
-from simulator.server import serve_in_thread
+from drone_ops_sync.simulator.events import DeliveryOptions
+from drone_ops_sync.simulator.server import serve_in_thread
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .conftest import ANCHOR, SECRET

@@ -5,9 +5,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from sources.drone_ops.compare.changes import ChangeSet, diff
-from sources.drone_ops.compare.deletions import outside_projects, retire_share_exceeded
-from sources.drone_ops.walk.rolling import job_slice_of
+from drone_ops_sync.sources.drone_ops.compare.changes import ChangeSet, diff
+from drone_ops_sync.sources.drone_ops.compare.deletions import (
+    outside_projects,
+    retire_share_exceeded,
+)
+from drone_ops_sync.sources.drone_ops.walk.rolling import job_slice_of
 
 
 def _seen(pairs: dict[str, str]) -> tuple[pa.Array, pa.Array]:

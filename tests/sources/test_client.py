@@ -16,9 +16,13 @@ from typing import Any
 import httpx
 import pytest
 
-from sources.drone_ops import settings
-from sources.drone_ops.config import checked_api_key, read_source_config, validate_base_url
-from sources.drone_ops.exceptions import (
+from drone_ops_sync.sources.drone_ops import settings
+from drone_ops_sync.sources.drone_ops.config import (
+    checked_api_key,
+    read_source_config,
+    validate_base_url,
+)
+from drone_ops_sync.sources.drone_ops.exceptions import (
     ApiError,
     AuthError,
     ConfigError,
@@ -29,9 +33,9 @@ from sources.drone_ops.exceptions import (
     RetriesExhaustedError,
     UnreachableError,
 )
-from sources.drone_ops.http.client import DroneOpsClient
-from sources.drone_ops.http.throttle import AdaptiveLimiter, parse_retry_after
-from sources.drone_ops.walk import WalkStats
+from drone_ops_sync.sources.drone_ops.http.client import DroneOpsClient
+from drone_ops_sync.sources.drone_ops.http.throttle import AdaptiveLimiter, parse_retry_after
+from drone_ops_sync.sources.drone_ops.walk import WalkStats
 
 CANARY = "canary-SECRET-5f1e"
 BASE = "https://api.example.com"

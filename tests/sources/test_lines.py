@@ -11,9 +11,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sources.drone_ops.tables.entities import ENTITIES, JOBS, PROJECTS, WEBHOOKS_TABLE, Entity
-from sources.drone_ops.tables.lines import LineBuffer, list_json_text, typed_lines
-from sources.drone_ops.tables.rows import Issue, line_hash, record_line, row_hash, to_arrow
+from drone_ops_sync.sources.drone_ops.tables.entities import (
+    ENTITIES,
+    JOBS,
+    PROJECTS,
+    WEBHOOKS_TABLE,
+    Entity,
+)
+from drone_ops_sync.sources.drone_ops.tables.lines import LineBuffer, list_json_text, typed_lines
+from drone_ops_sync.sources.drone_ops.tables.rows import (
+    Issue,
+    line_hash,
+    record_line,
+    row_hash,
+    to_arrow,
+)
 from tests.sources.fake_api import job, project
 
 from .test_transforms import API_KEY_CREATOR, PERSON

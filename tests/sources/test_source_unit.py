@@ -16,12 +16,18 @@ import duckdb
 import httpx
 import pytest
 
-from pipelines.run.sync import SyncOutcome, run_sync
-from pipelines.run.target import Target
-from sources.drone_ops import ConfigError, Seams, WorkspaceWalk, read_source_config, settings
-from sources.drone_ops.config import checked_config
-from sources.drone_ops.http.client import DroneOpsClient
-from sources.drone_ops.tables.entities import ALL_TABLES
+from drone_ops_sync.pipelines.run.sync import SyncOutcome, run_sync
+from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.sources.drone_ops import (
+    ConfigError,
+    Seams,
+    WorkspaceWalk,
+    read_source_config,
+    settings,
+)
+from drone_ops_sync.sources.drone_ops.config import checked_config
+from drone_ops_sync.sources.drone_ops.http.client import DroneOpsClient
+from drone_ops_sync.sources.drone_ops.tables.entities import ALL_TABLES
 from tests.sources.fake_api import API_KEY, BASE_URL, FakeApi, job, project
 
 DATASET = "drone_ops"
@@ -432,7 +438,7 @@ def test_closing_a_walk_under_way_stops_it_promptly(api: FakeApi) -> None:
     import threading
     import time
 
-    from sources.drone_ops.walk.plan import WalkPlan
+    from drone_ops_sync.sources.drone_ops.walk.plan import WalkPlan
 
     release = threading.Event()
 

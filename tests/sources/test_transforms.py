@@ -10,12 +10,12 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from sources.drone_ops import settings
-from sources.drone_ops.compare.deletions import tombstones
-from sources.drone_ops.tables.entities import TABLE_COLUMNS, contract_of
-from sources.drone_ops.tables.lines import LineBuffer
-from sources.drone_ops.tables.payloads import _delivery_table_fast, delivery_table
-from sources.drone_ops.tables.rows import (
+from drone_ops_sync.sources.drone_ops import settings
+from drone_ops_sync.sources.drone_ops.compare.deletions import tombstones
+from drone_ops_sync.sources.drone_ops.tables.entities import TABLE_COLUMNS, contract_of
+from drone_ops_sync.sources.drone_ops.tables.lines import LineBuffer
+from drone_ops_sync.sources.drone_ops.tables.payloads import _delivery_table_fast, delivery_table
+from drone_ops_sync.sources.drone_ops.tables.rows import (
     Issue,
     delivery_row,
     entity_row,
@@ -27,7 +27,7 @@ from sources.drone_ops.tables.rows import (
     user_row,
     webhook_row,
 )
-from sources.drone_ops.tables.schema import ISSUES
+from drone_ops_sync.sources.drone_ops.tables.schema import ISSUES
 from tests.sources.fake_api import FakeApi, job, project
 
 RUN = "run-1"
@@ -557,7 +557,7 @@ def test_a_failing_fast_path_falls_back_to_the_row_by_row_path() -> None:
     """The DuckDB engine running out of memory (or any other error of it) never fails a walk."""
     import duckdb
 
-    from sources.drone_ops.tables import payloads
+    from drone_ops_sync.sources.drone_ops.tables import payloads
 
     big = {**PAYLOADS[0], "data": {"blob": "x" * 200_000}}
     entries = [_delivery_entry(f"l{n}", big) for n in range(20)]

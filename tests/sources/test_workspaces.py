@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import (
     DEFAULT_WORKSPACE,
     ConfigError,
     configured_names,
@@ -129,7 +129,7 @@ def test_a_refused_key_names_the_workspace_setting(fleet: pytest.MonkeyPatch) ->
     """The 401 message of a named workspace points at its own key, not the top-level one."""
     import httpx
 
-    from sources.drone_ops import AuthError, check_access
+    from drone_ops_sync.sources.drone_ops import AuthError, check_access
 
     refuse = httpx.MockTransport(lambda request: httpx.Response(401, json={"message": "no"}))
     with pytest.raises(AuthError) as raised:
