@@ -349,7 +349,6 @@ def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     from .publish.dbt_build import dbt_target
     from .publishing import build_models_step
     from .run.lock import warehouse_lock
-    from .run.old_layout import carry_over
     from .run.target import check_target
 
     target = _target(args)
@@ -357,7 +356,6 @@ def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     dbt_target(target)
     snapshot = _snapshot_plan(target, args)
     with warehouse_lock(target.lock_path()):
-        carry_over(target)
         return build_models_step(
             target,
             output,

@@ -7,9 +7,6 @@ two warehouses never share pending packages. dlt's tooling looks only in its own
 there, named like the pipeline (`Target.pipeline_name`: one name per warehouse), bridges the
 two. Because the name is the warehouse's, another warehouse's sync never re-points it; a
 real folder of that name (a pipeline of someone else's) is never replaced.
-
-Older versions kept one machine-wide link, `drone_ops`; when it still points at this
-warehouse's old working folder (adopted by `old_layout.py`), it is removed.
 """
 
 from __future__ import annotations
@@ -19,8 +16,7 @@ from pathlib import Path
 
 import dlt
 
-from .old_layout import old_link_target
-from .target import OLD_PIPELINE_NAME, Target
+from .target import Target
 
 
 def dlt_cli_folder() -> Path:
@@ -36,7 +32,6 @@ def link_for_dlt_cli(target: Target) -> str | None:
     if not working.is_dir():
         return None
     folder = dlt_cli_folder()
-    _remove_old_link(folder / OLD_PIPELINE_NAME, old_link_target(target))
     link = folder / name
     try:
         if link.is_symlink() and link.resolve() == working:
@@ -55,14 +50,3 @@ def link_for_dlt_cli(target: Target) -> str | None:
     except OSError as exc:
         return f"dlt's tooling: could not link {link} to {working}: {exc.strerror or exc}"
     return None
-
-
-def _remove_old_link(link: Path, old_working: Path) -> None:
-    """Removes the old machine-wide `drone_ops` link if it points at this warehouse's old
-    working folder (now adopted under the new name, so the link dangles); a link to another
-    warehouse is that warehouse's to clean up on its next sync."""
-    try:
-        if link.is_symlink() and Path(os.readlink(link)) == old_working.resolve():
-            link.unlink()
-    except OSError:
-        return

@@ -17,7 +17,7 @@ from dlt.pipeline.exceptions import CannotRestorePipelineException
 from drone_ops_sync.sources.drone_ops import SPILL_PREFIX
 
 from .errors import innermost, root_cause
-from .target import Target, make_pipeline
+from .target import PIPELINE_HASH_LENGTH, PIPELINE_PREFIX, Target, make_pipeline
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,31 @@ LOCAL_STATE_ERRORS = (SchemaException, InStorageSchemaModified, CannotRestorePip
 SCRATCH_PREFIX = "drone-ops-dbt-"
 """Prefix of the dbt build's scratch folders beside the pipeline (removed when a killed run
 left them)."""
+
+
+def forget_moved_working_folders(target: Target) -> list[str]:
+    """Removes the working folders a DuckDB file brought from an earlier path; returns notes.
+
+    Why: the pipeline is named after the file's path (`Target.pipeline_name`), so a file moved
+    or restored elsewhere together with its `.dlt_pipelines/<file>/` folder finds its old
+    working folder under another name. That folder is a cache of what the warehouse holds and
+    the sync re-derives every change from the warehouse, so the run starts from the warehouse
+    as on a new machine, and the stale folder goes (dlt's tooling would list it as a second
+    pipeline). Only in the per-file folder: an explicitly given pipelines folder may hold
+    other warehouses' pipelines of the same dataset."""
+    if target.destination != "duckdb" or target.pipelines_dir is not None:
+        return []
+    current = target.working_dir()
+    pattern = f"{PIPELINE_PREFIX}_{target.dataset}_" + "?" * PIPELINE_HASH_LENGTH
+    notes = []
+    for folder in sorted(target.resolved_pipelines_dir().glob(pattern)):
+        if folder != current and folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+            notes.append(
+                f"removed dlt's working folder {folder.name}, which this file brought from an"
+                " earlier path; the run started from the warehouse"
+            )
+    return notes
 
 
 def open_pipeline(target: Target) -> tuple[dlt.Pipeline, str | None]:

@@ -42,9 +42,13 @@ from .delivery_waves import DeliveryWaves, marks_resource, record_marks_first
 from .errors import root_cause
 from .loaded_packages import prune_loaded_packages
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
-from .old_layout import carry_over
 from .reachable import ensure_destination_reachable
-from .recovery import finish_pending, open_pipeline, remove_leftovers
+from .recovery import (
+    finish_pending,
+    forget_moved_working_folders,
+    open_pipeline,
+    remove_leftovers,
+)
 from .run_trace import RunLoads
 from .target import (
     Target,
@@ -254,9 +258,9 @@ def _tell(observer: RunObserver | None, report: SyncReport, tables: Sequence[str
 
 
 def _repaired_pipeline(target: Target, outcome: SyncOutcome) -> dlt.Pipeline:
-    """The run's pipeline, once what an older drone-sync or a crashed or replayed run left is
-    carried over or repaired."""
-    outcome.notes.extend(carry_over(target))
+    """The run's pipeline, once what a crashed or replayed run, or a move of the file, left
+    is repaired."""
+    outcome.notes.extend(forget_moved_working_folders(target))
     pipeline, reopened = open_pipeline(target)
     if reopened:
         outcome.notes.append(reopened)

@@ -34,9 +34,8 @@ from .access import duckdb_access
 
 PIPELINE_PREFIX = "drone_ops"
 """Every pipeline name starts with this (the dlt source itself is named `drone_ops` too)."""
-OLD_PIPELINE_NAME = "drone_ops"
-"""The one pipeline name drone-sync used for every warehouse before names were per warehouse;
-a working folder under it is adopted by `old_layout.adopt_old_working_folder`."""
+LOCK_STEM = "drone_ops"
+"""A server destination's run lock is `<pipelines folder>/drone_ops[.<dataset>].lock`."""
 PIPELINE_HASH_LENGTH = 8
 SYNC_FOLDER = ".drone_sync"
 """The sync's own files for a warehouse (walk spill, dbt state), beside `.dlt_pipelines`, not in
@@ -149,8 +148,8 @@ class Target:
             return database.with_name(database.name + ".lock")
         if self.workspace != DEFAULT_WORKSPACE:
             # an explicit pipelines folder may be shared by every workspace of a server
-            return self.resolved_pipelines_dir() / f"{OLD_PIPELINE_NAME}.{self.dataset}.lock"
-        return self.resolved_pipelines_dir() / f"{OLD_PIPELINE_NAME}.lock"
+            return self.resolved_pipelines_dir() / f"{LOCK_STEM}.{self.dataset}.lock"
+        return self.resolved_pipelines_dir() / f"{LOCK_STEM}.lock"
 
     def loader_file_format(self) -> str | None:
         """The file format the load uses: parquet where DuckDB reads it natively; INSERT

@@ -278,29 +278,6 @@ def test_answer_questions_reads_the_marts(built: tuple[pathlib.Path, ModelsResul
     assert columns == ["workspace", "project_name", "occurrences", "jobs", "next_date"]
 
 
-def test_a_build_drops_the_relations_of_renamed_models(tmp_path: pathlib.Path) -> None:
-    """A warehouse built before models were renamed keeps no stale copy under the old names
-    (macros/drop_renamed_relations.sql, run before every build, even a partial one)."""
-    database = create_raw_warehouse(tmp_path / "drone_ops.duckdb")
-    stale = [
-        '"drone_ops"."drone_ops_marts"."fct_jobs"',
-        '"drone_ops"."drone_ops_stg"."stg_drone_ops__jobs"',
-    ]
-    with duckdb.connect(str(database)) as connection:
-        connection.execute('create schema "drone_ops"."drone_ops_marts"')
-        connection.execute('create schema "drone_ops"."drone_ops_stg"')
-        connection.execute(f"create table {stale[0]} as select 1 as job_id")
-        connection.execute(f"create view {stale[1]} as select 1 as job_id")
-    result = build_models(database, run_tests=False, select="stg_drone_ops__users")
-    assert result.ok, result.failures
-    left = file_rows(
-        database,
-        "select table_schema, table_name from information_schema.tables"
-        " where table_schema in ('drone_ops_stg', 'drone_ops_marts') order by all",
-    )
-    assert left == [("drone_ops_stg", "stg_drone_ops__users")]
-
-
 def test_column_names_follow_the_convention(con: duckdb.DuckDBPyConnection) -> None:
     """Booleans are is_/has_, timestamps <event>_at, dates <event>_date, in staging,
     intermediate and marts; valid_from/valid_to are the documented exception (docs/models.md)."""

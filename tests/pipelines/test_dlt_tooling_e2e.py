@@ -22,7 +22,6 @@ from .cli_helpers import (
     REPO,
     Result,
     cli_env,
-    dlt_data_dir,
     run_cli,
     run_command,
     sync_runs,
@@ -99,55 +98,6 @@ def test_trace_dataset_and_pipelines_folder(tiny_sim: SimulatorHandle, tmp_path:
     assert counts["runs"] == len(sync_runs(database)), counts
     assert list(elsewhere.iterdir()) == [], "no DuckDB file made where the script ran"
 
-
-OLD_SYNC = """
-import sys
-from pathlib import Path
-from drone_ops_sync.pipelines.run import target
-
-# drone-sync before names were per warehouse: one name, dbt and spill in the pipelines folder
-target.Target.pipeline_name = lambda self: "drone_ops"
-target.Target.sync_dir = lambda self: self.resolved_pipelines_dir()
-from drone_ops_sync.pipelines.cli import main
-
-sys.exit(main())
-"""
-
-
-def test_a_warehouse_synced_under_the_old_name_syncs_on(
-    tiny_sim: SimulatorHandle, tmp_path: Path
-) -> None:
-    """A warehouse an older drone-sync kept (working folder `drone_ops`, its `dbt` and `spill`
-    folders inside the pipelines folder, the machine-wide `drone_ops` link) syncs on
-    incrementally under its new name: the working folder is adopted with its state, the dbt
-    folder moved, the spill folder and the dangling link removed, and nothing is loaded
-    again."""
-    database = tmp_path / "warehouse.duckdb"
-    env = cli_env(tmp_path, base_url=tiny_sim.base_url, api_key=tiny_sim.read_key)
-    argv = [sys.executable, "-c", OLD_SYNC, "run", "--no-models", "--database", str(database)]
-    old = run_command(argv, env, tmp_path, timeout=120)
-    assert old.code == EXIT_OK, old.describe()
-    pipelines = tmp_path / ".dlt_pipelines" / database.name
-    old_link = dlt_data_dir(tmp_path) / "pipelines" / "drone_ops"
-    assert old_link.resolve() == pipelines / "drone_ops"
-    (pipelines / "dbt").mkdir()
-    (pipelines / "dbt" / "last_build.json").write_text("{}")
-    first_runs = len(sync_runs(database))
-
-    result = synced(tmp_path, tiny_sim, database)
-    name = Target(database=database).pipeline_name()
-    assert f"is now {name}" in result.out, result.describe()
-    assert sorted(p.name for p in pipelines.iterdir()) == [name]
-    state = json.loads((pipelines / name / "state.json").read_text())
-    assert state["pipeline_name"] == name
-    assert (tmp_path / SYNC_FOLDER / database.name / "dbt" / "last_build.json").is_file()
-    assert not old_link.is_symlink()
-    assert (dlt_data_dir(tmp_path) / "pipelines" / name).resolve() == pipelines / name
-
-    runs = sync_runs(database)
-    latest = runs[first_runs:]
-    assert latest and all(row["status"] == "success" for row in latest), latest
-    assert sum(row["rows_new"] + row["rows_changed"] + row["rows_retired"] for row in latest) == 0
     info = dlt_cli("info", tmp_path, name)
     assert info.code == 0 and "dataset_name: drone_ops" in info.out, info.err
 
@@ -167,8 +117,9 @@ def test_pipeline_name_is_the_warehouses(tmp_path: Path) -> None:
 def test_a_moved_warehouse_keeps_its_working_folder(
     tiny_sim: SimulatorHandle, tmp_path: Path
 ) -> None:
-    """A DuckDB file moved with its folders gets a new name (its path changed); its working
-    folder is adopted under that name and the run loads nothing again."""
+    """A DuckDB file moved with its folders gets a new name (its path changed); the working
+    folder of its old path is removed, and the run, started from the warehouse, loads nothing
+    again."""
     before, after = tmp_path / "before", tmp_path / "after"
     synced(tmp_path, tiny_sim, before / "warehouse.duckdb")
     before.rename(after)
@@ -178,7 +129,7 @@ def test_a_moved_warehouse_keeps_its_working_folder(
     result = synced(tmp_path, tiny_sim, database)
     name = Target(database=database).pipeline_name()
     pipelines = after / ".dlt_pipelines" / database.name
-    assert f"is now {name}" in result.out, result.describe()
+    assert "brought from an earlier path" in result.out, result.describe()
     assert sorted(p.name for p in pipelines.iterdir()) == [name]
     latest = sync_runs(database)[first_runs:]
     assert latest and all(row["status"] == "success" for row in latest), latest
