@@ -85,7 +85,6 @@ def _wait_until(condition: Any, what: str) -> None:
         time.sleep(0.0005)
 
 
-@pytest.mark.e2e
 def test_a_connection_handed_to_a_request_is_not_closed_under_it(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
