@@ -22,6 +22,7 @@ from ..exit_codes import EXIT_BUSY, EXIT_OK
 from ..run.target import Target, check_target
 from .app import EVENTS_PATH, UNSIGNED_WARNING, Receiver, build_app
 from .apply import Applier
+from .signing import signing_key
 from .spool import Spool, SpoolBusy
 
 if TYPE_CHECKING:
@@ -38,7 +39,9 @@ log = logging.getLogger(__name__)
 def read_webhook_secrets() -> tuple[str, ...]:
     """The shared secret from dlt's providers (`sources.drone_ops.webhook_secret`, or
     `SOURCES__DRONE_OPS__WEBHOOK_SECRET`), registered for redaction; none means unsigned mode.
-    A list of strings is accepted too, for a rotation where both secrets are valid."""
+    A list of strings is accepted too, for a rotation where both secrets are valid. Each must be
+    a Standard Webhooks secret (`whsec_<base64>`), checked here so a wrong one stops the start
+    (exit 2) instead of refusing every delivery."""
     name = setting_name(SECRET_SETTING)
     raw: Any = dlt.secrets.get(name)
     if raw is None:
@@ -53,6 +56,10 @@ def read_webhook_secrets() -> tuple[str, ...]:
         if not secret:
             raise ConfigError(name, "is empty; set the shared secret or remove the setting")
         register_secret(secret)
+        try:
+            signing_key(secret)
+        except ValueError as exc:
+            raise ConfigError(name, f"{exc}; value not shown") from None
         secrets.append(secret)
     return tuple(secrets)
 

@@ -196,7 +196,7 @@ def test_each_event_lands_in_its_own_workspace(tmp_path: Path) -> None:
             assert len(names) == 1, (dataset, names)
 
 
-SECRET = "whsec_e2e_secret"
+SECRET = "whsec_ZTJlLXNlY3JldC1rZXktMDEyMzQ1Njc4OWFiYw=="
 FAULTS = "duplicate:0.3,reorder:0.3,delay:0.2:300"
 
 

@@ -76,7 +76,17 @@ class DroneOpsClient:
             base_url=self.base_url,
             auth=BearerAuth(api_key),
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
+            # No keep-alive timer (httpx's default closes a connection idle for 5 s). httpcore
+            # 1.0's pool hands an idle connection to a request while it is still marked idle,
+            # and another thread's pass that finds its timer run out closes it after that
+            # request has started on it: "ReadError: [Errno 9] Bad file descriptor", or a read
+            # that hangs until the timeout (encode/httpcore#1110, tests/sources/
+            # test_client_pool.py). Without the timer the pool closes only connections the
+            # server has closed (it checks each idle one before handing it out), which were
+            # unusable anyway; the client lives for one run and is closed by its owner.
+            limits=httpx.Limits(
+                max_connections=pool, max_keepalive_connections=pool, keepalive_expiry=None
+            ),
             headers={"User-Agent": settings.USER_AGENT, "Accept": "application/json"},
             transport=transport,
             follow_redirects=False,
