@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from .quarantine import count_quarantined
 from .signing import SignatureError, verify
 from .spool import Spool
 
@@ -94,16 +95,23 @@ def build_app(receiver: Receiver) -> Starlette:
         )
 
     async def health(request: Request) -> Response:
+        spool, applier = receiver.spool, receiver.applier
+        size, segments = spool.disk_usage()
         return JSONResponse(
             {
                 "status": "ok",
                 "events_received": receiver.received,
                 "duplicates": receiver.duplicates,
                 "refused": receiver.refused,
-                "events_in_spool": len(receiver.spool),
-                "spool": str(receiver.spool.path),
+                "events_in_spool": len(spool),
+                "spool": str(spool.directory),
+                "spool_bytes": size,
+                "spool_segments": segments,
+                "quarantined": (
+                    applier.stats.quarantined if applier else count_quarantined(spool.directory)
+                ),
                 "signed": receiver.signed,
-                "applied": asdict(receiver.applier.stats) if receiver.applier else None,
+                "applied": asdict(applier.stats) if applier else None,
             }
         )
 
