@@ -77,9 +77,13 @@ def build_app(receiver: Receiver) -> Starlette:
             log.warning("event refused: %s %s", refused.status, refused)
             return PlainTextResponse(f"{refused}\n", status_code=refused.status)
         received_at = int(time.time() * 1000)
-        added = await anyio.to_thread.run_sync(
-            receiver.spool.append, event, received_at, receiver.signed
-        )
+        try:
+            added = await anyio.to_thread.run_sync(
+                receiver.spool.append, event, received_at, receiver.signed
+            )
+        except OSError as exc:  # a full disk: not acknowledged, so the sender retries it
+            log.warning("event not spooled: %s %s", event["delivery_id"], exc)
+            return PlainTextResponse(f"spool cannot write: {exc}\n", status_code=503)
         what = f"{event['delivery_id']} {event['event']}"
         if not added:
             receiver.duplicates += 1

@@ -8,9 +8,12 @@ import json
 import os
 from pathlib import Path
 
+import anyio
+import httpx
 import pytest
 
 from drone_ops_sync.pipelines.listen import spool as spool_module
+from drone_ops_sync.pipelines.listen.app import Receiver, build_app
 from drone_ops_sync.pipelines.listen.spool import (
     Position,
     Spool,
@@ -175,3 +178,31 @@ def test_the_newest_segment_is_never_removed(tmp_path: Path) -> None:
     finally:
         spool.close()
     assert read_spool(tmp_path).delivery_ids() == ["n5", "n9"]
+
+
+def test_a_full_disk_is_answered_503_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not acknowledged (so the sender retries), one line, and the next event is spooled."""
+    real = spool_module._write_all
+
+    def full(fd: int, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    async def deliver(spool: Spool) -> None:
+        transport = httpx.ASGITransport(app=build_app(Receiver(spool=spool, secrets=())))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            monkeypatch.setattr(spool_module, "_write_all", full)
+            refused = await client.post("/events", json=_event("a"))
+            assert refused.status_code == 503 and refused.text.count("\n") == 1
+            assert "No space left" in refused.text
+            monkeypatch.setattr(spool_module, "_write_all", real)
+            assert (await client.post("/events", json=_event("a"))).status_code == 202
+            assert (await client.get("/health")).json()["spool_segments"] == 1
+
+    spool = Spool(tmp_path)
+    try:
+        anyio.run(deliver, spool)
+    finally:
+        spool.close()
+    assert read_spool(tmp_path).delivery_ids() == ["a"]
