@@ -272,8 +272,10 @@ class Spool:
             match = IDS.match(name)
             if match:
                 number = int(match.group(1))
-                text = (self.directory / name).read_text(encoding="utf-8")
-                self._seen.update((json.loads(line), number) for line in text.splitlines())
+                text = (self.directory / name).read_text(encoding="utf-8", errors="replace")
+                for line in text.splitlines():
+                    with contextlib.suppress(ValueError):  # a damaged line: one id less
+                        self._seen[str(json.loads(line))] = number
         for number in numbers:
             for delivery_id in read_spool_ids(self.directory / segment_name(number)):
                 self._seen[delivery_id] = number
