@@ -208,6 +208,13 @@ class Applier:
         self.quarantine = Quarantine(spool.directory)
         self.interval = interval
         self.position = self.mark.load()
+        newest = spool.active_segment
+        if self.position.segment > newest:  # the segments were removed by hand, not the mark
+            log.warning(
+                "applied.json names segment %d past the newest: applying from the start",
+                self.position.segment,
+            )
+            self.position = Position()
         self.stats = ApplierStats(quarantined=len(self.quarantine))
         self._show(self.position)
         # a crash between a mark and its removal left applied segments: remove them now

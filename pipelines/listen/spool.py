@@ -187,6 +187,11 @@ class Spool:
         self._load_ids(numbers)
 
     @property
+    def active_segment(self) -> int:
+        """The number of the segment events are appended to now."""
+        return self._active
+
+    @property
     def path(self) -> Path:
         """The segment events are appended to now."""
         return self.directory / segment_name(self._active)
@@ -240,9 +245,10 @@ class Spool:
         total = segments = 0
         with os.scandir(self.directory) as entries:
             for entry in entries:
-                if entry.is_file():
-                    total += entry.stat().st_size
-                    segments += bool(SEGMENT.match(entry.name))
+                with contextlib.suppress(FileNotFoundError):  # removed meanwhile by `release`
+                    if entry.is_file():
+                        total += entry.stat().st_size
+                        segments += bool(SEGMENT.match(entry.name))
         return total, segments
 
     def close(self) -> None:

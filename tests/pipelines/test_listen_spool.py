@@ -14,6 +14,7 @@ import pytest
 
 from drone_ops_sync.pipelines.listen import spool as spool_module
 from drone_ops_sync.pipelines.listen.app import Receiver, build_app
+from drone_ops_sync.pipelines.listen.apply import AppliedMark, Applier
 from drone_ops_sync.pipelines.listen.spool import (
     Position,
     Spool,
@@ -24,6 +25,7 @@ from drone_ops_sync.pipelines.listen.spool import (
     segment_name,
     segment_numbers,
 )
+from drone_ops_sync.pipelines.run.target import Target
 
 FIRST = segment_name(1)
 
@@ -206,3 +208,17 @@ def test_a_full_disk_is_answered_503_in_one_line(
     finally:
         spool.close()
     assert read_spool(tmp_path).delivery_ids() == ["a"]
+
+
+def test_a_mark_past_the_newest_segment_starts_over(tmp_path: Path) -> None:
+    """Segments removed by hand but `applied.json` kept: the new events are not skipped."""
+    AppliedMark(tmp_path).save(Position(segment=7, offset=100, line=1))
+    spool = Spool(tmp_path)
+    try:
+        spool.append(_event("a"), 1, True)
+        applier = Applier(Target(database=tmp_path / "w.duckdb"), spool, interval=1)
+        assert applier.position == Position()
+        batch = read_from(tmp_path, applier.position, limit=10**6)
+        assert [line.line for line in batch.lines] == [1]
+    finally:
+        spool.close()
