@@ -161,8 +161,8 @@ def _listen_parser(commands: Any) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="folder of the spool file events.jsonl (default: .drone_sync/<warehouse file>/"
-        "events/ beside the warehouse)",
+        help="folder of the spool's segments events.<n>.jsonl (default: .drone_sync/"
+        "<warehouse file>/events/ beside the warehouse)",
     )
     listen.add_argument(
         "--apply-every",

@@ -97,7 +97,7 @@ def listen_command(args: argparse.Namespace, output: Output, stop: SignalStop) -
     if args.apply_every > 0:
         target = Target(destination=args.destination, database=args.database, dataset=args.dataset)
         check_target(target)
-        receiver.applier = Applier(target, spool_dir, args.apply_every)
+        receiver.applier = Applier(target, spool, args.apply_every)
     try:
         sock = bind(args.host, args.port)
         with sock:
@@ -109,7 +109,7 @@ def listen_command(args: argparse.Namespace, output: Output, stop: SignalStop) -
             # the batch in progress completes; what is left is applied at the next start
             receiver.applier.stop()
         spool.close()
-    log.info("receiver stopped; spool %s closed", spool.path)
+    log.info("receiver stopped; spool %s closed", spool.directory)
     return stop.exit_code if stop.received is not None else EXIT_OK
 
 
@@ -118,14 +118,16 @@ def _serve(receiver: Receiver, sock: socket.socket, stop: SignalStop) -> None:
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}"
     spool = receiver.spool
+    size, segments = spool.disk_usage()
     log.info(
-        "listening on %s%s; spool %s holds %d events (%d unreadable lines skipped, %d bytes"
+        "listening on %s%s; spool %s knows %d delivery ids (%d segments, %d bytes; %d bytes"
         " of a torn last line cut); signatures %s",
         url,
         EVENTS_PATH,
-        spool.path,
+        spool.directory,
         len(spool),
-        spool.skipped,
+        segments,
+        size,
         spool.cut_bytes,
         "checked" if receiver.signed else "NOT CHECKED",
     )

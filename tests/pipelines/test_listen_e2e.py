@@ -56,9 +56,9 @@ def test_signed_events_accepted_and_refusals_spool_nothing(tmp_path: Path) -> No
         assert "timestamp" in malformed[2].text and "no data" in malformed[3].text
         health = client.get(f"{listener.url}/health").json()
         assert health["events_received"] == 1 and health["signed"] is True
-        assert health["spool"] == str(listener.spool_file)
+        assert health["spool"] == str(listener.spool_dir)
         assert listener.terminate() == 143
-    contents = read_spool(listener.spool_file)
+    contents = read_spool(listener.spool_dir)
     assert contents.delivery_ids() == ["dlv_ok"]
     assert contents.records[0]["signed"] is True
     log = listener.log()
@@ -79,7 +79,7 @@ def test_duplicates_dropped_also_after_restart(tmp_path: Path) -> None:
             assert post(client, listener.url, event("dlv_2"), SECRET).status_code == 202
             health = client.get(f"{listener.url}/health").json()
             assert health["duplicates"] == 1 and health["events_in_spool"] == 2
-    assert read_spool(listener.spool_file).delivery_ids() == ["dlv_1", "dlv_2"]
+    assert read_spool(listener.spool_dir).delivery_ids() == ["dlv_1", "dlv_2"]
 
 
 def test_unsigned_mode_warns_loudly(tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_unsigned_mode_warns_loudly(tmp_path: Path) -> None:
     log = listener.log()
     assert "WARNING" in log and "UNSIGNED MODE" in log
     assert "event accepted UNSIGNED: dlv_u" in log
-    assert read_spool(listener.spool_file).records[0]["signed"] is False
+    assert read_spool(listener.spool_dir).records[0]["signed"] is False
 
 
 BURST = 200
@@ -133,7 +133,7 @@ def test_kill_9_during_a_burst_loses_no_acknowledged_event(
         assert not any(thread.is_alive() for thread in threads)
     with lock:
         acked = list(acknowledged)
-    contents = read_spool(listener.spool_file)
+    contents = read_spool(listener.spool_dir)
     spooled = contents.delivery_ids()
     assert len(spooled) == len(set(spooled))
     assert set(acked) <= set(spooled)
