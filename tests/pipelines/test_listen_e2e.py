@@ -230,4 +230,4 @@ def test_deliveries_signed_by_the_standard_library_are_accepted(tmp_path: Path) 
         k: (202, {"status": "accepted", "delivery_id": k}) for k in answers
     }
     assert refused.status_code == 401
-    assert read_spool(listener.spool_file).delivery_ids() == ["dlv_std_1", "dlv_std_2"]
+    assert read_spool(listener.spool_dir).delivery_ids() == ["dlv_std_1", "dlv_std_2"]
