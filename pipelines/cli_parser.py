@@ -101,9 +101,11 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
+        import sys
         from importlib.metadata import version
 
-        parser.exit(0, f"drone-sync {version(DISTRIBUTION)}\n")
+        sys.stdout.write(f"drone-sync {version(DISTRIBUTION)}\n")
+        parser.exit(0)
 
 
 def _init_parser(commands: Any) -> None:
