@@ -28,9 +28,9 @@ def _python_folders(root: Path) -> list[Path]:
     """`root` and every folder below it that holds a .py file or an `__init__.py`."""
     folders = [root]
     for path in sorted(root.rglob("*")):
-        if path.is_dir() and not IGNORED & set(path.relative_to(REPO).parts):
-            if any(path.glob("*.py")):
-                folders.append(path)
+        wanted = path.is_dir() and not IGNORED & set(path.relative_to(REPO).parts)
+        if wanted and any(path.glob("*.py")):
+            folders.append(path)
     return folders
 
 
@@ -62,6 +62,4 @@ def test_no_folder_of_python_files_lacks_an_init() -> None:
 def test_each_top_folder_is_mapped_under_the_namespace() -> None:
     mapping = _pyproject()["tool"]["setuptools"]["package-dir"]
     assert mapping == {f"{NAMESPACE}.{f}": f for f in (*CODE_FOLDERS, *DATA_PACKAGES)}
-    assert _pyproject()["project"]["scripts"] == {
-        "drone-sync": f"{NAMESPACE}.pipelines.cli:main"
-    }
+    assert _pyproject()["project"]["scripts"] == {"drone-sync": f"{NAMESPACE}.pipelines.cli:main"}

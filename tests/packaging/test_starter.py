@@ -127,8 +127,6 @@ def test_init_reports_an_unwritable_folder_in_one_line(
     assert err.count("\n") == 1 and "cannot write into" in err
 
 
-
-
 HEAVY = ("dlt", "duckdb", "pyarrow", "httpx", "rich", "dbt", "uvicorn", "starlette", "simulator")
 MODULES_AFTER = """
 import json, sys

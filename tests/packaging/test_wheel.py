@@ -12,9 +12,10 @@ load average 10), too long for a test that runs with every suite. So the venv is
 wheel is installed into it with `--no-deps`, and a `.pth` file lends it this test environment's
 site-packages for the dependencies. What a real install would catch is then asserted separately:
 every third-party module the installed package imports (read from its files, function-level
-imports included) must be provided by the wheel's declared `Requires-Dist`, followed through the
-requirements of the installed distributions as pip would resolve them, with extras only where
-an extra is documented as needed (orchestration: `dagster`; PostgreSQL: `postgres`).
+imports included) must be provided by a distribution the wheel's `Requires-Dist` names (or an
+extra of one it names, `dlt[postgres]`), with our own extras only where one is documented as
+needed (orchestration: `dagster`; PostgreSQL: `postgres`). Stricter than a real install, which
+would also accept a module that merely happens to arrive with another dependency.
 
 The installed package folder is checked unchanged after a full run (dbt's target, logs, partial
 parse state and user id go beside the warehouse or to a temporary folder, never into
@@ -108,9 +109,7 @@ def _ok(done: subprocess.CompletedProcess[str]) -> str:
 
 def _source_files() -> list[str]:
     """The checkout's files as git sees them (tracked, and new ones not ignored)."""
-    listed = _run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO
-    )
+    listed = _run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO)
     if listed.returncode != 0:
         pytest.skip("not a git checkout: the source files to build from are unknown")
     return [name for name in listed.stdout.split("\0") if name and (REPO / name).is_file()]
@@ -130,7 +129,7 @@ def _build(tmp: Path) -> tuple[Path, Path]:
             [
                 sys.executable,
                 "-c",
-                "import sys; from setuptools import build_meta; build_meta.build_sdist(sys.argv[1])",
+                "import sys; from setuptools import build_meta as b; b.build_sdist(sys.argv[1])",
                 dist,
             ],
             cwd=source,
@@ -147,8 +146,9 @@ def _fresh_venv(tmp: Path, wheel: Path) -> Installed:
     _ok(_run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp))
     python = venv / "bin" / "python"
     site = Path(
-        _ok(_run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=tmp))
-        .strip()
+        _ok(
+            _run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=tmp)
+        ).strip()
     )
     _ok(
         _run(
@@ -216,8 +216,12 @@ def test_wheel_holds_one_top_level_name_and_every_file_of_the_installed_folders(
         if name.split("/")[0] in INSTALLED_FOLDERS and "__pycache__" not in name
     }
     assert expected - set(names) == set(), "files of the installed folders left out of the wheel"
-    for data in ("models/dbt_project.yml", "models/profiles.yml", "pipelines/starter/config.toml",
-                 "pipelines/starter/secrets.toml"):
+    for data in (
+        "models/dbt_project.yml",
+        "models/profiles.yml",
+        "pipelines/starter/config.toml",
+        "pipelines/starter/secrets.toml",
+    ):
         assert f"{NAMESPACE}/{data}" in names
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info.pop()}/entry_points.txt").decode()
     assert "drone-sync = drone_ops_sync.pipelines.cli:main" in entry_points
@@ -261,44 +265,50 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _closure(requirements: Sequence[str], extras: set[str]) -> set[str]:
-    """Distributions pip would install for `requirements` with `extras`, read from the
-    requirements of the installed distributions (this environment has them all)."""
-    wanted = [(Requirement(text), {""} | extras) for text in requirements]
-    seen: set[tuple[str, frozenset[str]]] = set()
+def _declared(requirements: Sequence[str], extras: set[str]) -> set[str]:
+    """Distributions the requirements name directly, with `extras` active, plus what the extras
+    they name add (`dlt[postgres]` declares dlt's PostgreSQL driver). Deeper transitive
+    dependencies do not count: a module we import must be a dependency we declare, or a
+    dependency's release that drops it breaks the install."""
     found: set[str] = set()
-    while wanted:
-        requirement, active = wanted.pop()
+    for text in requirements:
+        requirement = Requirement(text)
         if requirement.marker and not any(
-            requirement.marker.evaluate({"extra": extra}) for extra in active
+            requirement.marker.evaluate({"extra": extra}) for extra in {""} | extras
         ):
             continue
-        key = (_normal(requirement.name), frozenset(requirement.extras))
-        if key in seen:
-            continue
-        seen.add(key)
-        found.add(key[0])
+        found.add(_normal(requirement.name))
         try:
             nested = metadata.requires(requirement.name) or []
         except metadata.PackageNotFoundError:
             continue
-        wanted += [(Requirement(text), {""} | set(requirement.extras)) for text in nested]
+        for inner_text in nested:
+            inner = Requirement(inner_text)
+            named_extra = inner.marker is not None and not inner.marker.evaluate({"extra": ""})
+            if named_extra and any(
+                inner.marker.evaluate({"extra": extra})  # type: ignore[union-attr]
+                for extra in requirement.extras
+            ):
+                found.add(_normal(inner.name))
     return found
 
 
 def test_requires_dist_covers_every_import_of_the_installed_package(
     installed: Installed,
 ) -> None:
-    declared = metadata.Distribution.at(
-        next(installed.site_packages.glob("drone_ops_sync-*.dist-info"))
-    ).requires or []
+    declared = (
+        metadata.Distribution.at(
+            next(installed.site_packages.glob("drone_ops_sync-*.dist-info"))
+        ).requires
+        or []
+    )
     providers = metadata.packages_distributions()
-    base = _closure(declared, set())
+    base = _declared(declared, set())
     uncovered = []
     for module, folders in sorted(_third_party_imports(installed.package).items()):
         extras = {EXTRA_FOR_FOLDER[f] for f in folders if f in EXTRA_FOR_FOLDER}
         extras |= {EXTRA_FOR_MODULE[module]} if module in EXTRA_FOR_MODULE else set()
-        available = _closure(declared, extras) if extras else base
+        available = _declared(declared, extras) if extras else base
         distributions = {_normal(name) for name in providers.get(module, [])}
         if not distributions & available:
             uncovered.append(f"{module} (imported by {sorted(folders)}, from {distributions})")
@@ -338,7 +348,11 @@ def test_installed_drone_sync_runs_from_an_empty_folder(
     assert version == f"drone-sync {installed.wheel.name.split('-')[1]}\n"
     where = _ok(
         _run(
-            [installed.bin("python"), "-c", "import drone_ops_sync.pipelines as p; print(p.__file__)"],
+            [
+                installed.bin("python"),
+                "-c",
+                "import drone_ops_sync.pipelines as p; print(p.__file__)",
+            ],
             cwd=project,
             env=env,
         )
@@ -370,10 +384,10 @@ def test_installed_drone_sync_runs_from_an_empty_folder(
 
 # --- the plain source in a user's project with its own `sources` and `pipelines` ------------
 
-USER_MODULE = '''"""The user's own source module, named like a folder of the drone-ops-sync repository."""
+USER_MODULE = '''"""The user's own module, in a package named like a folder of our repository."""
 MARKER = "the user's own sources.mine"
 '''
-USER_PIPELINE = '''"""The user's own pipeline, importing both the installed source and their own modules."""
+USER_PIPELINE = '''"""The user's pipeline: the installed source beside the user's own modules."""
 import dlt
 
 import sources
