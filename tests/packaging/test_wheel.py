@@ -61,6 +61,12 @@ MARTS = (
     "fct_project_status_history",
     "fct_webhook_deliveries",
 )
+STRAY_DBT_OUTPUT = (
+    "models/target/run/drone_ops/staging/stg_x.sql",
+    "models/dbt_packages/other/models/other.yml",
+    "models/logs/dbt.yml",
+)
+"""Git-ignored files a checkout may hold, matched by the dbt project's globs: never packaged."""
 EXTRA_FOR_FOLDER = {"orchestration": "dagster"}
 """Installed subpackages that need an extra (docs/install.md)."""
 EXTRA_FOR_MODULE = {"psycopg2": "postgres"}
@@ -122,6 +128,9 @@ def _build(tmp: Path) -> tuple[Path, Path]:
     for name in _source_files():
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, source / name)
+    for stray in STRAY_DBT_OUTPUT:  # what a hand-run `dbt` in models/ leaves in a checkout
+        (source / stray).parent.mkdir(parents=True, exist_ok=True)
+        (source / stray).write_text("select 1\n")
     dist = tmp / "dist"
     dist.mkdir()
     _ok(
@@ -216,6 +225,7 @@ def test_wheel_holds_one_top_level_name_and_every_file_of_the_installed_folders(
         if name.split("/")[0] in INSTALLED_FOLDERS and "__pycache__" not in name
     }
     assert expected - set(names) == set(), "files of the installed folders left out of the wheel"
+    assert not {f"{NAMESPACE}/{stray}" for stray in STRAY_DBT_OUTPUT} & set(names)
     for data in (
         "models/dbt_project.yml",
         "models/profiles.yml",
@@ -380,6 +390,39 @@ def test_installed_drone_sync_runs_from_an_empty_folder(
         assert projects.fetchone()[0] > 0  # type: ignore[index]
     assert _tree(installed.package) == before, "something wrote into the installed package"
     assert not {"target", "logs", "dbt_packages"} & {p.name for p in project.iterdir()}
+
+
+DAGSTER_LOAD = """
+from drone_ops_sync.orchestration.definitions import build_definitions
+from drone_ops_sync.orchestration.manifest import dbt_project
+from drone_ops_sync.pipelines.publish.dbt_build import PROJECT_DIR
+
+build_definitions()
+print(PROJECT_DIR)
+print(dbt_project().manifest_path)
+"""
+
+
+def test_dagster_code_location_loads_from_the_installed_package(
+    installed: Installed, tmp_path: Path
+) -> None:
+    """What `dagster dev -m drone_ops_sync.orchestration.definitions` loads (docs/install.md):
+    the dbt project is the installed package data, and its manifest is parsed into the user's
+    cache folder, not into site-packages."""
+    project = tmp_path / "project"
+    project.mkdir()
+    env = user_env(tmp_path, installed)
+    env["DAGSTER_DISABLE_TELEMETRY"] = "1"
+    env["SOURCES__DRONE_OPS__BASE_URL"] = "http://127.0.0.1:9"
+    env["SOURCES__DRONE_OPS__API_KEY"] = "not-used-to-load"
+    before = _tree(installed.package)
+    out = _ok(
+        _run([installed.bin("python"), "-c", DAGSTER_LOAD], cwd=project, env=env, timeout=300)
+    )
+    project_dir, manifest = (Path(line) for line in out.strip().splitlines()[-2:])
+    assert project_dir == installed.package / "models"
+    assert manifest.is_file() and manifest.is_relative_to(Path(env["HOME"]) / ".cache")
+    assert _tree(installed.package) == before, "something wrote into the installed package"
 
 
 # --- the plain source in a user's project with its own `sources` and `pipelines` ------------
