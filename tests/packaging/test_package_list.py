@@ -63,3 +63,16 @@ def test_each_top_folder_is_mapped_under_the_namespace() -> None:
     mapping = _pyproject()["tool"]["setuptools"]["package-dir"]
     assert mapping == {f"{NAMESPACE}.{f}": f for f in (*CODE_FOLDERS, *DATA_PACKAGES)}
     assert _pyproject()["project"]["scripts"] == {"drone-sync": f"{NAMESPACE}.pipelines.cli:main"}
+
+
+def test_the_container_recipe_copies_every_installed_folder() -> None:
+    """deploy/docker/Dockerfile copies the packaged folders one by one (never the whole checkout:
+    no .venv, no secrets); it is not built here (no Docker engine), so a folder added to the
+    package but not to the recipe would only show in someone's image build."""
+    recipe = (REPO / "deploy" / "docker" / "Dockerfile").read_text(encoding="utf-8")
+    copied = set()
+    for line in recipe.splitlines():
+        words = line.split()
+        if words[:1] == ["COPY"] and not any(word.startswith("--") for word in words):
+            copied.update(words[1:-1])
+    assert copied == {*CODE_FOLDERS, *DATA_PACKAGES, "pyproject.toml", "README.md"}

@@ -71,6 +71,8 @@ EXTRA_FOR_FOLDER = {"orchestration": "dagster"}
 """Installed subpackages that need an extra (docs/install.md)."""
 EXTRA_FOR_MODULE = {"psycopg2": "postgres"}
 """Third-party modules imported only on a path that needs an extra (`--destination postgres`)."""
+DEPENDENCY_SCRIPTS = ("dbt",)
+"""Console scripts of dependencies that our code runs, which a real install puts in the venv."""
 DROPPED_ENV = ("SOURCES__", "DESTINATION__", "RUNTIME__", "NORMALIZE__", "DLT_", "PYTHON")
 
 
@@ -169,6 +171,9 @@ def _fresh_venv(tmp: Path, wheel: Path) -> Installed:
     (site / "_test_environment_dependencies.pth").write_text(
         sysconfig.get_path("purelib") + "\n", encoding="utf-8"
     )
+    # a .pth lends modules, not console scripts: dagster-dbt runs the `dbt` beside the interpreter
+    for script in DEPENDENCY_SCRIPTS:
+        (venv / "bin" / script).symlink_to(Path(sys.executable).with_name(script))
     return Installed(wheel, venv, site)
 
 
