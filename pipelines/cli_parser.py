@@ -8,6 +8,7 @@ loading dlt, DuckDB, pyarrow, rich, dbt or the simulator (docs/performance.md).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -101,7 +102,6 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
-        import sys
         from importlib.metadata import version
 
         sys.stdout.write(f"drone-sync {version(DISTRIBUTION)}\n")
