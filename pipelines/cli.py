@@ -37,6 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     loads what the chosen command needs."""
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(with_sim="sim" in words).parse_args(words)
+    if args.command == "init":
+        from .project_init import init_command
+
+        return init_command(args.dir, force=args.force)
     from .console.logs import setup_logging
     from .console.output import JsonOutput, TextOutput, make_console
     from .observe.watch import RunWatch

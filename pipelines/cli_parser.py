@@ -8,6 +8,7 @@ loading dlt, DuckDB, pyarrow, rich, dbt or the simulator (docs/performance.md).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,7 +24,10 @@ from .defaults import (
 )
 from .exit_codes import EXIT_CONFIG
 
-__all__ = ["SIM_HELP", "build_parser"]
+__all__ = ["DISTRIBUTION", "SIM_HELP", "build_parser"]
+
+DISTRIBUTION = "drone-ops-sync"
+"""The name pip installs us under (pyproject.toml), whose version `--version` prints."""
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -86,6 +90,34 @@ def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
         "--snapshot-raw",
         action="store_true",
         help="put the raw tables of the dataset into the BI snapshot too, beside the marts",
+    )
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: `drone-sync <version>` of the installed distribution, looked up only when
+    asked (importlib.metadata reads the installed metadata; `--help` need not pay for that)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "print drone-sync's version and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"drone-sync {version(DISTRIBUTION)}\n")
+        parser.exit(0)
+
+
+def _init_parser(commands: Any) -> None:
+    init = commands.add_parser(
+        "init",
+        help="write a starter .dlt/config.toml and .dlt/secrets.toml into a folder",
+    )
+    init.add_argument(
+        "dir", nargs="?", type=Path, default=Path("."), metavar="DIR", help="default: here"
+    )
+    init.add_argument(
+        "--force", action="store_true", help="overwrite the starter files if they exist"
     )
 
 
@@ -186,7 +218,9 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
         " 75 warehouse busy, 130/143 interrupted.",
     )
     _output_arguments(parser)
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+    _init_parser(commands)
 
     run = commands.add_parser("run", help="sync the workspaces into the warehouse")
     _target_arguments(run)
