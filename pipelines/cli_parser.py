@@ -37,14 +37,25 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_CONFIG, f"{self.prog}: configuration error: {message} (see --help)\n")
 
 
-def _output_arguments(parser: argparse.ArgumentParser) -> None:
+def _output_arguments(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
+    """`--log-format` and `-v`, both before the command (as the top-level --help lists them)
+    and after it. Only the top level has defaults: argparse copies every default of a
+    sub-command over what the top level parsed, so a sub-command's own default would silently
+    undo `drone-sync --log-format json run`. Given in both places, the sub-command's wins (it
+    is parsed last, and is the one written nearer the command)."""
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),
-        default=None,
+        default=None if top_level else argparse.SUPPRESS,
         help="text (default) or json: one JSON object per event and a final summary object",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log requests and retries")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=False if top_level else argparse.SUPPRESS,
+        help="log requests and retries",
+    )
 
 
 def _target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -217,7 +228,7 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
         " Exit codes: 0 ok, 1 a table or the model build failed, 2 configuration error,"
         " 75 warehouse busy, 130/143 interrupted.",
     )
-    _output_arguments(parser)
+    _output_arguments(parser, top_level=True)
     parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     _init_parser(commands)
