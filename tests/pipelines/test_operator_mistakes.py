@@ -115,6 +115,8 @@ def test_example_secrets_file_holds_the_placeholder_the_code_recognises() -> Non
     """The example's text is the constant the check recognises (one definition, in code)."""
     example = (REPO / ".dlt" / "secrets.toml.example").read_text()
     assert f'api_key = "{API_KEY_PLACEHOLDER}"' in example
+    systemd = (REPO / "deploy" / "systemd" / "drone-sync.env.example").read_text()
+    assert f'SOURCES__DRONE_OPS__API_KEY="{API_KEY_PLACEHOLDER}"' in systemd
 
 
 def test_unedited_example_secrets_say_the_key_is_the_placeholder(
