@@ -66,11 +66,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
     """Runs the command; every error a user can fix ends as one line and its exit code."""
-    from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, redact
+    from drone_ops_sync.sources.drone_ops import (
+        ConfigError,
+        DroneOpsError,
+        check_settings_files,
+        redact,
+        warn_unknown_settings,
+    )
 
     from .run.lock import WarehouseBusy
 
     try:
+        if args.command != "sim":
+            # an unparsable .dlt/*.toml is one line here, wherever dlt would first read it
+            check_settings_files()
+        if args.command in ("run", "check"):
+            # the commands that read the source's settings; a fleet's workspaces are looked at
+            # here, once, not by each workspace's own process
+            warn_unknown_settings()
         if args.command == "run":
             return _run(args, output, stop, watch)
         if args.command == "status":

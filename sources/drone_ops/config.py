@@ -167,7 +167,7 @@ def checked_api_key(raw: Any) -> str:
             name,
             f"is still the example's placeholder {settings.API_KEY_PLACEHOLDER!r} (from"
             " .dlt/secrets.toml.example); replace it with your read-only API key in"
-            f" .dlt/secrets.toml (api_key = \"...\" under [{SECTION}]) or set"
+            f' .dlt/secrets.toml (api_key = "..." under [{SECTION}]) or set'
             f" {env_name('api_key')}",
         )
     register_secret(raw)
