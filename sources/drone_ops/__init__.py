@@ -49,7 +49,7 @@ from .known import DeliveryMark, KnownState, read_known_state
 from .report import SyncReport, TableResult
 from .run import RunOptions, Seams, SyncRun, new_run_id
 from .secrets import redact, register_secret
-from .settings_files import check_settings_files, warn_unknown_settings
+from .settings_files import check_settings_files
 from .source import (
     applied_events,
     delivery_wave,
@@ -143,6 +143,5 @@ __all__ = [
     "setting_name",
     "settings",
     "validate_base_url",
-    "warn_unknown_settings",
     "workspace_dataset",
 ]

@@ -45,13 +45,18 @@ _warned: set[str] = set()
 """Warnings given in this process: each is said once, however often settings are read."""
 
 
-def check_settings_files() -> None:
-    """Makes dlt read its TOML files now; a file that does not parse is a `ConfigError` naming
-    the file, line and column instead of dlt's traceback."""
+def check_settings_files(*, warn_unknown: bool = False) -> None:
+    """Makes dlt read its TOML files now, before a command reads any setting: a file that does
+    not parse is a `ConfigError` naming the file, line and column instead of dlt's traceback
+    from wherever dlt first looked. `warn_unknown` also warns of unknown keys (the commands that
+    read the source's settings; a fleet's workspaces are looked at once, by the command, not by
+    each workspace's process)."""
     try:
         dlt.config.config_providers  # noqa: B018 (the first access reads every file)
     except TomlProviderReadException as exc:
         raise unreadable_file(exc) from None
+    if warn_unknown:
+        warn_unknown_settings()
 
 
 def unreadable_file(exc: TomlProviderReadException) -> ConfigError:
