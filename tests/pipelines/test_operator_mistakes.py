@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from drone_ops_sync.pipelines.cli_parser import build_parser
+from drone_ops_sync.pipelines.project_init import starter_text
 from drone_ops_sync.sources.drone_ops.settings import API_KEY_PLACEHOLDER
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
@@ -112,11 +113,14 @@ def test_unparsable_toml_is_one_line_naming_file_line_and_column(
 
 
 def test_example_secrets_file_holds_the_placeholder_the_code_recognises() -> None:
-    """The example's text is the constant the check recognises (one definition, in code)."""
+    """The example files' and the starter's text is the constant the check recognises (one
+    definition, in code), so every way a user starts gets the placeholder message."""
     example = (REPO / ".dlt" / "secrets.toml.example").read_text()
     assert f'api_key = "{API_KEY_PLACEHOLDER}"' in example
     systemd = (REPO / "deploy" / "systemd" / "drone-sync.env.example").read_text()
     assert f'SOURCES__DRONE_OPS__API_KEY="{API_KEY_PLACEHOLDER}"' in systemd
+    # `drone-sync init`'s starter secrets file, from the installed package's data
+    assert f'api_key = "{API_KEY_PLACEHOLDER}"' in starter_text("secrets.toml")
 
 
 def test_unedited_example_secrets_say_the_key_is_the_placeholder(
