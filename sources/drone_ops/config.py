@@ -160,14 +160,14 @@ def checked_api_key(raw: Any) -> str:
         raise ConfigError(name, "must be a string")
     key = raw.strip()
     if key == settings.API_KEY_PLACEHOLDER:
-        # a secrets file copied from .dlt/secrets.toml.example and not edited: say that, not
-        # that the placeholder's spaces are refused (checked before the value is registered
+        # starter secrets (`drone-sync init`, .dlt/secrets.toml.example) not edited: say that,
+        # not that the placeholder's spaces are refused (checked before the value is registered
         # for redaction: the placeholder is no secret, and the message shows it)
         raise ConfigError(
             name,
-            f"is still the example's placeholder {settings.API_KEY_PLACEHOLDER!r} (from"
-            " .dlt/secrets.toml.example); replace it with your read-only API key in"
-            f' .dlt/secrets.toml (api_key = "..." under [{SECTION}]) or set'
+            f"is still the placeholder {settings.API_KEY_PLACEHOLDER!r} of the starter secrets"
+            " (drone-sync init, .dlt/secrets.toml.example); replace it with your read-only API"
+            f' key in .dlt/secrets.toml (api_key = "..." under [{SECTION}]) or set'
             f" {env_name('api_key')}",
         )
     register_secret(raw)
