@@ -32,6 +32,7 @@ from .auth import BearerAuth
 from .pages import RequestCounter, Uncounted, walk_pages
 from .retries import RetryPolicy, TransientError
 from .throttle import AdaptiveLimiter, parse_retry_after
+from .transport import Urllib3Transport
 
 
 class DroneOpsClient:
@@ -76,9 +77,9 @@ class DroneOpsClient:
             base_url=self.base_url,
             auth=BearerAuth(api_key),
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
             headers={"User-Agent": settings.USER_AGENT, "Accept": "application/json"},
-            transport=transport,
+            # urllib3 behind httpx's interface: half httpx's own engine's CPU (transport.py)
+            transport=transport or Urllib3Transport(pool, timeout=timeout),
             follow_redirects=False,
             # the configured API and nothing else: no proxy or netrc from the environment
             trust_env=False,
