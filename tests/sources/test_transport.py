@@ -7,6 +7,7 @@ response byte by byte; each is stopped by its own handle."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -80,10 +81,9 @@ class RawServer:
     def _serve(self, conn: socket.socket, number: int) -> None:
         with conn:
             conn.settimeout(10)
-            try:
+            # an OSError: the client went away, which is what some cases are about
+            with contextlib.suppress(OSError):
                 self.handler(conn, number, self.stopping)
-            except OSError:
-                pass  # the client went away: what some cases are about
 
 
 def read_request(conn: socket.socket) -> bool:
@@ -165,7 +165,7 @@ def test_the_deadline_cuts_off_a_dripping_body() -> None:
     transport = Urllib3Transport(2, timeout=0.6)
     with RawServer(drip) as server, httpx.Client(transport=transport, timeout=0.6) as http:
         started = time.monotonic()
-        with pytest.raises(httpx.ReadTimeout, match="whole response took longer than the 0.6s timeout"):
+        with pytest.raises(httpx.ReadTimeout, match=r"whole response took longer than the 0\.6s"):
             http.get(f"{server.base_url}/v1/projects")
         elapsed = time.monotonic() - started
     assert 0.55 <= elapsed < 1.6, elapsed

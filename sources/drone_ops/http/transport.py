@@ -22,6 +22,7 @@ the client follows no redirects.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import socket
 import threading
@@ -93,11 +94,9 @@ class _TrackedPool(urllib3.HTTPConnectionPool):
             sock = getattr(conn, "live_socket", None)
             if sock is None:
                 continue
-            try:
+            # an OSError: already closed by its own thread, so there is nothing to end
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                # already closed by its own thread, or never connected: nothing to end
-                pass
         self.held.clear()
 
 
