@@ -4,11 +4,11 @@ Why: the sync keeps httpx as its client interface, so an engine can only change 
 transport) or around it (how the walk's threads drive it). This measures each candidate on the
 same page, fetched by the same thread pool at the walk's concurrency (16 in flight):
 
-- `ours`: `DroneOpsClient.get_json` as the sync runs it (its urllib3 transport,
-  `sources/drone_ops/http/transport.py`);
-- `ours_httpcore`: the same client on httpx's own transport (httpcore + h11), the engine before;
-- `ours_nocookies`: `ours` with httpx's cookie handling reduced to a jar that keeps nothing
-  (the API sets no cookies; httpx still builds its cookie objects for every response);
+- `ours`: `DroneOpsClient.get_json` as the sync runs it (its urllib3 transport and a cookie
+  jar that keeps nothing, `sources/drone_ops/http/transport.py`);
+- `ours_httpcore`: the client as it was before, on httpx's own transport (httpcore + h11) with
+  httpx's cookie jar;
+- `ours_cookies`: `ours` with httpx's cookie jar back (what that jar costs alone);
 - `httpx`: a bare `httpx.Client.get` + `orjson.loads`, as the floor walks;
 - `httpx_urllib3`: the same bare client on our urllib3 transport;
 - `httpx_aiohttp`: a bare `httpx.AsyncClient` on `httpx_aiohttp.AiohttpTransport` in one event
@@ -36,7 +36,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from http.cookiejar import CookieJar
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +43,7 @@ import httpx
 import orjson
 import urllib3
 
-from drone_ops_sync.sources.drone_ops import DroneOpsClient
-from drone_ops_sync.sources.drone_ops.http.transport import Urllib3Transport
+from drone_ops_sync.sources.drone_ops import DroneOpsClient, Urllib3Transport
 from testkit.simulator_process import running_simulator
 
 from .report import machine_info, write_result
@@ -59,7 +57,7 @@ except ImportError:  # not a dependency of the project: its rows are left out
 VARIANTS = (
     "ours",
     "ours_httpcore",
-    "ours_nocookies",
+    "ours_cookies",
     "httpx",
     "httpx_urllib3",
     "httpx_aiohttp",
@@ -79,13 +77,6 @@ def parse_http_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--latency-ms", type=int, default=0)
     p.add_argument("--output", type=Path)
     return p.parse_args(argv)
-
-
-class _KeepNoCookies(CookieJar):
-    """A jar that stores nothing: httpx takes a `CookieJar` as it is (`cookies=`)."""
-
-    def extract_cookies(self, response: Any, request: Any) -> None:
-        return None
 
 
 class _Loop:
@@ -125,8 +116,9 @@ def _variants(base_url: str, key: str, in_flight: int) -> Iterator[dict[str, Rou
                 base_url, key, max_workers=in_flight, transport=httpx.HTTPTransport(limits=limits)
             )
         )
-        lean = stack.enter_context(DroneOpsClient(base_url, key, max_workers=in_flight))
-        lean._http.cookies = _KeepNoCookies()  # the public setter: keeps the jar as it is
+        ours_jar = stack.enter_context(DroneOpsClient(base_url, key, max_workers=in_flight))
+        for client in (ours_core, ours_jar):
+            client._http.cookies = httpx.Cookies()  # httpx's own jar, as before
         bare = stack.enter_context(httpx.Client(base_url=base_url, headers=auth, limits=limits))
         bare_u3 = stack.enter_context(
             httpx.Client(base_url=base_url, headers=auth, transport=Urllib3Transport(pool))
@@ -137,7 +129,7 @@ def _variants(base_url: str, key: str, in_flight: int) -> Iterator[dict[str, Rou
         fetch: dict[str, Fetch] = {
             "ours": lambda: ours.get_json(PAGE_PATH),
             "ours_httpcore": lambda: ours_core.get_json(PAGE_PATH),
-            "ours_nocookies": lambda: lean.get_json(PAGE_PATH),
+            "ours_cookies": lambda: ours_jar.get_json(PAGE_PATH),
             "httpx": lambda: orjson.loads(bare.get(PAGE_PATH).content),
             "httpx_urllib3": lambda: orjson.loads(bare_u3.get(PAGE_PATH).content),
             "urllib3": lambda: orjson.loads(raw.request("GET", PAGE_PATH).data),

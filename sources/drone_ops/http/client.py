@@ -32,7 +32,7 @@ from .auth import BearerAuth
 from .pages import RequestCounter, Uncounted, walk_pages
 from .retries import RetryPolicy, TransientError
 from .throttle import AdaptiveLimiter, parse_retry_after
-from .transport import Urllib3Transport
+from .transport import NoCookies, Urllib3Transport
 
 
 class DroneOpsClient:
@@ -80,6 +80,7 @@ class DroneOpsClient:
             headers={"User-Agent": settings.USER_AGENT, "Accept": "application/json"},
             # urllib3 behind httpx's interface: half httpx's own engine's CPU (transport.py)
             transport=transport or Urllib3Transport(pool, timeout=timeout),
+            cookies=NoCookies(),
             follow_redirects=False,
             # the configured API and nothing else: no proxy or netrc from the environment
             trust_env=False,
