@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
+import importlib
 import os
 import statistics
 import threading
@@ -49,10 +51,17 @@ from testkit.simulator_process import running_simulator
 from .report import machine_info, write_result
 from .runner import simulator_scale
 
-try:
-    from httpx_aiohttp import AiohttpTransport
-except ImportError:  # not a dependency of the project: its rows are left out
-    AiohttpTransport = None
+
+def _aiohttp_transport() -> Callable[[], httpx.AsyncBaseTransport] | None:
+    """`httpx_aiohttp.AiohttpTransport`, or None: not a dependency of the project, so without
+    it the aiohttp rows are left out."""
+    try:
+        module = importlib.import_module("httpx_aiohttp")
+    except ImportError:
+        return None
+    transport: Callable[[], httpx.AsyncBaseTransport] = module.AiohttpTransport
+    return transport
+
 
 VARIANTS = (
     "ours",
@@ -135,16 +144,17 @@ def _variants(base_url: str, key: str, in_flight: int) -> Iterator[dict[str, Rou
             "urllib3": lambda: orjson.loads(raw.request("GET", PAGE_PATH).data),
         }
         runners: dict[str, Rounds] = {
-            name: (lambda n, t, f, fetch_one=one: _threaded_round(fetch_one, n, t, f))
-            for name, one in fetch.items()
+            name: functools.partial(_threaded_round, one) for name, one in fetch.items()
         }
-        if AiohttpTransport is not None:
+        aiohttp_transport = _aiohttp_transport()
+        if aiohttp_transport is not None:
             loop = _Loop()
             stack.callback(loop.close)
 
             async def open_client() -> httpx.AsyncClient:
+                # made inside the loop: aiohttp's session belongs to the loop it was made in
                 return httpx.AsyncClient(
-                    base_url=base_url, headers=auth, transport=AiohttpTransport()
+                    base_url=base_url, headers=auth, transport=aiohttp_transport()
                 )
 
             async_client: httpx.AsyncClient = loop.run(open_client())
@@ -153,10 +163,15 @@ def _variants(base_url: str, key: str, in_flight: int) -> Iterator[dict[str, Rou
             async def get_page() -> Any:
                 return orjson.loads((await async_client.get(PAGE_PATH)).content)
 
-            runners["httpx_aiohttp"] = lambda n, t, f: _threaded_round(
-                lambda: loop.run(get_page()), n, t, f
-            )
-            runners["aiohttp_loop"] = lambda n, t, f: loop.run(_loop_round(get_page, n, f))
+            def from_threads(requests: int, threads: int, in_flight: int) -> dict[str, float]:
+                return _threaded_round(lambda: loop.run(get_page()), requests, threads, in_flight)
+
+            def in_the_loop(requests: int, threads: int, in_flight: int) -> dict[str, float]:
+                result: dict[str, float] = loop.run(_loop_round(get_page, requests, in_flight))
+                return result
+
+            runners["httpx_aiohttp"] = from_threads
+            runners["aiohttp_loop"] = in_the_loop
         yield {name: runners[name] for name in VARIANTS if name in runners}
 
 
