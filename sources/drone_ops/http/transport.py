@@ -43,6 +43,8 @@ from urllib3.exceptions import (
 )
 from urllib3.exceptions import HTTPError as Urllib3Error
 
+from .. import settings
+
 CHUNK_BYTES = 65_536
 """At most this much per socket read (httpcore's size): the deadline is checked between reads."""
 
@@ -225,7 +227,10 @@ def _read_body(
     """The whole body, one socket read at a time, within the deadline."""
     chunks: list[bytes] = []
     sock_timeout = read_seconds
-    late = f"the whole response took longer than the {read_seconds or 0:g}s timeout"
+    late = (
+        f"the whole response took longer than {read_seconds or 0:g}s"
+        f" ({settings.CONFIG_SECTION}.timeout_seconds)"
+    )
     try:
         while True:
             if deadline is not None:
