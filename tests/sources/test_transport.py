@@ -151,7 +151,7 @@ def test_a_connection_close_response_is_read_whole() -> None:
 
 def test_the_deadline_cuts_off_a_dripping_body() -> None:
     """A body dripped a byte every 50 ms (each read well within the timeout) is abandoned once
-    the whole response has taken the timeout: a `ReadTimeout` naming it, well before the drip would end."""
+    the whole response has taken the timeout: a `ReadTimeout` naming the setting."""
 
     def drip(conn: socket.socket, number: int, stopping: threading.Event) -> None:
         if not read_request(conn):
