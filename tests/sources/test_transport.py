@@ -350,3 +350,26 @@ def test_a_closed_transport_refuses_new_requests() -> None:
         request = httpx.Request("GET", f"{server.base_url}/v1/projects")
         with pytest.raises(RuntimeError, match="closed"):
             transport.handle_request(request)
+
+
+def test_threads_share_the_pool_and_reuse_its_connections() -> None:
+    """Eight threads, 25 requests each, through one client: every page arrives, and no more
+    connections are opened than requests were ever in flight at once."""
+    pages: list[dict[str, object]] = []
+    with RawServer(answer_ok) as server, client_for(server, max_workers=4) as client:
+
+        def fetch() -> None:
+            for _ in range(25):
+                pages.append(client.get_json("/v1/projects"))
+
+        threads = [threading.Thread(target=fetch) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not any(t.is_alive() for t in threads)
+        connections = server.connections
+    assert len(pages) == 200 and all(p["cursor"] is None for p in pages)
+    # the limiter lets 4 through at once, and a connection is back in the pool before its
+    # request gives up its slot
+    assert connections <= 4, connections

@@ -182,8 +182,8 @@ class Urllib3Transport(httpx.BaseTransport):
             self._closed = True
             pools = list(self._pools.values())
         for pool in pools:
+            pool.close()  # first: no request takes a connection from here on
             pool.shut_down_held()
-            pool.close()
 
     def _pool(self, url: httpx.URL) -> _TrackedPool:
         key = (url.scheme, url.host, url.port)
