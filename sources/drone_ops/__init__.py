@@ -49,6 +49,7 @@ from .known import DeliveryMark, KnownState, read_known_state
 from .report import SyncReport, TableResult
 from .run import RunOptions, Seams, SyncRun, new_run_id
 from .secrets import redact, register_secret
+from .settings_files import check_settings_files
 from .source import (
     applied_events,
     delivery_wave,
@@ -118,6 +119,7 @@ __all__ = [
     "WorkspaceWalk",
     "applied_events",
     "check_access",
+    "check_settings_files",
     "checked_api_key",
     "checked_tables",
     "configured_names",
