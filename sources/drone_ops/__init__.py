@@ -44,7 +44,7 @@ from .exceptions import (
     PaginationError,
     RetriesExhaustedError,
 )
-from .http import DroneOpsClient
+from .http import DroneOpsClient, Urllib3Transport
 from .known import DeliveryMark, KnownState, read_known_state
 from .report import SyncReport, TableResult
 from .run import RunOptions, Seams, SyncRun, new_run_id
@@ -114,6 +114,7 @@ __all__ = [
     "SyncReport",
     "SyncRun",
     "TableResult",
+    "Urllib3Transport",
     "Workspace",
     "WorkspaceWalk",
     "applied_events",

@@ -1,32 +1,29 @@
 """The client's connection pool: a connection handed to one thread is never closed under it.
 
 The symptom this guards against, seen about once in ten quiet runs against a fault-free
-simulator: `GET /v1/projects/.../jobs failed (ReadError: [Errno 9] Bad file descriptor);
-retry 1`. A bad file descriptor is our own process closing the socket, not the server. The
-closer is httpcore's pool (1.0.9, encode/httpcore#1110): a pass of `_assign_requests_to_
-connections` hands an idle connection to a request, and the connection stays IDLE until that
-request's thread calls `handle_request`. Another thread's pass in between sees it idle and, once
-its keep-alive timer (httpx's default 5 s) has run out, closes it, after the first thread has
-started its request on it.
+simulator while the client ran on httpx's own engine: `GET /v1/projects/.../jobs failed
+(ReadError: [Errno 9] Bad file descriptor); retry 1`. A bad file descriptor is our own process
+closing the socket, not the server. The closer was httpcore's pool (1.0.9,
+encode/httpcore#1110): one thread's pass handed an idle connection to a request, and another
+thread's pass, finding the connection's keep-alive timer run out, closed it after the request
+had started on it.
 
-The test below drives that interleaving on purpose, against a real server on 127.0.0.1 through
-`DroneOpsClient`: httpcore's keep-alive clock is advanced at the moment the connection has been
-handed out, and the second pass's close is held until the first request has started. It counts
-every failed attempt; the fix (no keep-alive timer in the pool: `client.py`) leaves none.
+The client's engine is now urllib3 (`http/transport.py`), whose pool cannot do that: an idle
+connection waits in a queue, the one thread that takes it owns it until it gives it back, and
+nothing sweeps the queue on a timer. The test below holds one request on its connection
+(the server answers it only when told) while other threads make many requests through the same
+client, then lets it finish: it counts every failed attempt, and there must be none.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpcore
-import httpcore._sync.http11 as http11
 import pytest
 
 from drone_ops_sync.sources.drone_ops.http.client import DroneOpsClient
@@ -36,11 +33,17 @@ WAIT_SECONDS = 20.0
 
 
 class _JsonHandler(BaseHTTPRequestHandler):
-    """Answers every GET with an empty page, keeping the connection alive (HTTP/1.1)."""
+    """Answers every GET with an empty page, keeping the connection alive (HTTP/1.1); a GET
+    of `/v1/held` is answered only once `release` is set."""
 
     protocol_version = "HTTP/1.1"
+    held = threading.Event()
+    release = threading.Event()
 
     def do_GET(self) -> None:
+        if self.path == "/v1/held":
+            _JsonHandler.held.set()
+            _JsonHandler.release.wait(WAIT_SECONDS)
         body = b'{"items": [], "cursor": null}'
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -55,6 +58,8 @@ class _JsonHandler(BaseHTTPRequestHandler):
 @contextmanager
 def local_api() -> Iterator[str]:
     """A keep-alive JSON server on 127.0.0.1, stopped through its own handle."""
+    _JsonHandler.held.clear()
+    _JsonHandler.release.clear()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _JsonHandler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="pool-test-api", daemon=True)
@@ -62,68 +67,24 @@ def local_api() -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
+        _JsonHandler.release.set()
         server.shutdown()
         server.server_close()
         thread.join(WAIT_SECONDS)
 
 
-class _Clock:
-    """httpcore's keep-alive clock, which the test can move forward."""
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-
-    def monotonic(self) -> float:
-        return time.monotonic() + self.offset
-
-
-def _wait_until(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.0005)
-
-
 def test_a_connection_handed_to_a_request_is_not_closed_under_it(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    clock = _Clock()
-    monkeypatch.setattr(http11, "time", clock)
-    original_close = httpcore.ConnectionPool._close_connections
-    first_handed_out = threading.Event()
-    second_pass_done = threading.Event()
-    threads: dict[str, threading.Thread] = {}
     outcomes: dict[str, Any] = {}
-
-    def close_connections(pool: httpcore.ConnectionPool, closing: list[Any]) -> None:
-        """Runs after each pass of the pool, outside its lock: the race's two windows."""
-        me = threading.current_thread()
-        if me is threads.get("first") and not first_handed_out.is_set():
-            # the first request has its connection but has not started on it: the pool's
-            # keep-alive timer runs out now, and another thread's pass comes in
-            first_handed_out.set()
-            clock.offset += 3600.0
-            threads["second"].start()
-            assert second_pass_done.wait(WAIT_SECONDS), "the second request never reached the pool"
-        elif me is threads.get("second") and not second_pass_done.is_set():
-            second_pass_done.set()
-            if closing:
-                # the pass decided to close the connection it had handed to the first request;
-                # the close lands once that request has started on it
-                _wait_until(lambda: not closing[0].is_idle(), "the first request to start")
-        original_close(pool, closing)
-
-    monkeypatch.setattr(httpcore.ConnectionPool, "_close_connections", close_connections)
-
     with (
         caplog.at_level(logging.INFO, logger="drone_ops_sync"),
         local_api() as url,
         DroneOpsClient(
             url,
             "pool-test-key",
-            max_workers=2,
-            timeout=2.0,
+            max_workers=4,
+            timeout=WAIT_SECONDS,
             max_attempts=3,
             backoff_initial_seconds=0.001,
             backoff_max_seconds=0.002,
@@ -131,21 +92,29 @@ def test_a_connection_handed_to_a_request_is_not_closed_under_it(
     ):
         client.get_json("/v1/warm")  # one connection, now idle in the pool
 
-        def request(name: str) -> None:
+        def request(name: str, path: str, times: int) -> None:
             try:
-                outcomes[name] = client.get_json(f"/v1/projects/p-{name}/jobs")
+                for _ in range(times):
+                    outcomes[name] = client.get_json(path)
             except Exception as exc:  # reported by the assertions below
                 outcomes[name] = exc
 
-        threads["first"] = threading.Thread(target=request, args=("first",), name="first")
-        threads["second"] = threading.Thread(target=request, args=("second",), name="second")
-        threads["first"].start()
-        threads["first"].join(WAIT_SECONDS)
-        for thread in threads.values():
+        first = threading.Thread(target=request, args=("first", "/v1/held", 1), name="first")
+        first.start()
+        assert _JsonHandler.held.wait(WAIT_SECONDS), "the held request never reached the server"
+        others = [
+            threading.Thread(target=request, args=(f"other-{n}", f"/v1/projects/p{n}/jobs", 40))
+            for n in range(3)
+        ]
+        for thread in others:
+            thread.start()
+        for thread in others:
             thread.join(WAIT_SECONDS)
-            assert not thread.is_alive(), f"{thread.name} request did not end"
+        _JsonHandler.release.set()
+        first.join(WAIT_SECONDS)
+        assert not any(t.is_alive() for t in [first, *others]), "a request did not end"
 
-    assert first_handed_out.is_set() and second_pass_done.is_set()
     failures = [r.getMessage() for r in caplog.records if " failed (" in r.getMessage()]
     assert failures == [], failures
-    assert outcomes == {name: {"items": [], "cursor": None} for name in ("first", "second")}
+    names = ["first", *(f"other-{n}" for n in range(3))]
+    assert outcomes == {name: {"items": [], "cursor": None} for name in names}
