@@ -15,7 +15,7 @@ import pathlib
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +67,11 @@ class ModelsResult:
     error: str | None = None
     reused_from: str | None = None
     """Set when nothing was built because the marts are current: when they were built (UTC)."""
+    scope: str = "full"
+    """"full" (every model), "changed" (those downstream of `changed_tables`) or "none"."""
+    reason: str | None = None
+    """Why this scope (`build_plan.BuildPlan.reason`), when a plan decided it."""
+    changed_tables: tuple[str, ...] = ()
 
 
 @contextmanager
@@ -210,12 +215,15 @@ def build_models(
     target_path: pathlib.Path | None = None,
     dbt_vars: dict[str, Any] | None = None,
     quiet: bool = True,
-    select: str | None = None,
+    select: str | Sequence[str] | None = None,
+    unit_tests: bool = True,
     scratch_root: pathlib.Path | None = None,
 ) -> ModelsResult:
     """Build staging views and marts (`dbt build`, or `dbt run` without tests) in-process.
 
-    `select` is a dbt selector (e.g. "+fct_job_occurrences") to build part of the project.
+    `select` is a dbt selector (e.g. "+fct_job_occurrences"), or several, to build part of the
+    project. `unit_tests=False` leaves dbt's unit tests out of a `dbt build` (they check the
+    SQL on fixed inputs, which only a project or engine change can alter: `build_plan.py`).
     dbt's target folder is `target_path` when given: kept between builds, it holds dbt's
     partial-parse state, so a later build parses only what changed. Otherwise, and for dbt's
     logs always, a temporary folder in `scratch_root` (default: the system's).
@@ -242,7 +250,9 @@ def build_models(
         )
         args += ["--target", target.name]
         if select:
-            args += ["--select", select]
+            args += ["--select", *([select] if isinstance(select, str) else select)]
+        if run_tests and not unit_tests:
+            args += ["--exclude-resource-type", "unit_test"]
         with dbt_environment(profile_env(target, dataset)):
             try:
                 outcome = dbtRunner().invoke(args)
