@@ -233,6 +233,15 @@ class Bench:
                 # a scheduled run's whole cost: a new process, the sync, the models, the snapshot
                 cli_db = Path(self.measure("cli", "cli_initial").detail["database"])
                 self.measure("cli", "cli_nochange", self._same_db(cli_db))
+                # a scheduled run after the usual background change: what the models cost
+                # when some tables changed (the churn's seed differs from the later churns')
+                churned = self.sim.churn(
+                    seed=500 + rep,
+                    new_deliveries_per_webhook=opts.new_deliveries_per_webhook,
+                    **CHURN,
+                )
+                sample = self.measure("cli", "cli_churn", self._same_db(cli_db))
+                sample.detail["churn"] = churned
             if rep < baseline_runs:
                 if "tuned" in only:
                     self.measure("tuned", "tuned")

@@ -140,6 +140,7 @@ def _build_models_step(
             dbt_vars=fleet_vars(target),
             select=plan.select or None,
             unit_tests=plan.unit_tests,
+            write_json=False,
         )
     result.scope, result.reason = plan.scope, plan.reason
     result.changed_tables = plan.changed_tables

@@ -153,6 +153,7 @@ def models_fields(result: ModelsResult, dataset: str | None) -> dict[str, Any]:
         "scope": result.scope,
         "reason": result.reason,
         "changed_tables": list(result.changed_tables),
+        "built": sorted(result.built),
         **({"marts_schema": f"{dataset}_marts"} if dataset else {}),
     }
 
