@@ -31,6 +31,7 @@ COMPARED_WITH = {
     # `drone-sync run` end to end (a new process, models and snapshot included)
     "cli_initial": "cli_initial",
     "cli_nochange": "cli_nochange",
+    "cli_churn": "cli_churn",
 }
 FULL_WALKS = ("ours_initial", "floor", "baseline", "tuned", "postgres_initial")
 ORDER = (
@@ -47,6 +48,7 @@ ORDER = (
     "postgres_churn",
     "cli_initial",
     "cli_nochange",
+    "cli_churn",
 )
 # our sync's phases per destination, for the side-by-side block: (phase, duckdb, postgres)
 DESTINATION_PHASES = (

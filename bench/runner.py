@@ -210,6 +210,7 @@ class Bench:
         baseline_runs = opts.runs if opts.baseline_runs is None else opts.baseline_runs
         last_ours_db: Path | None = None
         last_postgres: PostgresWarehouse | None = None
+        last_cli_db: Path | None = None
         for rep in range(opts.runs):
             self.log(f"run {rep + 1}/{opts.runs}")
             if "floor" in only:
@@ -231,8 +232,8 @@ class Bench:
                 self.measure("floor_nochange", "floor_nochange")
             if "cli" in only:
                 # a scheduled run's whole cost: a new process, the sync, the models, the snapshot
-                cli_db = Path(self.measure("cli", "cli_initial").detail["database"])
-                self.measure("cli", "cli_nochange", self._same_db(cli_db))
+                last_cli_db = Path(self.measure("cli", "cli_initial").detail["database"])
+                self.measure("cli", "cli_nochange", self._same_db(last_cli_db))
             if rep < baseline_runs:
                 if "tuned" in only:
                     self.measure("tuned", "tuned")
@@ -248,8 +249,9 @@ class Bench:
                 {"database": last_postgres.database},
                 self._postgres_env(last_postgres),
             )
-        if last_ours_db is not None or last_postgres is not None:
-            # one churn per repetition, then each destination's sync sees the same changes
+        if any(db is not None for db in (last_ours_db, last_postgres, last_cli_db)):
+            # one churn per repetition, then each destination's sync sees the same changes, and
+            # so does a scheduled `drone-sync run` (cli_churn: models built for what changed)
             for rep in range(opts.runs):
                 self.log(f"churn {rep + 1}/{opts.runs}")
                 churned = self.sim.churn(
@@ -262,6 +264,9 @@ class Bench:
                     sample.detail["churn"] = churned
                 if last_postgres is not None:
                     sample = self._measure_postgres("postgres_churn", last_postgres)
+                    sample.detail["churn"] = churned
+                if last_cli_db is not None:
+                    sample = self.measure("cli", "cli_churn", self._same_db(last_cli_db))
                     sample.detail["churn"] = churned
         return {"samples": self.samples, "models": models, "models_postgres": models_postgres}
 

@@ -123,8 +123,13 @@ def run_cli(spec: dict[str, Any]) -> dict[str, Any]:
         "seconds": seconds,
         "rows_written": summary["rows_written"],
         "models_rebuilt": models.get("rebuilt"),
+        "models_scope": models.get("scope"),
+        "models_built": models.get("models_built"),
+        "tests_passed": models.get("tests_passed"),
         "models_seconds": models.get("seconds"),
         "child_peak_rss_mb": round(children.ru_maxrss / 1024, 1),
+        # the CLI process's CPU (user + system): on a shared machine, steadier than its wall
+        "cpu_seconds": round(children.ru_utime + children.ru_stime, 3),
     }
 
 

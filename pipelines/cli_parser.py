@@ -267,8 +267,9 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
     run.add_argument(
         "--force-models",
         action="store_true",
-        help="build the dbt models even when nothing changed since their last build (by"
-        " default a run that changed nothing keeps the current marts; docs/models.md)",
+        help="build and test every dbt model (by default a run builds only the models"
+        " downstream of the tables that changed since the last build, and a full build runs"
+        " at least daily; docs/models.md)",
     )
     _snapshot_arguments(run)
     _observe_arguments(run)

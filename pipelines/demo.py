@@ -58,7 +58,8 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     from drone_ops_sync.simulator.server import serve_in_thread
 
     from .console.progress import sync_with_progress
-    from .publish.dbt_build import answer_questions, build_models
+    from .publish.dbt_build import build_models
+    from .publish.questions import answer_questions
     from .publish.snapshot import default_snapshot_path, publish_snapshot
     from .run.dlt_tooling import link_for_dlt_cli
 

@@ -1,6 +1,7 @@
 """What follows a successful sync (`drone-sync run`) or stands alone (`drone-sync models`): the
-dbt build, skipped when the marts are still current (`build_record.py`), then the BI snapshot,
-skipped when the one published from those marts is still in place. Only here is anything
+dbt build of what changed since the last one (`build_plan.py`: nothing, the models downstream of
+the changed tables, or all), then the BI snapshot, skipped when the one published from the
+current marts is still in place. Only here is anything
 published, so a failed or interrupted run never publishes half-updated data.
 """
 
@@ -20,8 +21,8 @@ from drone_ops_sync.sources.drone_ops import (
 
 from .console.output import Output
 from .exit_codes import EXIT_FAILED, EXIT_OK
+from .publish.build_plan import plan_build
 from .publish.build_record import (
-    current_build,
     dbt_folder,
     forget_build,
     remember_build,
@@ -49,10 +50,12 @@ def build_models_step(
     outcome: SyncOutcome | None = None,
     snapshot: SnapshotPlan | None = None,
 ) -> int:
-    """Builds (and tests) the models, or, with `reuse_current`, keeps marts that are current;
-    then publishes the snapshot and ends the command with its exit code. The models are the
-    whole fleet's: every configured workspace's raw tables, unioned (`fleet_vars`); on DuckDB
-    all of it under the file's access lock, so no workspace loads meanwhile."""
+    """Builds (and tests) the models, or, with `reuse_current`, only those downstream of what
+    changed since the last build, keeping marts that are current (`build_plan.py`; without it
+    every model is built); then publishes the snapshot and ends the command with its exit
+    code. The models are the whole fleet's: every configured workspace's raw tables, unioned
+    (`fleet_vars`); on DuckDB all of it under the file's access lock, so no workspace loads
+    meanwhile."""
     with models_turn(target):
         return _build_models_step(
             target,
@@ -116,15 +119,16 @@ def _build_models_step(
     from .publish.dbt_build import build_models
 
     folder = dbt_folder(target.sync_dir())
-    if reuse_current:
-        record = current_build(folder, data_version, target.dataset)
-        if record is not None:
-            reused = ModelsResult(ok=True, reused_from=record.built_at)
-            output.models_summary(reused, target.dataset)
-            # the snapshot in place holds these marts: only its freshness (_snapshot_info,
-            # _sync_runs) is refreshed; one with raw tables is published whole
-            reuse = snapshot is not None and snapshot_current(record, snapshot.path)
-            return finish_success(target, snapshot, output, outcome, reused, reuse_marts=reuse)
+    plan = plan_build(folder, data_version, target.dataset, full=not reuse_current)
+    if plan.scope == "none" and plan.previous is not None:
+        reused = ModelsResult(
+            ok=True, reused_from=plan.previous.built_at, scope="none", reason=plan.reason
+        )
+        output.models_summary(reused, target.dataset)
+        # the snapshot in place holds these marts: only its freshness (_snapshot_info,
+        # _sync_runs) is refreshed; one with raw tables is published whole
+        reuse = snapshot is not None and snapshot_current(plan.previous, snapshot.path)
+        return finish_success(target, snapshot, output, outcome, reused, reuse_marts=reuse)
     prepare_models_build(target)
     with output.status("building dbt models"):
         result = build_models(
@@ -134,7 +138,12 @@ def _build_models_step(
             target_path=folder / "target",
             scratch_root=target.spill_root(),
             dbt_vars=fleet_vars(target),
+            select=plan.select or None,
+            unit_tests=plan.unit_tests,
+            write_json=False,
         )
+    result.scope, result.reason = plan.scope, plan.reason
+    result.changed_tables = plan.changed_tables
     if target.destination == "duckdb" and result.error:
         busy = busy_message(target.resolved_database().resolve(), Exception(result.error))
         if busy is not None:
@@ -146,7 +155,13 @@ def _build_models_step(
     if not result.ok:
         return output.finish(EXIT_FAILED, "failed", outcome, result)
     if run_tests:
-        remember_build(folder, data_version, target.dataset)
+        remember_build(
+            folder,
+            data_version,
+            target.dataset,
+            full=plan.scope == "full",
+            previous=plan.previous,
+        )
     return finish_success(target, snapshot, output, outcome, result)
 
 

@@ -201,9 +201,16 @@ class TextOutput(Output):
                 " rebuilds)"
             )
             return
+        scope = (
+            f"downstream of {', '.join(result.changed_tables)}"
+            if result.scope == "changed"
+            else f"all: {result.reason}"
+            if result.reason
+            else "all"
+        )
         self.console.print(
-            f"dbt: {result.models_built} models built, {result.tests_passed} tests passed,"
-            f" {result.tests_failed} failed in {result.seconds:.1f}s"
+            f"dbt: {result.models_built} models built ({scope}), {result.tests_passed} tests"
+            f" passed, {result.tests_failed} failed in {result.seconds:.1f}s"
             f" (marts in schema {dataset}_marts)"
         )
         for failure in result.failures:

@@ -150,6 +150,10 @@ def models_fields(result: ModelsResult, dataset: str | None) -> dict[str, Any]:
         "error": redact(result.error) if result.error else None,
         "rebuilt": result.reused_from is None,
         "built_at": result.reused_from,
+        "scope": result.scope,
+        "reason": result.reason,
+        "changed_tables": list(result.changed_tables),
+        "built": sorted(result.built),
         **({"marts_schema": f"{dataset}_marts"} if dataset else {}),
     }
 

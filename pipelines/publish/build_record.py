@@ -1,16 +1,14 @@
-"""The record of the last model build, so a run that changed nothing skips the build.
+"""The record of the last model build: what the marts were built from, so the next build does
+only what changed since (`build_plan.py` decides from it: nothing, the models downstream of the
+tables that changed, or everything).
 
-Why: a schedule every 15 minutes on a quiet workspace would otherwise rebuild and retest every
-model each time (about 8 s at `small`, 15 s at `large`) to produce the same marts. The record
-says what the marts were built from; a run skips the build only when all of it still holds:
-
-- the warehouse's data version is the one the build read (`warehouse.data_version`: row counts,
-  retirements and the newest load per raw table, so any load, retirement or repair changes it,
-  whoever made it: this run, a `--no-models` run, a restore from a backup);
-- the dbt project's files are the ones the build used (an upgrade or an edited model rebuilds);
-- the build ran on the same UTC day: marts that measure "until now" (how long a project has
-  been weather-delayed) are refreshed at least once a day;
-- the build was a whole `dbt build` whose models and tests all passed.
+Why: a schedule every 15 minutes would otherwise rebuild and retest every model each time
+(about 26 s at `small` on a busy 2-core machine) whatever the run loaded. The record holds
+the warehouse's data version per raw table (`warehouse.data_version`: row counts, retirements
+and the newest load, so any load, retirement or repair changes it, whoever made it: this run, a
+`--no-models` run, a restore from a backup), the dbt project's fingerprint, the dataset, and
+when the last build and the last full build ran. A record is written only by a build whose
+models and tests all passed.
 
 The record lives in the warehouse's dbt folder (in the sync folder beside dlt's pipelines
 folder, `Target.sync_dir()`), with dbt's own partial-parse state, and is removed before each
@@ -26,6 +24,7 @@ import logging
 import os
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 
 from .dbt_build import PROJECT_DIR
@@ -49,14 +48,38 @@ class BuildRecord:
     """UTC, ISO 8601."""
     snapshot: str | None = None
     """The marts-only BI snapshot published from this build, if any."""
+    full_built_at: str | None = None
+    """When the last build of every model ran (UTC, ISO 8601): the marts that measure "until
+    now" are rebuilt at least once a UTC day whatever changed. None: not known, so the next
+    build is a full one."""
 
-    def built_on_day(self, now: datetime) -> bool:
-        return datetime.fromisoformat(self.built_at).date() == now.astimezone(UTC).date()
+    def fully_built_on_day(self, now: datetime) -> bool:
+        """Whether the last full build ran on `now`'s UTC day."""
+        if self.full_built_at is None:
+            return False
+        built = datetime.fromisoformat(self.full_built_at)
+        return built.date() == now.astimezone(UTC).date()
+
+
+ENGINE_PACKAGES = ("dbt-core", "dbt-duckdb", "dbt-postgres", "duckdb")
+
+
+def engine_versions() -> str:
+    """The installed versions of what runs the models: an upgrade can change what the same SQL
+    does, so it counts as a project change (a full build with the unit tests)."""
+    found = []
+    for name in ENGINE_PACKAGES:
+        try:
+            found.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} absent")
+    return ", ".join(found)
 
 
 def project_fingerprint(project_dir: Path = PROJECT_DIR) -> str:
-    """A hash of the dbt project's files (models, macros, tests, project and profiles)."""
-    digest = hashlib.sha256()
+    """A hash of the dbt project's files (models, macros, tests, project and profiles) and of
+    the versions of dbt and DuckDB installed (`engine_versions`)."""
+    digest = hashlib.sha256(engine_versions().encode())
     paths = [project_dir / name for name in PROJECT_FILES]
     for folder in PROJECT_FOLDERS:
         paths += sorted(p for p in (project_dir / folder).rglob("*") if p.is_file())
@@ -89,38 +112,33 @@ def read_record(folder: Path) -> BuildRecord | None:
         return None
 
 
-def current_build(
-    folder: Path, data_version: str | None, dataset: str, now: datetime | None = None
-) -> BuildRecord | None:
-    """The last build's record when the marts it made are still current, else None."""
-    if data_version is None:
-        return None
-    record = read_record(folder)
-    if record is None:
-        return None
-    current = (
-        record.data_version == data_version
-        and record.dataset == dataset
-        and record.project == project_fingerprint()
-        and record.built_on_day(now or datetime.now(UTC))
-    )
-    return record if current else None
-
-
 def forget_build(folder: Path) -> None:
     """Removes the record before a build starts: until that build passes, nothing is current."""
     (folder / RECORD_NAME).unlink(missing_ok=True)
 
 
-def remember_build(folder: Path, data_version: str | None, dataset: str) -> None:
-    """Records a whole build whose models and tests all passed."""
+def remember_build(
+    folder: Path,
+    data_version: str | None,
+    dataset: str,
+    *,
+    full: bool,
+    previous: BuildRecord | None = None,
+    now: datetime | None = None,
+) -> None:
+    """Records a build whose models and tests all passed: with `full` every model was built,
+    else only those downstream of what changed since `previous` (whose full build then stays
+    the last one)."""
     if data_version is None:
         return
+    built_at = (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds")
+    full_built_at = built_at if full else (previous.full_built_at if previous else None)
     record = BuildRecord(
         data_version=data_version,
         project=project_fingerprint(),
         dataset=dataset,
-        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        built_at=built_at,
+        full_built_at=full_built_at,
     )
     _write(folder, record)
 

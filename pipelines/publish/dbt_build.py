@@ -1,4 +1,4 @@
-"""Build the dbt project in `models/` over the synced DuckDB file, and answer a few questions.
+"""Build the dbt project in `models/` over the synced warehouse, in-process.
 
 dbt runs in-process through `dbtRunner` (measured faster than dlt's dbt runner, see
 docs/models.md). The destination path and dataset reach `models/profiles.yml` through the
@@ -15,12 +15,10 @@ import pathlib
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-
-import duckdb
 
 from drone_ops_sync.sources.drone_ops import ConfigError
 
@@ -67,6 +65,13 @@ class ModelsResult:
     error: str | None = None
     reused_from: str | None = None
     """Set when nothing was built because the marts are current: when they were built (UTC)."""
+    scope: str = "full"
+    """"full" (every model), "changed" (those downstream of `changed_tables`) or "none"."""
+    reason: str | None = None
+    """Why this scope (`build_plan.BuildPlan.reason`), when a plan decided it."""
+    changed_tables: tuple[str, ...] = ()
+    built: list[str] = field(default_factory=list)
+    """The models built, by name, as dbt's run results list them."""
 
 
 @contextmanager
@@ -137,6 +142,7 @@ def _summarise(result: Any, ok: bool, started: float) -> ModelsResult:
                 summary.tests_failed += 1
         elif resource_type == "model" and status == "success":
             summary.models_built += 1
+            summary.built.append(node.name)
         if status in ("error", "fail"):
             summary.failures.append(
                 NodeFailure(
@@ -154,8 +160,8 @@ def _release_duckdb() -> None:
     """Close the DuckDB database dbt-duckdb keeps open in-process after an invocation.
 
     Without this the file stays open read-write in this process, and a later read-only
-    connection (answer_questions) or another configuration fails with "Can't open a connection
-    to same database file with a different configuration".
+    connection (questions.answer_questions) or another configuration fails with "Can't open a
+    connection to same database file with a different configuration".
     """
     from dbt.adapters.duckdb.connections import DuckDBConnectionManager
 
@@ -210,12 +216,19 @@ def build_models(
     target_path: pathlib.Path | None = None,
     dbt_vars: dict[str, Any] | None = None,
     quiet: bool = True,
-    select: str | None = None,
+    select: str | Sequence[str] | None = None,
+    unit_tests: bool = True,
+    write_json: bool = True,
     scratch_root: pathlib.Path | None = None,
 ) -> ModelsResult:
     """Build staging views and marts (`dbt build`, or `dbt run` without tests) in-process.
 
-    `select` is a dbt selector (e.g. "+fct_job_occurrences") to build part of the project.
+    `select` is a dbt selector (e.g. "+fct_job_occurrences"), or several, to build part of the
+    project. `unit_tests=False` leaves dbt's unit tests out of a `dbt build` (they check the
+    SQL on fixed inputs, which only a project or engine change can alter: `build_plan.py`).
+    `write_json=False` skips dbt's `manifest.json` and `run_results.json` (measured: about 0.3
+    s of CPU per build, docs/performance.md); the result returned says what ran either way,
+    and the partial-parse state is written regardless.
     dbt's target folder is `target_path` when given: kept between builds, it holds dbt's
     partial-parse state, so a later build parses only what changed. Otherwise, and for dbt's
     logs always, a temporary folder in `scratch_root` (default: the system's).
@@ -240,9 +253,15 @@ def build_models(
             quiet=quiet,
             log_path=pathlib.Path(scratch) / "logs",
         )
-        args += ["--target", target.name]
+        # dbt's debug log would go to the scratch folder removed below: not writing it saves
+        # the formatting of every event (docs/performance.md)
+        args += ["--target", target.name, "--log-level-file", "none"]
         if select:
-            args += ["--select", select]
+            args += ["--select", *([select] if isinstance(select, str) else select)]
+        if run_tests and not unit_tests:
+            args += ["--exclude-resource-type", "unit_test"]
+        if not write_json:
+            args.append("--no-write-json")
         with dbt_environment(profile_env(target, dataset)):
             try:
                 outcome = dbtRunner().invoke(args)
@@ -254,124 +273,6 @@ def build_models(
         summary.ok = False
         summary.error = f"{type(outcome.exception).__name__}: {outcome.exception}"
     return summary
-
-
-@dataclass(frozen=True)
-class ExampleQuestion:
-    """A question a drone-ops team asks, answered by one select over the marts."""
-
-    title: str
-    sql: str
-
-
-# `{marts}` is replaced by the quoted marts schema, e.g. "drone_ops_marts".
-EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
-    ExampleQuestion(
-        title="What is flying in the next 7 days, and where?",
-        sql="""
-            select
-                occurrences.workspace,
-                occurrences.occurrence_date,
-                jobs.project_name,
-                jobs.name as job_name,
-                jobs.job_type_name,
-                jobs.priority,
-                jobs.latitude,
-                jobs.longitude,
-                jobs.flights_per_occurrence
-            from {marts}.fct_job_occurrences as occurrences
-            inner join {marts}.dim_jobs as jobs
-                on
-                    occurrences.workspace = jobs.workspace
-                    and occurrences.job_id = jobs.job_id
-            where
-                occurrences.occurrence_date >= current_date
-                and occurrences.occurrence_date < current_date + 7
-                and jobs.is_open
-                and not jobs.is_project_archived
-            order by
-                occurrences.occurrence_date, occurrences.workspace, jobs.project_name, jobs.name
-            limit 15
-        """,
-    ),
-    ExampleQuestion(
-        title="Which projects are stuck in weather_delayed, and for how long?",
-        sql="""
-            select
-                projects.workspace,
-                projects.name as project_name,
-                history.valid_from as delayed_since,
-                round(history.duration_seconds / 86400.0, 1) as days_delayed,
-                projects.jobs_open,
-                projects.jobs_weather_delayed
-            from {marts}.fct_project_status_history as history
-            inner join {marts}.dim_projects as projects
-                on
-                    history.workspace = projects.workspace
-                    and history.project_id = projects.project_id
-            where
-                history.is_current
-                and history.status = 'weather_delayed'
-                and not projects.is_archived
-            order by history.valid_from, projects.name
-            limit 15
-        """,
-    ),
-    ExampleQuestion(
-        title="How reliable were the webhooks over the last 30 days?",
-        sql="""
-            select
-                health.workspace,
-                health.webhook_id,
-                max(health.webhook_name) as webhook_name,
-                sum(health.deliveries) as deliveries,
-                sum(health.failures) as failures,
-                round(1 - sum(health.failures) * 1.0 / sum(health.deliveries), 3)
-                    as success_rate,
-                max(health.p95_duration_ms) as worst_daily_p95_ms
-            from {marts}.fct_webhook_delivery_health_daily as health
-            where health.delivery_date >= current_date - 30
-            group by health.workspace, health.webhook_id
-            order by success_rate, deliveries desc
-        """,
-    ),
-    ExampleQuestion(
-        title="How many open flights does each project have in the next 30 days?",
-        sql="""
-            select
-                occurrences.workspace,
-                occurrences.project_name,
-                count(*) as occurrences,
-                count(distinct occurrences.job_id) as jobs,
-                min(occurrences.occurrence_date) as next_date
-            from {marts}.fct_job_occurrences as occurrences
-            where
-                occurrences.is_job_open
-                and occurrences.occurrence_date >= current_date
-                and occurrences.occurrence_date < current_date + 30
-            group by occurrences.workspace, occurrences.project_id, occurrences.project_name
-            order by occurrences desc, occurrences.workspace, occurrences.project_name
-            limit 15
-        """,
-    ),
-)
-
-
-def answer_questions(
-    database_path: pathlib.Path, dataset: str = "drone_ops"
-) -> list[tuple[str, list[str], list[tuple[Any, ...]]]]:
-    """Run EXAMPLE_QUESTIONS on a read-only connection: (title, column names, rows) each."""
-    marts = '"' + f"{dataset}_marts".replace('"', '""') + '"'
-    answers: list[tuple[str, list[str], list[tuple[Any, ...]]]] = []
-    con = duckdb.connect(str(database_path), read_only=True)
-    try:
-        for question in EXAMPLE_QUESTIONS:
-            cursor = con.execute(question.sql.format(marts=marts))
-            columns = [column[0] for column in cursor.description or []]
-            answers.append((question.title, columns, [tuple(row) for row in cursor.fetchall()]))
-    finally:
-        con.close()
-    return answers
 
 
 def dbt_target(target: Target) -> DbtTarget:

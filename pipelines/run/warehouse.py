@@ -6,12 +6,13 @@ already holds for the source is read by the source itself: `sources.drone_ops.kn
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 
 import dlt
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
-from drone_ops_sync.sources.drone_ops import ALL_TABLES, ENTITIES, ENTITY_TABLES
+from drone_ops_sync.sources.drone_ops import ALL_TABLES, ENTITIES, ENTITY_TABLES, EVENTS_TABLE
 
 log = logging.getLogger(__name__)
 
@@ -71,17 +72,26 @@ def remove_replayed_rows(pipeline: dlt.Pipeline) -> int:
     return removed
 
 
+MODEL_SOURCE_TABLES: tuple[str, ...] = (*ALL_TABLES, EVENTS_TABLE)
+"""The raw tables the models read (each a table of the `drone_ops` dbt source): the synced
+tables and the receiver's `_webhook_events`."""
+
+
 def data_version(pipeline: dlt.Pipeline) -> str | None:
     """A fingerprint of the raw tables the models read: per table its rows, its retired
     versions and its newest load. Any load, retirement or repair changes it, whoever made it,
     so equal fingerprints mean the marts built from one still hold (`build_record.py`).
-    None when the dataset does not exist yet."""
-    parts: list[str] = []
+
+    Kept per table (compact JSON, `{"jobs": "<hash>", ...}`) so a build can tell which tables
+    changed and rebuild only what depends on them (`build_plan.py`). None when the dataset
+    does not exist yet."""
+    versions: dict[str, str] = {}
     with pipeline.sql_client() as client:
         if not client.has_dataset():
             return None
-        for name in ALL_TABLES:
-            retired = 'count("_dlt_valid_to")' if ENTITIES[name].history else "0"
+        for name in MODEL_SOURCE_TABLES:
+            entity = ENTITIES.get(name)
+            retired = 'count("_dlt_valid_to")' if entity is not None and entity.history else "0"
             try:
                 rows = client.execute_sql(
                     f'SELECT count(*), {retired}, max("_dlt_load_id")'
@@ -89,8 +99,9 @@ def data_version(pipeline: dlt.Pipeline) -> str | None:
                 )
             except DatabaseUndefinedRelation:
                 rows = None
-            parts.append(f"{name}={rows[0] if rows else None}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+            part = f"{name}={rows[0] if rows else None}"
+            versions[name] = hashlib.sha256(part.encode()).hexdigest()[:16]
+    return json.dumps(versions, sort_keys=True, separators=(",", ":"))
 
 
 def read_data_version(pipeline: dlt.Pipeline) -> str | None:

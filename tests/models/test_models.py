@@ -13,13 +13,8 @@ import duckdb
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from drone_ops_sync.pipelines.publish.dbt_build import (
-    EXAMPLE_QUESTIONS,
-    PROJECT_DIR,
-    ModelsResult,
-    answer_questions,
-    build_models,
-)
+from drone_ops_sync.pipelines.publish.dbt_build import PROJECT_DIR, ModelsResult, build_models
+from drone_ops_sync.pipelines.publish.questions import EXAMPLE_QUESTIONS, answer_questions
 from tests.models.raw_fixture import JOBS, T1, T2, T3, T4, create_raw_warehouse
 
 MARTS = "drone_ops_marts"

@@ -13,7 +13,8 @@ from collections import Counter
 import duckdb
 import pytest
 
-from drone_ops_sync.pipelines.publish.dbt_build import answer_questions, build_models
+from drone_ops_sync.pipelines.publish.dbt_build import build_models
+from drone_ops_sync.pipelines.publish.questions import answer_questions
 from drone_ops_sync.pipelines.run.sync import run_sync
 from drone_ops_sync.pipelines.run.target import Target
 from drone_ops_sync.sources.drone_ops import read_source_config

@@ -1,0 +1,187 @@
+"""A run builds the models downstream of the raw tables that changed since the last passing
+build, and everything when it has to: the first build, after a failed one, after a change of
+the dbt project, and once a UTC day (pipelines/publish/build_plan.py).
+
+The real simulator over HTTP, the real sync and dbt on DuckDB, in this process (`main`, JSON
+output); what dbt built is read from the summary (dbt's run results), what the marts hold from
+the warehouse and the BI snapshot directly."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from drone_ops_sync.pipelines.cli import EXIT_FAILED, EXIT_OK, main
+from testkit.simulator_process import SimulatorHandle
+
+from .warehouse_check import query
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+JOB_MODELS = {"stg_drone_ops__job_versions", "int_jobs_current", "dim_jobs", "fct_job_occurrences"}
+"""Models that read jobs: each must be rebuilt when only jobs changed."""
+UNRELATED_MODELS = {
+    "dim_webhooks",
+    "fct_webhook_deliveries",
+    "fct_webhook_delivery_health_daily",
+    "dim_team_members",
+    "dim_users",
+}
+"""Models that read no jobs: none may be rebuilt when only jobs changed."""
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str, code: int = EXIT_OK) -> dict[str, Any]:
+    """One `drone-sync` command with JSON logs; its summary's `models` part."""
+    exit_code = main([*args, "--log-format", "json"])
+    # dbt prints a failing node's line itself, beside the JSON events
+    lines = capsys.readouterr().out.splitlines()
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    assert exit_code == code, events
+    (summary,) = [event for event in events if event["event"] == "summary"]
+    models: dict[str, Any] = summary["models"]
+    return models
+
+
+def rename_a_job(sim: SimulatorHandle, name: str) -> str:
+    """Changes one job through the API (nothing else changes); returns its id."""
+    with sim.client(full=True) as client:
+        project = client.get("/v1/projects").raise_for_status().json()["projects"][0]
+        jobs = client.get(f"/v1/projects/{project['id']}/jobs").raise_for_status().json()
+        job_id = str(jobs["jobs"][0]["id"])
+        client.patch(
+            f"/v1/projects/{project['id']}/jobs/{job_id}", json={"name": name}
+        ).raise_for_status()
+    return job_id
+
+
+def record_path(database: Path) -> Path:
+    return database.parent / ".drone_sync" / database.name / "dbt" / "last_build.json"
+
+
+def edit_record(database: Path, **fields: Any) -> None:
+    """Rewrites fields of the build record, as time passing or an edited project would."""
+    path = record_path(database)
+    path.write_text(json.dumps(json.loads(path.read_text()) | fields))
+
+
+@pytest.fixture
+def run_args(
+    tiny_sim: SimulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, ...]:
+    monkeypatch.setenv("SOURCES__DRONE_OPS__BASE_URL", tiny_sim.base_url)
+    monkeypatch.setenv("SOURCES__DRONE_OPS__API_KEY", tiny_sim.read_key)
+    return ("run", "--database", str(tmp_path / "w.duckdb"))
+
+
+def test_a_run_rebuilds_what_reads_the_changed_tables_and_nothing_else(
+    tiny_sim: SimulatorHandle,
+    tmp_path: Path,
+    run_args: tuple[str, ...],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    database = tmp_path / "w.duckdb"
+    first = run_json(capsys, *run_args)
+    assert first["scope"] == "full" and first["reason"] == "no passing build recorded"
+    every_model = set(first["built"])
+    assert len(every_model) == first["models_built"] > 20 and every_model >= JOB_MODELS
+    assert every_model >= UNRELATED_MODELS
+
+    quiet = run_json(capsys, *run_args)
+    assert (quiet["scope"], quiet["models_built"], quiet["built"]) == ("none", 0, [])
+
+    job_id = rename_a_job(tiny_sim, "Renamed for the partial build")
+    changed = run_json(capsys, *run_args)
+    assert changed["ok"] and changed["scope"] == "changed", changed
+    assert changed["changed_tables"] == ["jobs"]
+    built = set(changed["built"])
+    assert built >= JOB_MODELS, "every model reading jobs is rebuilt"
+    assert not built & UNRELATED_MODELS, "models that read no jobs are kept"
+    assert changed["tests_failed"] == 0 and 0 < changed["tests_passed"] < first["tests_passed"]
+
+    # the marts hold the change, in the warehouse and in the BI snapshot published from it,
+    # and the snapshot still has the marts that were not rebuilt
+    (row,) = query(database, f"select name from drone_ops_marts.dim_jobs where job_id = '{job_id}'")
+    assert row["name"] == "Renamed for the partial build"
+    snapshot = duckdb.connect(str(tmp_path / "w_bi.duckdb"), read_only=True)
+    try:
+        names = snapshot.execute(
+            "select name from drone_ops_marts.dim_jobs where job_id = ?", [job_id]
+        ).fetchall()
+        webhooks = snapshot.execute("select count(*) from drone_ops_marts.dim_webhooks").fetchone()
+    finally:
+        snapshot.close()
+    assert names == [("Renamed for the partial build",)]
+    assert webhooks is not None and webhooks[0] > 0
+
+    # asked for: everything
+    forced = run_json(capsys, *run_args, "--force-models")
+    assert forced["scope"] == "full" and set(forced["built"]) == every_model
+
+
+def test_a_full_build_follows_a_failed_one_a_project_change_and_a_new_day(
+    tiny_sim: SimulatorHandle,
+    tmp_path: Path,
+    run_args: tuple[str, ...],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    database = tmp_path / "w.duckdb"
+    every_model = set(run_json(capsys, *run_args)["built"])
+
+    # another job given a status the API does not have, then a real change of jobs: the
+    # partial build runs the job models' tests, one fails, the run fails, no record is left
+    renamed = rename_a_job(tiny_sim, "Changed before the failed build")
+    con = duckdb.connect(str(database))
+    try:
+        (broken_id, status) = con.execute(
+            "select id, status from drone_ops.jobs where _dlt_valid_to is null and id <> ?"
+            " order by id limit 1",
+            [renamed],
+        ).fetchone() or ("", "")
+        con.execute(
+            "update drone_ops.jobs set status = 'no_such_status'"
+            " where id = ? and _dlt_valid_to is null",
+            [broken_id],
+        )
+    finally:
+        con.close()
+    failed = run_json(capsys, *run_args, code=EXIT_FAILED)
+    assert failed["scope"] == "changed" and not failed["ok"] and failed["tests_failed"] >= 1
+    assert not record_path(database).exists()
+
+    # repaired (the row's status set back): nothing changed that the data version sees, but
+    # the failed build left no record, so every model is built and tested again
+    con = duckdb.connect(str(database))
+    try:
+        con.execute(
+            "update drone_ops.jobs set status = ? where id = ? and _dlt_valid_to is null",
+            [status, broken_id],
+        )
+    finally:
+        con.close()
+    after_failure = run_json(capsys, *run_args)
+    assert after_failure["scope"] == "full" and set(after_failure["built"]) == every_model
+    assert after_failure["reason"] == "no passing build recorded"
+
+    # an edited project (or another dbt or DuckDB version): everything, with the unit tests
+    edit_record(database, project="the project as it was before")
+    rename_a_job(tiny_sim, "Changed with the project")
+    edited = run_json(capsys, *run_args)
+    assert edited["scope"] == "full" and set(edited["built"]) == every_model
+    assert edited["reason"] == "the dbt project or its engine changed"
+
+    # the last full build was yesterday: today's first build is a full one, even when only
+    # jobs changed (the status histories measure "until now")
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).isoformat(timespec="seconds")
+    edit_record(database, full_built_at=yesterday)
+    rename_a_job(tiny_sim, "Changed the next day")
+    daily = run_json(capsys, *run_args)
+    assert daily["scope"] == "full" and set(daily["built"]) == every_model
+    assert daily["reason"] == "the first build of the day"
+    assert daily["tests_passed"] < edited["tests_passed"], "the unit tests ran with the edit only"
+    record = json.loads(record_path(database).read_text())
+    assert datetime.fromisoformat(record["full_built_at"]).date() == datetime.now(UTC).date()
