@@ -115,7 +115,7 @@ def test_churn_between_pages_then_a_quiet_run_equals_the_api(
     warehouse = Warehouse(tmp_path)
     if seed != 1:  # the first case churns a first load, the others an incremental run
         assert warehouse.run(sim.base_url, sim.read_key).ok
-    sim.wait_for_deliveries(timeout=30)
+    sim.wait_for_deliveries()
     changes = actions(sim, rng)
     triggers = sorted(rng.sample(range(3, 80), len(changes)))
     proxy = Proxy(sim.base_url, [Rule(r"/v1/.*", 1.0, latency(0.02, 0.04, seed))])
@@ -140,7 +140,7 @@ def test_churn_between_pages_then_a_quiet_run_equals_the_api(
     assert exit_code == 0 and result is not None, child.output()
     duplicates = duplicate_current_ids(warehouse.database, warehouse.dataset)
     pending = pending_packages(warehouse.pipelines_dir)
-    sim.wait_for_deliveries(timeout=30)
+    sim.wait_for_deliveries()
     catch_up = warehouse.run(sim.base_url, sim.read_key)
     warehouse.check(
         sim.base_url,

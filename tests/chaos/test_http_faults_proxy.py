@@ -146,7 +146,7 @@ def test_502_on_deletion_checks_fails_only_projects_with_a_named_error(
     with sim.client(full=True) as client:
         projects = client.get("/v1/projects").raise_for_status().json()["projects"]
         assert client.delete(f"/v1/projects/{projects[-1]['id']}").status_code == 204
-    sim.wait_for_deliveries(timeout=30)
+    sim.wait_for_deliveries()
     proxy = Proxy(sim.base_url, [Rule(r"/v1/projects/[^/]+", 1.0, injected_status(502))])
     with FaultServer(proxy) as server:
         outcome = warehouse.run(server.base_url, sim.read_key, max_attempts=2)

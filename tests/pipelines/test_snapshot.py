@@ -101,7 +101,7 @@ def template(sim: SimulatorHandle, tmp_path_factory: pytest.TempPathFactory) -> 
     ).ok
     env = cli_env(root, base_url=sim.base_url, api_key=sim.read_key)
     args = ["models", "--no-test", "--snapshot-raw", "--log-format", "json"]
-    models = run_cli(args, env, folder, timeout=240)
+    models = run_cli(args, env, folder)
     assert models.code == EXIT_OK, models.describe()
     return Template(folder, models)
 
