@@ -36,7 +36,7 @@ from .harness import Warehouse
 from .results import ChaosResults
 from .truth import Reader
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.e2e]
 
 # the defaults a user runs with (the cases about slow failure must not hide behind small ones)
 DEFAULT_RETRIES: dict[str, Any] = {"max_attempts": 8, "retry_budget_seconds": 300.0}

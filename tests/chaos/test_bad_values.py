@@ -22,7 +22,7 @@ from .fault_server import Workspace
 from .harness import Warehouse
 from .results import ChaosResults
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.e2e]
 
 
 @pytest.fixture(scope="module")

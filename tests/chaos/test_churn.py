@@ -23,7 +23,7 @@ from .results import ChaosResults
 from .truth import duplicate_current_ids
 from .watch import pending_packages
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e]
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ from .harness import PATIENT, Warehouse, failed_tables, fault_phases
 from .results import ChaosResults
 from .truth import message_problems, run_rows
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e]
 
 WORKSPACE = ("--projects", "12", "--jobs-per-project", "6", "--logs-per-webhook", "100")
 ANY_GET = r"/v1/.*"

@@ -23,7 +23,7 @@ from .harness import CALM, Warehouse
 from .results import ChaosResults
 from .truth import assert_warehouse_matches_api
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e]
 
 SPILL = "drone-ops-walk-*"
 SCRATCH = "drone-ops-dbt-*"
