@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.pipelines.run.target import PIPELINE_HASH_LENGTH, PIPELINE_PREFIX, Target
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 from .cli_helpers import (
@@ -61,6 +61,24 @@ pytestmark = pytest.mark.e2e
 # dlt's global folder when no pipelines_dir is given: /var/dlt for root, else ~/.dlt (which
 # is inside tmp_path here, because HOME is)
 GLOBAL_DLT_PIPELINES = Path("/var/dlt/pipelines")
+WAREHOUSE_PIPELINE = re.compile(rf"{PIPELINE_PREFIX}_.+_[0-9a-f]{{{PIPELINE_HASH_LENGTH}}}")
+"""The name of one warehouse's pipeline folder (`Target.pipeline_name`)."""
+
+
+def global_pipelines(*databases: Path) -> dict[str, int]:
+    """What is under dlt's global pipelines folder that a run of these warehouses could have
+    written: every `drone_ops*` entry except the folders of other warehouses' pipelines, which
+    another process on a shared machine (a user's sync, another suite) may write meanwhile."""
+    own = {Target(database=database).pipeline_name() for database in databases}
+
+    def foreign(path: str) -> bool:
+        top = Path(path).relative_to(GLOBAL_DLT_PIPELINES).parts[0]
+        return WAREHOUSE_PIPELINE.fullmatch(top) is not None and top not in own
+
+    snapshot = tree_snapshot(GLOBAL_DLT_PIPELINES, PIPELINE_PREFIX)
+    return {path: mtime for path, mtime in snapshot.items() if not foreign(path)}
+
+
 SUMMARY_HEADERS = ("seen", "new", "changed", "retired", "requests")
 TABLE_SUMMARY_KEYS = {
     "status",
@@ -516,7 +534,8 @@ def test_bad_setting_exits_2_with_one_line(
         netguard_log=log,
     )
     setting = f"sources.drone_ops.{name.lower()}"
-    global_before = tree_snapshot(GLOBAL_DLT_PIPELINES, "drone_ops")
+    databases = [tmp_path / "w.duckdb"]
+    global_before = global_pipelines(*databases)
     for args in (run_args(tmp_path / "w.duckdb"), ["check"]):
         shared_sim.reset_stats()
         result = run_cli(args, env, tmp_path)
@@ -534,7 +553,7 @@ def test_bad_setting_exits_2_with_one_line(
     assert attempts == "", f"connections to foreign hosts:\n{attempts}"
     assert list((tmp_path / "home").iterdir()) == [], "something was written to HOME"
     assert not dlt_data_dir(tmp_path).exists(), "something was written to dlt's data folder"
-    assert tree_snapshot(GLOBAL_DLT_PIPELINES, "drone_ops") == global_before, (
+    assert global_pipelines(*databases) == global_before, (
         f"a pipeline folder was created or changed under {GLOBAL_DLT_PIPELINES}"
     )
 
@@ -587,7 +606,8 @@ def test_bad_flag_exits_2_with_one_line(
     if not {"--database", "--destination"} & set(flags):
         args += ["--database", str(tmp_path / "w.duckdb")]
     env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key)
-    global_before = tree_snapshot(GLOBAL_DLT_PIPELINES, "drone_ops")
+    databases = [Path(args[i + 1]) for i, arg in enumerate(args[:-1]) if arg == "--database"]
+    global_before = global_pipelines(*databases)
     shared_sim.reset_stats()
     result = run_cli(args, env, tmp_path)
     assert result.code == EXIT_CONFIG, result.describe()
@@ -600,7 +620,7 @@ def test_bad_flag_exits_2_with_one_line(
     assert shared_sim.stats()["total"] == 0, f"requests were made: {shared_sim.stats()}"
     assert list((tmp_path / "home").iterdir()) == [], "something was written to HOME"
     assert not dlt_data_dir(tmp_path).exists(), "something was written to dlt's data folder"
-    assert tree_snapshot(GLOBAL_DLT_PIPELINES, "drone_ops") == global_before, (
+    assert global_pipelines(*databases) == global_before, (
         f"a pipeline folder was created or changed under {GLOBAL_DLT_PIPELINES}"
     )
 
