@@ -153,6 +153,12 @@ class DeliveryWorker:
         if self._client is not None:
             self._client.close()
 
+    def set_retry_delays(self, delays: tuple[float, ...]) -> None:
+        """Replace the retry schedule: each attempt that fails from now on (of a delivery already
+        retrying too) is retried after the new schedule's delay for its attempt number, or is
+        the last; a retry already scheduled keeps its time."""
+        self.options = dataclasses.replace(self.options, retry_delays=delays)
+
     @property
     def pending(self) -> int:
         return self.queue.pending

@@ -22,7 +22,7 @@ import httpx
 import uvicorn
 
 from .app import build_app
-from .events import DeliveryOptions, DeliveryWorker
+from .events import DeliveryOptions, DeliveryWorker, parse_retry_delays
 from .faults import FaultInjector
 from .runtime import Runtime
 from .store import Options, Store
@@ -181,6 +181,10 @@ class InProcessHandle(HandleBase):
     def delivery_faults(self) -> dict[str, Any]:
         faults = self.runtime.worker.faults
         return {"faults": faults.spec, "active": faults.state()}
+
+    def set_delivery_retry_delays(self, spec: str | None) -> list[float]:
+        self.runtime.worker.set_retry_delays(parse_retry_delays(spec))
+        return list(self.runtime.worker.options.retry_delays)
 
     def set_webhook_secrets(self, secrets: list[str] | None, webhook_id: str | None = None) -> None:
         self.runtime.worker.secrets.set(secrets, webhook_id)

@@ -22,6 +22,9 @@ from drone_ops_sync.simulator.server import HandleBase
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT_S = 120.0
+DELIVERIES_SETTLE_S = 300.0
+"""How long `wait_for_deliveries` waits for every delivery to settle before it fails: minutes, a
+bound for a stuck sender, not a pace (it returns as soon as nothing is pending)."""
 
 
 class SimulatorHandle(HandleBase):
@@ -38,7 +41,7 @@ class SimulatorHandle(HandleBase):
     def set_faults(self, spec: str | None) -> None:
         self._admin("PUT", names.ADMIN_FAULTS_PATH, {"faults": spec})
 
-    def wait_for_deliveries(self, timeout: float = 10) -> None:
+    def wait_for_deliveries(self, timeout: float = DELIVERIES_SETTLE_S) -> None:
         res = self._admin("POST", names.ADMIN_WAIT_PATH, {"timeout": timeout}, timeout=timeout + 5)
         if res["pending"]:
             raise TimeoutError(f"{res['pending']} webhook deliveries still pending")
@@ -62,6 +65,11 @@ class SimulatorHandle(HandleBase):
     def delivery_faults(self) -> dict[str, Any]:
         """The delivery faults configured and the counts left of each."""
         return dict(self._admin("GET", names.ADMIN_DELIVERY_FAULTS_PATH))
+
+    def set_delivery_retry_delays(self, spec: str | None) -> list[float]:
+        """Replace the retry schedule (`0.5,1,2`; None: no retries); returns the new one."""
+        body = self._admin("PUT", names.ADMIN_DELIVERY_RETRIES_PATH, {"delays": spec})
+        return [float(d) for d in body["delays"]]
 
     def set_webhook_secrets(self, secrets: list[str] | None, webhook_id: str | None = None) -> None:
         """Sign every webhook's deliveries (or one webhook's) with these secrets; [] unsigned."""

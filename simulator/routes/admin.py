@@ -14,12 +14,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from ..events import parse_retry_delays
 from ..names import (
     ADMIN_CHURN_PATH,
     ADMIN_COUNTS_PATH,
     ADMIN_DELIVERIES_PATH,
     ADMIN_DELIVERIES_RESET_PATH,
     ADMIN_DELIVERY_FAULTS_PATH,
+    ADMIN_DELIVERY_RETRIES_PATH,
     ADMIN_FAULTS_PATH,
     ADMIN_STATS_PATH,
     ADMIN_STATS_RESET_PATH,
@@ -45,6 +47,8 @@ class AdminRoutes:
             Endpoint(ADMIN_COUNTS_PATH, "GET", self.counts),
             Endpoint(ADMIN_DELIVERY_FAULTS_PATH, "PUT", self.set_delivery_faults),
             Endpoint(ADMIN_DELIVERY_FAULTS_PATH, "GET", self.get_delivery_faults),
+            Endpoint(ADMIN_DELIVERY_RETRIES_PATH, "PUT", self.set_delivery_retries),
+            Endpoint(ADMIN_DELIVERY_RETRIES_PATH, "GET", self.get_delivery_retries),
             Endpoint(ADMIN_WEBHOOK_SECRET_PATH, "PUT", self.set_webhook_secret),
             Endpoint(ADMIN_DELIVERIES_PATH, "GET", self.get_deliveries),
             Endpoint(ADMIN_DELIVERIES_RESET_PATH, "POST", self.reset_deliveries),
@@ -119,6 +123,19 @@ class AdminRoutes:
     async def get_delivery_faults(self, _: Request) -> Response:
         faults = self.rt.worker.faults
         return json_response({"faults": faults.spec, "active": faults.state()})
+
+    async def set_delivery_retries(self, r: Request) -> Response:
+        """`{"delays": "0.5,1,2" or null}`: the retry schedule of `--delivery-retry-delays`,
+        replaced at run time (null or empty: no retries)."""
+        body = await read_json(r)
+        spec = body.get("delays")
+        if spec is not None and not isinstance(spec, str):
+            raise ApiError(400, "delays must be a string or null")
+        self.rt.worker.set_retry_delays(parse_retry_delays(spec))
+        return await self.get_delivery_retries(r)
+
+    async def get_delivery_retries(self, _: Request) -> Response:
+        return json_response({"delays": list(self.rt.worker.options.retry_delays)})
 
     async def set_webhook_secret(self, r: Request) -> Response:
         """`{"secrets": [...] or null, "webhook_id": optional}`: the default for every webhook,

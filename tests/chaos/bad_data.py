@@ -33,6 +33,9 @@ def clean_template(root: Path) -> Warehouse:
 class DefectRun:
     outcome: SyncOutcome
     seconds: float
+    cpu_seconds: float
+    """The CPU this process spent on the run (the sync and the fixture server both run here):
+    the run's work, which a busy machine does not inflate the way it does the wall clock."""
     requests: dict[str, int]
     issues: list[dict[str, Any]]
     before: dict[str, list[dict[str, Any]]]
@@ -67,9 +70,10 @@ def run_defect(
     warehouse = template.copy_to(root)
     before = all_rows(warehouse)
     with FaultServer(workspace, max_requests=400) as server:
-        started = time.monotonic()
+        started, cpu_started = time.monotonic(), time.process_time()
         outcome = warehouse.run(server.base_url, KEY, **overrides)
         seconds = time.monotonic() - started
+        cpu_seconds = time.process_time() - cpu_started
         requests = dict(server.paths())
     issues = []
     with Reader(warehouse.database, warehouse.dataset) as reader:
@@ -78,7 +82,8 @@ def run_defect(
                 f'SELECT * FROM "{warehouse.dataset}"._sync_issues'
                 f" WHERE run_id = '{outcome.report.run_id}'"
             )
-    return warehouse, DefectRun(outcome, seconds, requests, issues, before, all_rows(warehouse))
+    after = all_rows(warehouse)
+    return warehouse, DefectRun(outcome, seconds, cpu_seconds, requests, issues, before, after)
 
 
 def unknown_field(table: str, name: str) -> bool:

@@ -115,7 +115,7 @@ class Zygote:
         with self._cond:
             self.process.stdin.write(json.dumps(order) + "\n")
             self.process.stdin.flush()
-            if not self._cond.wait_for(lambda: bool(self._pids), timeout=60):
+            if not self._cond.wait_for(lambda: bool(self._pids), timeout=300):
                 raise RuntimeError("the zygote did not fork a child")
             pid = self._pids.pop(0)
             self._spawned.add(pid)

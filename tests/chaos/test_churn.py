@@ -23,7 +23,7 @@ from .results import ChaosResults
 from .truth import duplicate_current_ids
 from .watch import pending_packages
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e]
 
 
 @pytest.fixture(scope="module")
@@ -115,14 +115,14 @@ def test_churn_between_pages_then_a_quiet_run_equals_the_api(
     warehouse = Warehouse(tmp_path)
     if seed != 1:  # the first case churns a first load, the others an incremental run
         assert warehouse.run(sim.base_url, sim.read_key).ok
-    sim.wait_for_deliveries(timeout=30)
+    sim.wait_for_deliveries()
     changes = actions(sim, rng)
     triggers = sorted(rng.sample(range(3, 80), len(changes)))
     proxy = Proxy(sim.base_url, [Rule(r"/v1/.*", 1.0, latency(0.02, 0.04, seed))])
     done: list[str] = []
     with FaultServer(proxy) as server:
         child = warehouse.child(server.base_url, sim.read_key, zygote=zygote)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # a bound for a hung run, not a pace
         try:
             for (name, change), at in zip(changes, triggers, strict=True):
                 while child.alive() and server.count(r"/v1/.*") < at:
@@ -140,7 +140,7 @@ def test_churn_between_pages_then_a_quiet_run_equals_the_api(
     assert exit_code == 0 and result is not None, child.output()
     duplicates = duplicate_current_ids(warehouse.database, warehouse.dataset)
     pending = pending_packages(warehouse.pipelines_dir)
-    sim.wait_for_deliveries(timeout=30)
+    sim.wait_for_deliveries()
     catch_up = warehouse.run(sim.base_url, sim.read_key)
     warehouse.check(
         sim.base_url,

@@ -22,7 +22,7 @@ from .killing import churn, seeded_points
 from .results import ChaosResults
 from .watch import STAGE_DIRS, signal_at, working_folder
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 LISTS = 0
 

@@ -21,7 +21,7 @@ from .harness import Warehouse, failed_tables
 from .results import ChaosResults
 from .truth import Reader
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e]
 
 
 @pytest.fixture

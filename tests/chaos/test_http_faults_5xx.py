@@ -15,7 +15,7 @@ from testkit.simulator_process import SimulatorHandle, running_simulator
 from .harness import Warehouse, fault_phases
 from .results import ChaosResults
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e]
 
 # small, with shorter delivery chains: ~55 requests per run, 3 log pages per webhook
 WORKSPACE = ("--projects", "40", "--jobs-per-project", "6", "--logs-per-webhook", "150")

@@ -21,7 +21,7 @@ from .fault_server import FaultServer, KeyedFaults
 from .harness import Warehouse, fault_phases
 from .results import ChaosResults
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e]
 
 WORKSPACE = ("--projects", "40", "--jobs-per-project", "6", "--logs-per-webhook", "150")
 SIMULATOR_KINDS = ("429", "500", "502", "503", "reset", "truncate")

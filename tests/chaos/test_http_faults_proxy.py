@@ -26,7 +26,7 @@ from .harness import PATIENT, Warehouse, failed_tables, fault_phases
 from .results import ChaosResults
 from .truth import message_problems, run_rows
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.e2e]
 
 WORKSPACE = ("--projects", "12", "--jobs-per-project", "6", "--logs-per-webhook", "100")
 ANY_GET = r"/v1/.*"
@@ -102,10 +102,12 @@ def test_requests_that_hang_past_the_timeout_at_rates(
 def test_slow_drip_is_cut_off_by_the_timeout(
     sim: SimulatorHandle, tmp_path: Path, chaos_results: ChaosResults
 ) -> None:
-    """The first team page drips its body over 12 s, each chunk well within the 1 s timeout:
-    the request should be abandoned after about the timeout and retried, so the run ends in a
-    few seconds (bound: 8 s, for a busy machine) and equals the API."""
-    proxy = Proxy(sim.base_url, [Rule(r"/v1/team", 1.0, slow_drip(12.0), limit=1)])
+    """The first team page drips its body over minutes (a chunk every 0.1 s, each well within
+    the 1 s timeout; over 4 minutes for a team page of 2.5 kB): the request should be abandoned
+    after about the timeout and retried, so the run ends in a few seconds and equals the API.
+    The bound (2 minutes, for a busy runner where the run alone takes tens of seconds) tells
+    that from waiting for the drip."""
+    proxy = Proxy(sim.base_url, [Rule(r"/v1/team", 1.0, slow_drip(600.0), limit=1)])
     warehouse = Warehouse(tmp_path)
     with FaultServer(proxy) as server:
         outcome = warehouse.run(server.base_url, sim.read_key, timeout_seconds=1.0, **PATIENT)
@@ -114,7 +116,7 @@ def test_slow_drip_is_cut_off_by_the_timeout(
         sim.base_url, sim.read_key, results=chaos_results, kind="slow-drip", run_ok=outcome.ok
     )
     assert outcome.ok, failed_tables(outcome)
-    assert outcome.total_seconds < 8.0, f"the run took {outcome.total_seconds:.1f}s"
+    assert outcome.total_seconds < 120.0, f"the run took {outcome.total_seconds:.1f}s"
 
 
 def test_body_truncated_three_times_in_a_row_is_retried(
@@ -146,7 +148,7 @@ def test_502_on_deletion_checks_fails_only_projects_with_a_named_error(
     with sim.client(full=True) as client:
         projects = client.get("/v1/projects").raise_for_status().json()["projects"]
         assert client.delete(f"/v1/projects/{projects[-1]['id']}").status_code == 204
-    sim.wait_for_deliveries(timeout=30)
+    sim.wait_for_deliveries()
     proxy = Proxy(sim.base_url, [Rule(r"/v1/projects/[^/]+", 1.0, injected_status(502))])
     with FaultServer(proxy) as server:
         outcome = warehouse.run(server.base_url, sim.read_key, max_attempts=2)

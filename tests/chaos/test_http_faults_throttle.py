@@ -17,7 +17,7 @@ from testkit.simulator_process import SimulatorHandle, running_simulator
 from .harness import Warehouse, fault_phases
 from .results import ChaosResults
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.e2e]
 
 WORKSPACE = ("--projects", "40", "--jobs-per-project", "6", "--logs-per-webhook", "150")
 # every 429 pauses the whole walk for its Retry-After (1 s): fewer requests keep it short

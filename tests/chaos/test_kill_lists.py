@@ -16,7 +16,7 @@ from .harness import Warehouse
 from .killing import churn, kill_and_heal, seeded_points, walk_requests
 from .results import ChaosResults
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 LISTS = 0
 FRESH = seeded_points(

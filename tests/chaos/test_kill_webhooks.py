@@ -17,7 +17,7 @@ from .harness import Warehouse
 from .killing import churn, kill_and_heal, seeded_points
 from .results import ChaosResults
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 LISTS, WEBHOOKS, RECORD = 0, 1, 2
 FRESH = seeded_points(

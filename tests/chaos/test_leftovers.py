@@ -23,7 +23,7 @@ from .harness import CALM, Warehouse
 from .results import ChaosResults
 from .truth import assert_warehouse_matches_api
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e]
 
 SPILL = "drone-ops-walk-*"
 SCRATCH = "drone-ops-dbt-*"
@@ -60,7 +60,7 @@ def spilled_files(*roots: Path) -> bool:
     return False
 
 
-def wait_for(child: SyncChild, found: Callable[[], bool], timeout: float = 90.0) -> bool:
+def wait_for(child: SyncChild, found: Callable[[], bool], timeout: float = 300.0) -> bool:
     deadline = time.monotonic() + timeout
     while child.alive() and time.monotonic() < deadline:
         if found():
@@ -128,7 +128,7 @@ def test_kill9_in_the_model_build_leaves_no_scratch_after_the_next_run(
     delay = random.Random("chaos-models").uniform(1.0, 3.0)
     try:
         building = wait_for(
-            child, lambda: bool(leftovers(tmp_path, patterns=(SCRATCH,))), timeout=120
+            child, lambda: bool(leftovers(tmp_path, patterns=(SCRATCH,))), timeout=600
         )
         time.sleep(delay)
         hit = child.send(signal.SIGKILL)

@@ -18,7 +18,7 @@ from .harness import Warehouse, failed_tables
 from .killing import churn
 from .results import ChaosResults
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 OFFSETS = (0.0, 0.6, 1.5)
 

@@ -206,7 +206,7 @@ def signal_at(
     database: Path,
     requests: Callable[[], int] | None = None,
     sig: int = signal.SIGKILL,
-    timeout: float = 90.0,
+    timeout: float = 600.0,
     poll: float = 0.002,
 ) -> KillRecord:
     """Watches the child's run and sends `sig` once `point` is reached."""

@@ -62,7 +62,7 @@ API_KEY_VAR = "SOURCES__DRONE_OPS__API_KEY"
 BASE_URL_VAR = "SOURCES__DRONE_OPS__BASE_URL"
 # the tables every tiny workspace fills; a run that leaves one empty did not really sync
 FILLED_TABLES = ("projects", "jobs", "job_types", "team_members", "webhooks")
-RUN_TIMEOUT = 150.0  # one tiny run takes 5-30 s; the bound only stops a hung one
+RUN_TIMEOUT = 600.0  # one tiny run takes 5-30 s idle, minutes on a busy runner; stops a hung one
 CRON_PATH = "/usr/bin:/bin"  # what Vixie cron / cronie give a job
 SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
 

@@ -35,7 +35,7 @@ DEV_COMMAND = (
     " -h 127.0.0.1 -p 3000"
 )
 NETGUARD = REPO / "tests" / "pipelines" / "netguard"
-STARTUP_SECONDS = 180.0
+STARTUP_SECONDS = 600.0  # a bound for a server that never comes up, not a pace
 WORKSPACE_QUERY = """{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus
   locationOrLoadError { __typename ... on PythonError { message }
     ... on RepositoryLocation { repositories { jobs { name } schedules { name }
@@ -55,7 +55,7 @@ def graphql(base: str, query: str) -> Any:
         data=json.dumps({"query": query}).encode(),
         headers={"Content-Type": "application/json"},
     )
-    with urllib.request.urlopen(request, timeout=10) as response:
+    with urllib.request.urlopen(request, timeout=60) as response:
         return json.load(response)["data"]
 
 

@@ -134,8 +134,13 @@ def cli_command(args: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "drone_ops_sync.pipelines.cli", *args]
 
 
+HANG_GUARD_S = 600.0
+"""How long a CLI run may take before a test calls it hung: ten minutes, far above any run's
+pace, since a runner shared with other work makes a 30-second run take several times that."""
+
+
 def run_cli(
-    args: Sequence[str], env: Mapping[str, str], cwd: Path, *, timeout: float = 120
+    args: Sequence[str], env: Mapping[str, str], cwd: Path, *, timeout: float = HANG_GUARD_S
 ) -> Result:
     """Runs `drone-sync ARGS` to completion (killed at the timeout) without a terminal."""
     result = run_command(cli_command(args), env, cwd, timeout=timeout)

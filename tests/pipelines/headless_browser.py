@@ -43,7 +43,7 @@ PAGE_TEXT = """(function text(node) {
 
 
 def page_text_and_screenshot(
-    url: str, expected: Sequence[str], screenshot: Path, profile: Path, timeout: float = 90
+    url: str, expected: Sequence[str], screenshot: Path, profile: Path, timeout: float = 300
 ) -> str:
     """Opens `url`, waits until the page's text holds every string of `expected` (or the
     timeout), saves a PNG screenshot and returns the text (whitespace collapsed)."""
@@ -81,10 +81,10 @@ def page_text_and_screenshot(
 
 
 def _page_socket(port: int) -> str:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300  # a bound for a browser that never answers, not a pace
     while True:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json", timeout=2) as answer:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json", timeout=30) as answer:
                 tabs = json.load(answer)
             return str(next(tab for tab in tabs if tab["type"] == "page")["webSocketDebuggerUrl"])
         except (OSError, StopIteration, ValueError):

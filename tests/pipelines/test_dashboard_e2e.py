@@ -80,7 +80,7 @@ def test_dashboard_shows_the_warehouse(tiny_sim: SimulatorHandle, tmp_path: Path
         stdin=subprocess.DEVNULL,
     )
     try:
-        assert wait_until(lambda: _answers(port), timeout=60), _log(tmp_path)
+        assert wait_until(lambda: _answers(port), timeout=300), _log(tmp_path)
         text = page_text_and_screenshot(
             f"http://127.0.0.1:{port}/",
             [name, "Extract", "Load", "webhook_deliveries"],
@@ -103,7 +103,7 @@ def _answers(port: int) -> bool:
     import urllib.request
 
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as answer:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as answer:
             return bool(answer.status == 200)
     except OSError:
         return False

@@ -108,7 +108,7 @@ def test_postgres_full_churned_and_quiet_runs_with_models(
     assert marts == current, "one dim_projects row per current project"
 
     changed = sim.churn(seed=3, update_fraction=0.1, delete_fraction=0.02)
-    sim.wait_for_deliveries(timeout=30)
+    sim.wait_for_deliveries()
     second = postgres_run(tmp_path, sim, postgres_dsn, "--no-models")
     assert second.code == EXIT_OK, second.describe()
     tables = summary_of(second)["tables"]

@@ -88,7 +88,7 @@ def test_status_is_fresh_then_stale_and_alerts(tmp_path: Path, shared_sim: Simul
         ], stale.describe()
         assert "ago (max 1s)" in stale.out, stale.describe()
         as_json = run_cli([*only, "--log-format", "json"], env_hook, tmp_path)
-        assert wait_until(lambda: len(receiver.received()) == 2, 10)
+        assert wait_until(lambda: len(receiver.received()) == 2, 60)
     assert as_json.code == EXIT_FAILED, as_json.describe()
     (report,) = json_objects(as_json)
     assert report["event"] == "status" and report["stale"] is True, report
@@ -136,7 +136,7 @@ def test_failed_run_alert_names_the_cause_and_never_the_key(tmp_path: Path) -> N
     with running_receiver() as receiver:
         env = cli_env(tmp_path, base_url=base_url, api_key=key, extra={HOOK: receiver.url})
         result = run_cli(run_args(tmp_path / "w.duckdb"), env, tmp_path)
-        assert wait_until(lambda: receiver.received(), 10)
+        assert wait_until(lambda: receiver.received(), 60)
     assert result.code == EXIT_FAILED, result.describe()
     (alert,) = receiver.received()
     assert key not in alert.raw and key not in result.text, alert.raw
@@ -253,7 +253,7 @@ def test_openlineage_events_start_and_complete(tmp_path: Path, shared_sim: Simul
             extra={"OPENLINEAGE_URL": receiver.url, "OPENLINEAGE_FILE": str(file)},
         )
         result = run_cli(run_args(tmp_path / "w.duckdb"), env, tmp_path)
-        assert wait_until(lambda: len(receiver.received()) == 2, 10)
+        assert wait_until(lambda: len(receiver.received()) == 2, 60)
     assert result.code == EXIT_OK, result.describe()
     posted = receiver.received()
     assert {request.path for request in posted} == {"/api/v1/lineage"}
@@ -275,7 +275,7 @@ def test_configuration_error_after_the_hook_is_read_is_alerted(tmp_path: Path) -
     with running_receiver() as receiver:
         env = cli_env(tmp_path, api_key="some-key", extra={HOOK: receiver.url})
         result = run_cli(run_args(tmp_path / "w.duckdb"), env, tmp_path)
-        assert wait_until(lambda: receiver.received(), 10)
+        assert wait_until(lambda: receiver.received(), 60)
     assert result.code == EXIT_CONFIG, result.describe()
     text = receiver.received()[0].body["text"]
     assert "config_error" in text and "run id: none" in text, text

@@ -61,7 +61,7 @@ def test_plain_source_keeps_the_contract(plain: tuple[dlt.Pipeline, Target], tin
     with tiny_sim.client(full=True) as client:
         client.patch(f"/v1/projects/{changed}", json={"name": "Renamed"}).raise_for_status()
         assert client.delete(f"/v1/projects/{deleted}").status_code == 204
-    tiny_sim.wait_for_deliveries(timeout=30)
+    tiny_sim.wait_for_deliveries()
     pipeline.run(drone_ops(), loader_file_format="parquet")
     assert_equals_api(tiny_sim, target)
     history = query(

@@ -101,7 +101,7 @@ def template(sim: SimulatorHandle, tmp_path_factory: pytest.TempPathFactory) -> 
     ).ok
     env = cli_env(root, base_url=sim.base_url, api_key=sim.read_key)
     args = ["models", "--no-test", "--snapshot-raw", "--log-format", "json"]
-    models = run_cli(args, env, folder, timeout=240)
+    models = run_cli(args, env, folder)
     assert models.code == EXIT_OK, models.describe()
     return Template(folder, models)
 
@@ -427,7 +427,7 @@ class Reader:
         return [r for r in self.records() if r["generation"] == generation and r["ts"] > since]
 
     def wait_rounds(self, generation: int, since: float = 0.0, count: int = 3) -> None:
-        assert wait_until(lambda: len(self.rounds(generation, since)) >= count, timeout=30), (
+        assert wait_until(lambda: len(self.rounds(generation, since)) >= count, timeout=300), (
             f"the reader made fewer than {count} rounds of generation {generation}:"
             f" {self.records()[-5:]}"
         )

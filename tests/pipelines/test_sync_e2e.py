@@ -129,7 +129,7 @@ def test_lifecycle_first_sync_changes_and_quiet_rerun(sim: Any, any_target: Targ
             },
         )
         assert created.status_code == 201, created.text
-    sim.wait_for_deliveries(timeout=30)
+    sim.wait_for_deliveries()
 
     second = run()
     assert second.ok, second.report.tables
@@ -265,7 +265,7 @@ def test_rolling_job_refresh_lags_by_at_most_its_slices(
         client.patch(f"/v1/projects/{changed}", json={"name": "Renamed site"}).raise_for_status()
         gone_with_change = jobs_by_project[changed][0]
         assert client.delete(f"/v1/projects/{changed}/jobs/{gone_with_change}").status_code == 204
-    sim.wait_for_deliveries(timeout=30)
+    sim.wait_for_deliveries()
     database = target.database
     assert database is not None
 

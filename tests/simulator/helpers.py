@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl
 import httpx
 
 from drone_ops_sync.simulator.server import InProcessHandle
-from testkit.simulator_process import SimulatorHandle
+from testkit.simulator_process import DELIVERIES_SETTLE_S, SimulatorHandle
 
 
 def walk(client: httpx.Client, path: str, key: str, max_pages: int = 1000) -> list[dict[str, Any]]:
@@ -48,7 +48,7 @@ def webhook_to(
     finally:
         sim.set_delivery_faults(None)
         api.delete(f"/v1/webhooks/{hook_id}")
-        sim.wait_for_deliveries(timeout=15)
+        sim.wait_for_deliveries(timeout=DELIVERIES_SETTLE_S)
 
 
 def new_project(api: httpx.Client, start_date: str = "2026-06-01") -> str:

@@ -73,7 +73,7 @@ def test_events_are_delivered_and_logged(
     full.patch(f"/v1/projects/{pid}", json={"status": "in_progress"})
     full.post(f"/v1/projects/{pid}/archive", json={"archived": True})
     full.patch(f"/v1/projects/{pid}", json={"status": "in_progress"})  # no change: no event
-    sim.wait_for_deliveries(timeout=10)
+    sim.wait_for_deliveries()
 
     ok_paths = [p for p, _, _ in receiver.received if p == "/ok"]
     fail_paths = [p for p, _, _ in receiver.received if p == "/fail"]
@@ -118,7 +118,7 @@ def test_transport_error_is_a_failed_delivery(sim: SimulatorHandle, full: httpx.
     # a closed loopback port: connection refused, response_status 0
     hook = make_hook(full, "http://127.0.0.1:9/hook", ["project.created"])
     full.post("/v1/projects", json={"name": "x", "description": "d", "start_date": "2026-05-01"})
-    sim.wait_for_deliveries(timeout=10)
+    sim.wait_for_deliveries()
     body = full.get(f"/v1/webhooks/{hook}").json()
     assert body["webhook"]["failure_count"] == 1
     entry = body["logs"][0]
@@ -132,7 +132,7 @@ def test_remote_receivers_are_simulated(sim: SimulatorHandle, full: httpx.Client
     before = full.get(f"/v1/webhooks/{generated[0]['id']}").json()["webhook"]
     pid = full.get("/v1/projects").json()["projects"][0]["id"]
     full.patch(f"/v1/projects/{pid}", json={"name": "Touched for the remote hook"})
-    sim.wait_for_deliveries(timeout=10)
+    sim.wait_for_deliveries()
     after = full.get(f"/v1/webhooks/{generated[0]['id']}").json()
     assert after["logs"][0]["created"] > before["last_triggered_at"]
     assert after["logs"][0]["url"] == generated[0]["url"]

@@ -80,11 +80,13 @@ def test_small_scale_content() -> None:
 
 
 def test_count_overrides_and_generation_speed() -> None:
-    start = time.perf_counter()
+    # the CPU this process spent, not the wall clock: generation is single-threaded work, and
+    # on a runner shared with other work the wall clock also counts the time others had the CPU
+    start = time.process_time()
     s = Store(
         Options(seed=3, scale="tiny", projects=2000, jobs_per_project=20, logs_per_webhook=20000)
     )
-    elapsed = time.perf_counter() - start
+    cpu_seconds = time.process_time() - start
     c = s.counts()
     assert c["projects"] == 2000 and 30_000 <= c["jobs"] <= 50_000 and c["logs"] == 20_000
-    assert elapsed < 10  # large (10x projects, 25x logs) is measured by bench/serve.py
+    assert cpu_seconds < 10  # large (10x projects, 25x logs) is measured by bench/serve.py

@@ -14,7 +14,7 @@ from standardwebhooks import Webhook
 
 from drone_ops_sync.simulator.events import DeliveryOptions
 from drone_ops_sync.simulator.server import serve_in_thread
-from testkit.simulator_process import SimulatorHandle, running_simulator
+from testkit.simulator_process import DELIVERIES_SETTLE_S, SimulatorHandle, running_simulator
 
 from .conftest import ANCHOR, SECRET
 from .helpers import new_project, rename, webhook_to
@@ -53,7 +53,7 @@ def test_patch_sends_a_signed_update_carrying_the_project_as_served(
 ) -> None:
     pid = new_project(api)
     rename(api, pid, "Signed and delivered")
-    signed_sim.wait_for_deliveries(timeout=10)
+    signed_sim.wait_for_deliveries()
 
     (arrival,) = receiver.arrivals
     headers, event = arrival.headers, arrival.event
@@ -83,7 +83,7 @@ def test_rotation_signs_with_both_secrets(
     signed_sim.set_webhook_secrets([NEW_SECRET, SECRET], webhook_id=hook)
     try:
         rename(api, new_project(api), "Rotating")
-        signed_sim.wait_for_deliveries(timeout=10)
+        signed_sim.wait_for_deliveries()
     finally:
         signed_sim.set_webhook_secrets(None, webhook_id=hook)
     (arrival,) = receiver.arrivals
@@ -92,7 +92,7 @@ def test_rotation_signs_with_both_secrets(
         assert signature_matches(secret, arrival.headers, arrival.body)
         Webhook(secret).verify(arrival.body, arrival.headers)
     rename(api, new_project(api), "Rotated back")
-    signed_sim.wait_for_deliveries(timeout=10)
+    signed_sim.wait_for_deliveries()
     assert len(receiver.arrivals[-1].headers["webhook-signature"].split(" ")) == 1
 
 
@@ -106,7 +106,7 @@ def test_duplicate_arrives_twice_with_one_delivery_id(
     pid = new_project(api)
     rename(api, pid, "Twice")
     rename(api, pid, "Once")  # the count is spent: this one is sent once
-    signed_sim.wait_for_deliveries(timeout=10)
+    signed_sim.wait_for_deliveries()
 
     ids = receiver.delivery_ids()
     assert len(ids) == 3 and ids[0] == ids[1] != ids[2]
@@ -125,7 +125,7 @@ def test_reordered_event_arrives_after_the_next_of_its_project(
     pid = new_project(api)
     for name in ("First", "Second", "Third"):
         rename(api, pid, name)
-    signed_sim.wait_for_deliveries(timeout=10)
+    signed_sim.wait_for_deliveries()
 
     assert [a.event["data"]["name"] for a in receiver.arrivals] == ["Second", "First", "Third"]
     sent = [d["delivery_id"] for d in signed_sim.deliveries(hook)]
@@ -139,7 +139,7 @@ def test_delay_holds_a_delivery_for_the_given_time(
     signed_sim.set_delivery_faults("delay:1x:400")
     before = time.monotonic()
     rename(api, new_project(api), "Late")
-    signed_sim.wait_for_deliveries(timeout=10)
+    signed_sim.wait_for_deliveries()
     (arrival,) = receiver.arrivals
     assert arrival.at - before >= 0.4
     assert signed_sim.deliveries(hook)[0]["faults"] == ["delay:400"]
@@ -150,7 +150,7 @@ def test_dropped_first_attempt_is_logged_as_a_timeout_then_retried(
 ) -> None:
     signed_sim.set_delivery_faults("drop_first_attempt:1x")
     rename(api, new_project(api), "Lost once")
-    signed_sim.wait_for_deliveries(timeout=10)
+    signed_sim.wait_for_deliveries()
 
     assert len(receiver.arrivals) == 1
     (delivery,) = signed_sim.deliveries(hook)
@@ -189,10 +189,10 @@ def test_unsigned_without_a_secret() -> None:
                 json={"name": "u", "url": receiver.url, "event_types": ["project.created"]},
             )
             api.post("/v1/projects", json={"name": "U", "description": "d", "start_date": ANCHOR})
-            sim.wait_for_deliveries(timeout=10)
+            sim.wait_for_deliveries()
             sim.set_webhook_secrets([LATER_SECRET])
             api.post("/v1/projects", json={"name": "S", "description": "d", "start_date": ANCHOR})
-            sim.wait_for_deliveries(timeout=10)
+            sim.wait_for_deliveries()
     finally:
         receiver.stop()
     unsigned, signed = receiver.arrivals
@@ -214,7 +214,7 @@ def test_in_process_simulator_has_the_same_controls() -> None:
             webhook_to(sim, api, receiver.url) as hook,
         ):
             rename(api, new_project(api), "In process")
-            sim.wait_for_deliveries(timeout=10)
+            sim.wait_for_deliveries(timeout=DELIVERIES_SETTLE_S)
             assert sim.delivery_faults()["active"][0]["remaining"] == 0
             (delivery,) = sim.deliveries(hook)
             assert sim.reset_deliveries() == 1 and sim.deliveries() == []
