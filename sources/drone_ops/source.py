@@ -41,6 +41,7 @@ from .compare import TableSync
 from .config import checked_tables
 from .events import EVENTS_COLUMNS, EVENTS_TABLE
 from .run import RunOptions, SyncRun
+from .run_state import record_resources
 from .tables.entities import ENTITIES, Entity
 from .tables.schema import dlt_columns
 from .workspaces import DEFAULT_WORKSPACE, read_workspace_config
@@ -83,10 +84,12 @@ def drone_ops(
     require_dlt_settings()
     if run is None:
         options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
-        run = SyncRun(read_workspace_config(workspace), options)
+        run = SyncRun(read_workspace_config(workspace), options, workspace=workspace)
     assert isinstance(run, SyncRun)
     sync = TableSync(run)
-    return [table(sync) for table in TABLES if table.__name__ in run.options.tables]
+    tables = [table(sync) for table in TABLES if table.__name__ in run.options.tables]
+    # after the tables (dlt extracts in order: `fifo`), so they record what the tables did
+    return [*tables, *record_resources(lambda: run.record), empty_events_table()]
 
 
 def require_dlt_settings() -> None:
