@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlt.destinations.exceptions import DatabaseUndefinedRelation
+
 from drone_ops_sync.sources.drone_ops import (
     UNROUTED,
     DroneOpsError,
@@ -165,7 +167,9 @@ def _apply_to(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
         with target.file_access():
             pipeline, _ = open_pipeline(target)
             finish_pending(pipeline)
-            held = held_versions(pipeline, (str(p["id"]) for e in batch if (p := e.project()) is not None))
+            held = held_versions(
+                pipeline, (str(p["id"]) for e in batch if (p := e.project()) is not None)
+            )
         applied, outcomes = newest_versions(batch, held)
         versions = project_versions(applied.values(), new_run_id())
         RunLoads(target, pipeline).run(applied_events(versions, event_rows(batch, outcomes)))

@@ -51,7 +51,7 @@ _KINDS: dict[str, TColumnSchema] = {
 def _columns(spec: str, *, nullable: bool = True) -> dict[str, TColumnSchema]:
     """`name:kind ...` as dlt column hints, a fresh dict per column (dlt writes into them)."""
     pairs = (item.split(":") for item in spec.split())
-    return {name: {**_KINDS[kind], "nullable": nullable} for name, kind in pairs}  # type: ignore[typeddict-item]
+    return {name: {**_KINDS[kind], "nullable": nullable} for name, kind in pairs}
 
 
 RUN_COLUMNS = _columns(
@@ -106,9 +106,7 @@ def record_resources(record: Callable[[], RunRecord | None]) -> list[DltResource
 
     return [
         dlt.resource(runs, name=RUNS_TABLE, write_disposition="append", columns=RUN_COLUMNS),
-        dlt.resource(
-            issues, name=ISSUES_TABLE, write_disposition="append", columns=ISSUE_COLUMNS
-        ),
+        dlt.resource(issues, name=ISSUES_TABLE, write_disposition="append", columns=ISSUE_COLUMNS),
         dlt.resource(marks, name=MARKS_TABLE, write_disposition="append", columns=MARK_COLUMNS),
     ]
 
@@ -296,9 +294,7 @@ def connection_reader(
             cursor.close()
 
     prefix = f"{_quote(catalog)}." if catalog else ""
-    return RunStateReader(
-        fetch, lambda table: f"{prefix}{_quote(schema)}.{_quote(table)}", missing
-    )
+    return RunStateReader(fetch, lambda table: f"{prefix}{_quote(schema)}.{_quote(table)}", missing)
 
 
 def _quote(identifier: str) -> str:

@@ -95,10 +95,10 @@ def drone_ops(
         run = SyncRun(read_workspace_config(workspace), options, workspace=workspace)
     assert isinstance(run, SyncRun)
     sync = TableSync(run)
-    tables = [table(sync) for table in TABLES if table.__name__ in run.options.tables]
+    resources = [table(sync) for table in TABLES if table.__name__ in run.options.tables]
     # after the tables (dlt extracts in order: `fifo`), so they record what the tables did;
     # `drone-sync run` loads them itself after its last load (`RECORD_RESOURCES`)
-    return [*tables, *record_resources(lambda: run.record), empty_events_table()]
+    return [*resources, *record_resources(lambda: run.record), empty_events_table()]
 
 
 def require_dlt_settings() -> None:

@@ -84,7 +84,9 @@ def test_the_rolling_refresh_walks_every_slice_in_turn(
     )
     assert len(scopes) == SLICES + 1 and scopes[0]["scope"] is None, scopes
     # run k walks slice k mod 3, which the scope names counting from 1
-    walked = [f"slice {k % SLICES + 1} of {SLICES}" in str(row["scope"]) for k, row in enumerate(scopes)]
+    walked = [
+        f"slice {k % SLICES + 1} of {SLICES}" in str(row["scope"]) for k, row in enumerate(scopes)
+    ]
     assert walked[1:] == [True] * SLICES, scopes
 
 
