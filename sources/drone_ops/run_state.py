@@ -37,6 +37,8 @@ RUNS_TABLE = settings.RUNS_TABLE
 ISSUES_TABLE = settings.ISSUES_TABLE
 MARKS_TABLE = settings.DELIVERY_MARKS_TABLE
 RUN_STATE_TABLES = (RUNS_TABLE, ISSUES_TABLE, MARKS_TABLE)
+DLT_LOADS_TABLE = "_dlt_loads"
+"""dlt's record of the loads that completed (`status` 0)."""
 FAILED_STATUSES = ("failed", "refused", "interrupted")
 """A run failed when one of its tables ended so (`skipped` does not fail a run)."""
 
@@ -196,11 +198,13 @@ class RunStateReader:
         self._missing: set[str] = set()
 
     def _rows(self, table: str, sql: str) -> list[tuple[Any, ...]] | None:
-        """`sql` with `{t}` standing for `table`; None when the table does not exist."""
+        """`sql` with `{t}` standing for `table` and `{loaded}` for the ids of the loads that
+        completed; None when the table does not exist."""
         if table in self._missing:
             return None
+        loaded = f"SELECT load_id FROM {self._qualify(DLT_LOADS_TABLE)} WHERE status = 0"
         try:
-            return list(self._fetch(sql.format(t=self._qualify(table))))
+            return list(self._fetch(sql.format(t=self._qualify(table), loaded=loaded)))
         except self._missing_errors:
             self._missing.add(table)
             return None
@@ -210,17 +214,26 @@ class RunStateReader:
         return self._rows(RUNS_TABLE, "SELECT 1 FROM {t} WHERE 1 = 0") is not None
 
     def job_syncs(self) -> int:
-        """Successful `jobs` syncs so far: run k of a rolling job refresh walks slice k mod N."""
+        """Successful `jobs` syncs so far: run k of a rolling job refresh walks slice k mod N.
+        Only rows whose load completed count (dlt records a load in `_dlt_loads` once every
+        job of its package is done): the plain source loads its record in the same package as
+        its tables, and a package whose `jobs` failed must not move the slice on."""
         rows = self._rows(
-            RUNS_TABLE, "SELECT count(*) FROM {t} WHERE resource = 'jobs' AND status = 'success'"
+            RUNS_TABLE,
+            "SELECT count(*) FROM {t} WHERE resource = 'jobs' AND status = 'success'"
+            " AND _dlt_load_id IN ({loaded})",
         )
         return int(rows[0][0]) if rows else 0
 
     def delivery_marks(self) -> dict[str, int] | None:
         """Each webhook's newest recorded mark (ms); None when the marks were never recorded
-        (the caller then reads them from the deliveries themselves)."""
+        (the caller then reads them from the deliveries themselves). As for `job_syncs`, only
+        marks whose load completed count: a mark loaded beside deliveries that failed to load
+        would make the next walk stop above entries the warehouse never got."""
         rows = self._rows(
-            MARKS_TABLE, "SELECT webhook_id, max(newest_ms) FROM {t} GROUP BY webhook_id"
+            MARKS_TABLE,
+            "SELECT webhook_id, max(newest_ms) FROM {t}"
+            " WHERE _dlt_load_id IN ({loaded}) GROUP BY webhook_id",
         )
         if rows is None:
             return None
