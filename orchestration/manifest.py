@@ -6,15 +6,22 @@ project's files (the fingerprint `drone-sync` keeps for its build record), so a 
 an edited model and a deployment all load without a manual step; an up-to-date manifest costs
 one hash of the project's files.
 
-Why `models/target/dagster/`: git-ignored with the rest of dbt's target folder, and apart from
-`drone-sync`'s builds (in the warehouse's `.drone_sync/` folder) and a hand-run `dbt` (in
-`models/target/`), so none of them overwrites the manifest another is reading. Parsing needs
-the profile's environment variables but no database (dbt does not connect to parse), so a
-placeholder path stands in for the warehouse.
+Why a per-user cache folder (`~/.cache/drone-ops-sync/dagster-manifest/<project>/`, or under
+`$XDG_CACHE_HOME`) and not `models/target/`: installed from a wheel, the dbt project is package
+data in site-packages, which may be read-only for the user running Dagster and is never a place
+to write into (docs/install.md). The folder is named after the project's path, so two checkouts
+or virtual environments keep their own manifest; it is apart from `drone-sync`'s builds (in the
+warehouse's `.drone_sync/` folder) and a hand-run `dbt` (in `models/target/`), so none of them
+overwrites the manifest another is reading. Parsing needs the profile's environment variables
+but no database (dbt does not connect to parse), so a placeholder path stands in for the
+warehouse.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 from pathlib import Path
 
 from dagster_dbt import DbtProject
@@ -30,8 +37,8 @@ from drone_ops_sync.pipelines.publish.dbt_build import (
 )
 from drone_ops_sync.pipelines.run.access import waiting_turn
 
-MANIFEST_TARGET = Path("target") / "dagster"
-"""Relative to models/: dbt's target folder for the manifest dagster-dbt reads."""
+CACHE_FOLDER = Path("drone-ops-sync") / "dagster-manifest"
+"""Below the user's cache folder: where each project's manifest folder is."""
 FINGERPRINT_FILE = "project_fingerprint"
 PREPARE_WAIT_SECONDS = 300.0
 """Several processes may load the definitions at once (the multiprocess executor starts one per
@@ -42,17 +49,33 @@ class ManifestError(RuntimeError):
     """`dbt parse` failed: the code location cannot load its dbt assets."""
 
 
+def manifest_folder() -> Path:
+    """dbt's target folder for the manifest dagster-dbt reads: absolute, outside the project.
+
+    The user's cache folder when it can be created, else one of the user's own in the system's
+    temporary folder (a service account without a home directory)."""
+    project = hashlib.sha256(str(PROJECT_DIR.resolve()).encode()).hexdigest()[:12]
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    folder = Path(cache) / CACHE_FOLDER / project
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        folder = Path(tempfile.gettempdir()) / f"drone-ops-sync-{os.getuid()}" / project
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder
+
+
 def dbt_project() -> DbtProject:
-    """The dbt project in models/, its manifest in `MANIFEST_TARGET`."""
+    """The dbt project (package data), its manifest in `manifest_folder()`."""
     return DbtProject(
-        project_dir=PROJECT_DIR, profiles_dir=PROJECT_DIR, target_path=MANIFEST_TARGET
+        project_dir=PROJECT_DIR, profiles_dir=PROJECT_DIR, target_path=manifest_folder()
     )
 
 
 def prepared_project() -> DbtProject:
     """The dbt project with a manifest of its current files, parsed now if needed."""
     project = dbt_project()
-    folder = project.project_dir / project.target_path
+    folder = project.target_path  # absolute (manifest_folder), outside the project
     fingerprint = project_fingerprint(project.project_dir)
     if _current(project, folder, fingerprint):
         return project

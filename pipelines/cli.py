@@ -37,6 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     loads what the chosen command needs."""
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(with_sim="sim" in words).parse_args(words)
+    if args.command == "init":
+        from .project_init import init_command
+
+        return init_command(args.dir, force=args.force)
     from .console.logs import setup_logging
     from .console.output import JsonOutput, TextOutput, make_console
     from .observe.watch import RunWatch
@@ -67,6 +71,10 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
     from .run.lock import WarehouseBusy
 
     try:
+        if args.command != "sim":  # a bad .dlt/*.toml: one line; unknown keys: `run`, `check`
+            from drone_ops_sync.sources.drone_ops import check_settings_files
+
+            check_settings_files(warn_unknown=args.command in ("run", "check"))
         if args.command == "run":
             return _run(args, output, stop, watch)
         if args.command == "status":
@@ -107,10 +115,6 @@ def _target(args: argparse.Namespace) -> Target:
     return Target(destination=args.destination, database=args.database, dataset=args.dataset)
 
 
-def _is_json(args: argparse.Namespace) -> bool:
-    return (getattr(args, "log_format", None) or "text") == "json"
-
-
 def _table_list(resources: str | None) -> list[str] | None:
     """`--resources a,b` as names; None for all tables."""
     from drone_ops_sync.sources.drone_ops import ConfigError
@@ -140,14 +144,15 @@ def _status(args: argparse.Namespace) -> int:
     from .observe.status import status_command
 
     names = selected_names(_names(args.workspace))
+    as_json = args.log_format == "json"
     codes = []
     for name in names:
-        if len(names) > 1 and not _is_json(args):
+        if len(names) > 1 and not as_json:
             sys.stdout.write(f"workspace {name}:\n")
             sys.stdout.flush()
         target = _target(args).for_workspace(name)
         tables = _table_list(args.resources)
-        codes.append(status_command(target, tables, args.max_age, _is_json(args), name))
+        codes.append(status_command(target, tables, args.max_age, as_json, name))
     return max(codes)
 
 

@@ -8,6 +8,7 @@ loading dlt, DuckDB, pyarrow, rich, dbt or the simulator (docs/performance.md).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,7 +24,10 @@ from .defaults import (
 )
 from .exit_codes import EXIT_CONFIG
 
-__all__ = ["SIM_HELP", "build_parser"]
+__all__ = ["DISTRIBUTION", "SIM_HELP", "build_parser"]
+
+DISTRIBUTION = "drone-ops-sync"
+"""The name pip installs us under (pyproject.toml), whose version `--version` prints."""
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -33,14 +37,25 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_CONFIG, f"{self.prog}: configuration error: {message} (see --help)\n")
 
 
-def _output_arguments(parser: argparse.ArgumentParser) -> None:
+def _output_arguments(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
+    """`--log-format` and `-v`, both before the command (as the top-level --help lists them)
+    and after it. Only the top level has defaults: argparse copies every default of a
+    sub-command over what the top level parsed, so a sub-command's own default would silently
+    undo `drone-sync --log-format json run`. Given in both places, the sub-command's wins (it
+    is parsed last, and is the one written nearer the command)."""
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),
-        default=None,
+        default=None if top_level else argparse.SUPPRESS,
         help="text (default) or json: one JSON object per event and a final summary object",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log requests and retries")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=False if top_level else argparse.SUPPRESS,
+        help="log requests and retries",
+    )
 
 
 def _target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +101,34 @@ def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
         "--snapshot-raw",
         action="store_true",
         help="put the raw tables of the dataset into the BI snapshot too, beside the marts",
+    )
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: `drone-sync <version>` of the installed distribution, looked up only when
+    asked (importlib.metadata reads the installed metadata; `--help` need not pay for that)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "print drone-sync's version and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"drone-sync {version(DISTRIBUTION)}\n")
+        parser.exit(0)
+
+
+def _init_parser(commands: Any) -> None:
+    init = commands.add_parser(
+        "init",
+        help="write a starter .dlt/config.toml and .dlt/secrets.toml into a folder",
+    )
+    init.add_argument(
+        "dir", nargs="?", type=Path, default=Path("."), metavar="DIR", help="default: here"
+    )
+    init.add_argument(
+        "--force", action="store_true", help="overwrite the starter files if they exist"
     )
 
 
@@ -161,8 +204,8 @@ def _listen_parser(commands: Any) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="folder of the spool file events.jsonl (default: .drone_sync/<warehouse file>/"
-        "events/ beside the warehouse)",
+        help="folder of the spool's segments events.<n>.jsonl (default: .drone_sync/"
+        "<warehouse file>/events/ beside the warehouse)",
     )
     listen.add_argument(
         "--apply-every",
@@ -185,8 +228,10 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
         " Exit codes: 0 ok, 1 a table or the model build failed, 2 configuration error,"
         " 75 warehouse busy, 130/143 interrupted.",
     )
-    _output_arguments(parser)
+    _output_arguments(parser, top_level=True)
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+    _init_parser(commands)
 
     run = commands.add_parser("run", help="sync the workspaces into the warehouse")
     _target_arguments(run)

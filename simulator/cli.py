@@ -14,6 +14,7 @@ from .events import DEFAULT_WORKERS, DELIVERY_TIMEOUT_S, ORDERS, DeliveryOptions
 from .faults import parse_faults, parse_latency
 from .generator import SCALES
 from .server import ServeConfig, base_url_of, bind, build_runtime, make_server
+from .signing import secret_key
 
 T = TypeVar("T")
 
@@ -53,6 +54,7 @@ def _checked_by(parse: Callable[[str], object]) -> Callable[[str], str]:
 _faults = _checked_by(parse_faults)
 _latency = _checked_by(parse_latency)
 _delivery_faults = _checked_by(parse_delivery_faults)
+_webhook_secret = _checked_by(secret_key)
 _retry_delays = _parsed_by(parse_retry_delays)
 
 
@@ -61,8 +63,10 @@ def add_delivery_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--webhook-secret",
         action="append",
+        type=_webhook_secret,
         metavar="SECRET",
-        help="sign every webhook's deliveries with it; given twice, sign with both (rotation)",
+        help="sign every webhook's deliveries with it (whsec_<base64>, as Standard Webhooks "
+        "issues them); given twice, sign with both (rotation)",
     )
     p.add_argument(
         "--delivery-retry-delays",

@@ -1,15 +1,18 @@
 """Signs a webhook delivery the way docs/events.md describes (Standard Webhooks style).
 
 The spec leaves signing open ("not shown"); the project's reading is HMAC-SHA256 over
-`{webhook-id}.{webhook-timestamp}.{body}` with the shared secret, sent as
-`webhook-signature: v1,<base64>`. This is the simulator's own reading of that document,
-written apart from the receiver's verifier (`pipelines/listen/signing.py`), so a test that
-checks one against the other checks the document, not one function against itself.
+`{webhook-id}.{webhook-timestamp}.{body}`, sent as `webhook-signature: v1,<base64>`, keyed as
+Standard Webhooks says: a secret is `whsec_<base64>` and the key is that base64 decoded, so what
+the simulator sends verifies with the official `standardwebhooks` library. This is the
+simulator's own reading of that document, written apart from the receiver's verifier
+(`pipelines/listen/signing.py`), so a test that checks one against the other checks the
+document, not one function against itself.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import threading
@@ -17,12 +20,30 @@ import time
 from collections.abc import Sequence
 
 SIGNATURE_VERSION = "v1"
+PREFIX = "whsec_"
+
+
+def secret_key(secret: str) -> bytes:
+    """The key of a `whsec_<base64>` secret (padding optional); ValueError for anything else,
+    without quoting it: signing with a plain string's bytes would produce signatures no
+    standard receiver accepts."""
+    body = secret.removeprefix(PREFIX) if secret.startswith(PREFIX) else None
+    if body is None:
+        raise ValueError(f"a secret must be {PREFIX} followed by base64 (Standard Webhooks)")
+    body = body.rstrip("=")
+    try:
+        key = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        key = b""
+    if not key:
+        raise ValueError(f"a secret must be {PREFIX} followed by base64 (Standard Webhooks)")
+    return key
 
 
 def signature(secret: str, delivery_id: str, timestamp: int, body: bytes) -> str:
-    """`v1,<base64 HMAC-SHA256>` of `{id}.{timestamp}.{body}`, keyed by the secret's UTF-8."""
+    """`v1,<base64 HMAC-SHA256>` of `{id}.{timestamp}.{body}`, keyed by the secret's key."""
     signed = f"{delivery_id}.{timestamp}.".encode() + body
-    digest = hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).digest()
+    digest = hmac.new(secret_key(secret), signed, hashlib.sha256).digest()
     return f"{SIGNATURE_VERSION},{base64.b64encode(digest).decode('ascii')}"
 
 
@@ -52,9 +73,12 @@ def sign_all(
 
 
 def check_secrets(secrets: object) -> tuple[str, ...]:
-    """A list of non-empty strings, else ValueError: an empty secret would sign with no key."""
+    """A list of Standard Webhooks secrets, else ValueError: an empty secret would sign with no
+    key, and one not in the standard form with a key no receiver expects."""
     if not isinstance(secrets, list | tuple) or not all(isinstance(s, str) and s for s in secrets):
         raise ValueError("secrets must be a list of non-empty strings")
+    for secret in secrets:
+        secret_key(secret)
     return tuple(secrets)
 
 

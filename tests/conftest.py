@@ -28,6 +28,7 @@ _LONGEST_FIRST = (
     "tests/chaos/",
     "tests/pipelines/",
     "tests/deploy/",
+    "tests/packaging/test_wheel.py",
     "tests/models/",
     "tests/bench/",
 )

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from .quarantine import count_quarantined
 from .signing import SignatureError, verify
 from .spool import Spool
 
@@ -76,9 +77,13 @@ def build_app(receiver: Receiver) -> Starlette:
             log.warning("event refused: %s %s", refused.status, refused)
             return PlainTextResponse(f"{refused}\n", status_code=refused.status)
         received_at = int(time.time() * 1000)
-        added = await anyio.to_thread.run_sync(
-            receiver.spool.append, event, received_at, receiver.signed
-        )
+        try:
+            added = await anyio.to_thread.run_sync(
+                receiver.spool.append, event, received_at, receiver.signed
+            )
+        except OSError as exc:  # a full disk: not acknowledged, so the sender retries it
+            log.warning("event not spooled: %s %s", event["delivery_id"], exc)
+            return PlainTextResponse(f"spool cannot write: {exc}\n", status_code=503)
         what = f"{event['delivery_id']} {event['event']}"
         if not added:
             receiver.duplicates += 1
@@ -94,16 +99,23 @@ def build_app(receiver: Receiver) -> Starlette:
         )
 
     async def health(request: Request) -> Response:
+        spool, applier = receiver.spool, receiver.applier
+        size, segments = spool.disk_usage()
         return JSONResponse(
             {
                 "status": "ok",
                 "events_received": receiver.received,
                 "duplicates": receiver.duplicates,
                 "refused": receiver.refused,
-                "events_in_spool": len(receiver.spool),
-                "spool": str(receiver.spool.path),
+                "events_in_spool": len(spool),
+                "spool": str(spool.directory),
+                "spool_bytes": size,
+                "spool_segments": segments,
+                "quarantined": (
+                    applier.stats.quarantined if applier else count_quarantined(spool.directory)
+                ),
                 "signed": receiver.signed,
-                "applied": asdict(receiver.applier.stats) if receiver.applier else None,
+                "applied": asdict(applier.stats) if applier else None,
             }
         )
 

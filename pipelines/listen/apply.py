@@ -7,11 +7,14 @@ project versions the events carry (only ones newer than the warehouse's, `source
 workspace's run lock as a brief holder (a run that starts meanwhile waits for the batch,
 never fails: `lock.py`) and, on DuckDB, the file's access lock for its load only.
 
-How far the spool is applied is `applied.json` beside it, written (atomically) after the
-batch's load committed. A crash between the two applies the batch again: harmless, since a
-version already held is not newer and `_webhook_events` is merged on `delivery_id`. A batch
-that cannot be applied now (a run holds the workspace, the warehouse is unreachable) stays in
-the spool and is tried again next tick; the batch run repairs whatever events miss.
+How far the spool is applied is `applied.json` beside it (a segment and an offset in it),
+written (atomically) after the batch's load committed; only then are the segments wholly
+before it removed. A crash between the load and the mark applies the batch again: harmless,
+since a version already held is not newer and `_webhook_events` is merged on `delivery_id`.
+A batch that cannot be applied now (a run holds the workspace, the warehouse is unreachable)
+stays in the spool and is tried again next tick; a record that can never be applied is
+quarantined instead (`quarantine.py`), so it cannot hold back the ones after it. The batch
+run repairs whatever events miss.
 """
 
 from __future__ import annotations
@@ -22,9 +25,8 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
@@ -46,7 +48,8 @@ from ..run.lock import WarehouseBusy, warehouse_lock
 from ..run.recovery import finish_pending, open_pipeline
 from ..run.run_trace import RunLoads
 from ..run.target import Target
-from .spool import SPOOL_FILE, decode_record
+from .quarantine import Quarantine, sort_lines
+from .spool import Position, Spool, read_from
 
 APPLIED_FILE = "applied.json"
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -55,41 +58,26 @@ MAX_BATCH_BYTES = 8 * 1024 * 1024
 log = logging.getLogger(__name__)
 
 
-def read_from(path: Path, offset: int, limit: int = MAX_BATCH_BYTES) -> tuple[list[Any], int]:
-    """The whole records from byte `offset` on (at most about `limit` bytes) and the offset
-    after the last whole line: a line still being written is left for the next read."""
-    if not path.exists():
-        return [], offset
-    with path.open("rb") as file:
-        file.seek(offset)
-        data = file.read(limit)
-    end = data.rfind(b"\n") + 1
-    records = []
-    for line in data[:end].splitlines(keepends=True):
-        record = decode_record(line)
-        if record is not None:
-            records.append(
-                ReceivedEvent(record["event"], int(record["received_at"]), bool(record["signed"]))
-            )
-    return records, offset + end
-
-
 class AppliedMark:
-    """How far the spool is applied: a byte offset in `applied.json`, replaced atomically."""
+    """How far the spool is applied: a segment, a byte offset in it and the lines before it,
+    in `applied.json`, replaced atomically. Naming the segment keeps the mark valid when
+    older segments are removed; a missing or unreadable mark starts at the oldest segment
+    (applying again is harmless, as after a crash)."""
 
     def __init__(self, spool_dir: Path) -> None:
         self.path = spool_dir / APPLIED_FILE
 
-    def load(self) -> int:
+    def load(self) -> Position:
         try:
-            return int(json.loads(self.path.read_text())["offset"])
+            saved = json.loads(self.path.read_text())
+            return Position(int(saved["segment"]), int(saved["offset"]), int(saved["line"]))
         except (OSError, ValueError, KeyError, TypeError):
-            return 0
+            return Position()
 
-    def save(self, offset: int) -> None:
+    def save(self, position: Position) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as file:
-            json.dump({"offset": offset, "saved_at": time.time()}, file)
+            json.dump({**asdict(position), "saved_at": time.time()}, file)
             file.flush()
             os.fsync(file.fileno())
         os.replace(tmp, self.path)
@@ -187,18 +175,33 @@ class ApplierStats:
     batches: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
     last_error: str | None = None
+    segment: int = 0
     offset: int = 0
+    quarantined: int = 0
 
 
 class Applier:
-    """The thread that applies the spool every `interval` seconds until stopped."""
+    """The thread that applies the spool every `interval` seconds until stopped; it also
+    removes the segments it has wholly applied, through the spool (their owner)."""
 
-    def __init__(self, base: Target, spool_dir: Path, interval: float) -> None:
+    def __init__(self, base: Target, spool: Spool, interval: float) -> None:
         self.router = Router(base)
-        self.spool_path = spool_dir / SPOOL_FILE
-        self.mark = AppliedMark(spool_dir)
+        self.spool = spool
+        self.mark = AppliedMark(spool.directory)
+        self.quarantine = Quarantine(spool.directory)
         self.interval = interval
-        self.stats = ApplierStats(offset=self.mark.load())
+        self.position = self.mark.load()
+        newest = spool.active_segment
+        if self.position.segment > newest:  # the segments were removed by hand, not the mark
+            log.warning(
+                "applied.json names segment %d past the newest: applying from the start",
+                self.position.segment,
+            )
+            self.position = Position()
+        self.stats = ApplierStats(quarantined=len(self.quarantine))
+        self._show(self.position)
+        # a crash between a mark and its removal left applied segments: remove them now
+        self.spool.release(self.position.segment)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="event-applier", daemon=True)
 
@@ -220,10 +223,14 @@ class Applier:
                 log.warning("applying events failed, will retry: %s", self.stats.last_error)
 
     def tick(self) -> bool:
-        """Applies what the spool holds beyond the mark; True when there was a batch."""
-        events, end = read_from(self.spool_path, self.stats.offset)
-        if end == self.stats.offset:
+        """Applies what the spool holds beyond the mark; True when there was a batch.
+
+        Bad records are set aside only once the batch's load committed: a batch that fails
+        (the warehouse's fault) is read again next tick, and quarantines nothing meanwhile."""
+        batch = read_from(self.spool.directory, self.position, MAX_BATCH_BYTES)
+        if batch.end == self.position:
             return False
+        events, bad = sort_lines(batch.lines)
         try:
             counts = apply_batch(self.router, events) if events else {}
         except WarehouseBusy:
@@ -231,12 +238,21 @@ class Applier:
         except DroneOpsError as exc:
             self.stats.last_error = redact(str(exc))
             return False
-        self.mark.save(end)
-        self.stats.offset = end
+        for line, reason in bad:
+            self.quarantine.add(line, reason)
+        self.mark.save(batch.end)
+        self.position = batch.end
+        self._show(batch.end)
+        self.spool.release(batch.end.segment)
         self.stats.batches += 1
         self.stats.applied += counts.get("applied", 0)
+        self.stats.quarantined = len(self.quarantine)
         for outcome, count in counts.items():
             self.stats.outcomes[outcome] = self.stats.outcomes.get(outcome, 0) + count
         self.stats.last_error = None
-        log.info("applied a batch of %d events: %s", len(events), counts)
+        if events:
+            log.info("applied a batch of %d events: %s", len(events), counts)
         return True
+
+    def _show(self, position: Position) -> None:
+        self.stats.segment, self.stats.offset = position.segment, position.offset

@@ -22,6 +22,7 @@ from ..exit_codes import EXIT_BUSY, EXIT_OK
 from ..run.target import Target, check_target
 from .app import EVENTS_PATH, UNSIGNED_WARNING, Receiver, build_app
 from .apply import Applier
+from .signing import signing_key
 from .spool import Spool, SpoolBusy
 
 if TYPE_CHECKING:
@@ -38,7 +39,9 @@ log = logging.getLogger(__name__)
 def read_webhook_secrets() -> tuple[str, ...]:
     """The shared secret from dlt's providers (`sources.drone_ops.webhook_secret`, or
     `SOURCES__DRONE_OPS__WEBHOOK_SECRET`), registered for redaction; none means unsigned mode.
-    A list of strings is accepted too, for a rotation where both secrets are valid."""
+    A list of strings is accepted too, for a rotation where both secrets are valid. Each must be
+    a Standard Webhooks secret (`whsec_<base64>`), checked here so a wrong one stops the start
+    (exit 2) instead of refusing every delivery."""
     name = setting_name(SECRET_SETTING)
     raw: Any = dlt.secrets.get(name)
     if raw is None:
@@ -53,6 +56,10 @@ def read_webhook_secrets() -> tuple[str, ...]:
         if not secret:
             raise ConfigError(name, "is empty; set the shared secret or remove the setting")
         register_secret(secret)
+        try:
+            signing_key(secret)
+        except ValueError as exc:
+            raise ConfigError(name, f"{exc}; value not shown") from None
         secrets.append(secret)
     return tuple(secrets)
 
@@ -90,7 +97,7 @@ def listen_command(args: argparse.Namespace, output: Output, stop: SignalStop) -
     if args.apply_every > 0:
         target = Target(destination=args.destination, database=args.database, dataset=args.dataset)
         check_target(target)
-        receiver.applier = Applier(target, spool_dir, args.apply_every)
+        receiver.applier = Applier(target, spool, args.apply_every)
     try:
         sock = bind(args.host, args.port)
         with sock:
@@ -102,7 +109,7 @@ def listen_command(args: argparse.Namespace, output: Output, stop: SignalStop) -
             # the batch in progress completes; what is left is applied at the next start
             receiver.applier.stop()
         spool.close()
-    log.info("receiver stopped; spool %s closed", spool.path)
+    log.info("receiver stopped; spool %s closed", spool.directory)
     return stop.exit_code if stop.received is not None else EXIT_OK
 
 
@@ -111,14 +118,16 @@ def _serve(receiver: Receiver, sock: socket.socket, stop: SignalStop) -> None:
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}"
     spool = receiver.spool
+    size, segments = spool.disk_usage()
     log.info(
-        "listening on %s%s; spool %s holds %d events (%d unreadable lines skipped, %d bytes"
+        "listening on %s%s; spool %s knows %d delivery ids (%d segments, %d bytes; %d bytes"
         " of a torn last line cut); signatures %s",
         url,
         EVENTS_PATH,
-        spool.path,
+        spool.directory,
         len(spool),
-        spool.skipped,
+        segments,
+        size,
         spool.cut_bytes,
         "checked" if receiver.signed else "NOT CHECKED",
     )

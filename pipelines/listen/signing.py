@@ -2,10 +2,12 @@
 
 The API's spec leaves signing open; the project reads it the Standard Webhooks way:
 `webhook-id`, `webhook-timestamp` (unix seconds) and `webhook-signature`
-(`v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, keyed by the shared secret's UTF-8
-bytes). Several space-separated signatures are accepted so a secret can be rotated without
-lost deliveries; the timestamp must be within `TOLERANCE_SECONDS` of now, so a captured
-delivery cannot be replayed later; signatures are compared in constant time.
+(`v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`). The HMAC key is what the standard
+says it is: the base64 after the secret's `whsec_` prefix, decoded, so a secret a vendor issues
+(and the official `standardwebhooks` library's signatures) verify as they are. Several
+space-separated signatures are accepted so a secret can be rotated without lost deliveries;
+the timestamp must be within `TOLERANCE_SECONDS` of now, so a captured delivery cannot be
+replayed later; signatures are compared in constant time.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import hashlib
 import hmac
 from collections.abc import Mapping
 
+SECRET_PREFIX = "whsec_"
 TOLERANCE_SECONDS = 300
 """How far a delivery's timestamp may be from the receiver's clock, either way."""
 SIGNATURE_VERSION = "v1"
@@ -28,10 +31,31 @@ class SignatureError(Exception):
     """Why a delivery is refused (401); the message never quotes a signature or the secret."""
 
 
+def signing_key(secret: str) -> bytes:
+    """The HMAC key of a Standard Webhooks secret, `whsec_<base64>` (padding optional).
+
+    Anything else raises ValueError, whose message never quotes the value. A plain string is
+    refused rather than used as raw bytes: a sender following the standard would sign with
+    different key bytes, so every delivery would be refused with a 401, and a plain word can
+    itself be valid base64, so there is no telling which reading was meant."""
+    if not secret.startswith(SECRET_PREFIX):
+        raise ValueError(f"is not a Standard Webhooks secret ({SECRET_PREFIX}<base64>)")
+    encoded = secret[len(SECRET_PREFIX) :].rstrip("=")
+    try:
+        key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(
+            f"is not a Standard Webhooks secret: what follows {SECRET_PREFIX} is not base64"
+        ) from None
+    if not key:
+        raise ValueError(f"is not a Standard Webhooks secret: no key after {SECRET_PREFIX}")
+    return key
+
+
 def expected_signature(secret: str, delivery_id: str, timestamp: str, body: bytes) -> bytes:
     """The raw HMAC-SHA256 digest the sender should have sent for these values."""
     signed = f"{delivery_id}.{timestamp}.".encode() + body
-    return hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).digest()
+    return hmac.new(signing_key(secret), signed, hashlib.sha256).digest()
 
 
 def verify(

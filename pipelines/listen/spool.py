@@ -1,37 +1,64 @@
-"""The spool: one append-only JSON-lines file of received events, fsynced before any 2xx.
+"""The spool: received events as JSON lines in numbered segment files, fsynced before any 2xx.
 
-Why a file and not the warehouse: the receiver must answer within the sender's timeout and
-must not lose what it acknowledged, even when killed; an append plus `fsync` is both, and the
-warehouse can be fed from the file later (docs/events.md). Each line is
+Why files and not the warehouse: the receiver must answer within the sender's timeout and must
+not lose what it acknowledged, even when killed; an append plus `fsync` is both, and the
+warehouse is fed from the files later (docs/events.md). Each line is
 `{"received_at": <ms>, "signed": <bool>, "event": {...as delivered...}}`.
 
-A crash can leave a torn last line (written in part, never acknowledged): reading skips any
-line that is not a whole record, and opening the file for appends first cuts such a tail, so
-the next record starts on a line of its own. The file is held under an exclusive `flock` so
-two receivers never append to one spool.
+Why segments: one file would grow by every event forever. Events go to the newest segment
+(`events.<n>.jsonl`) until it holds `segment_bytes`; then a new one starts. A segment the
+applier has wholly applied is removed (`release`), after its delivery ids are kept in a small
+`events.<n>.ids` file, so a sender's late retry is still recognised as a duplicate for
+`DEDUP_WINDOW_S`. Only the newest segment is ever written, so every older one is final.
+
+A crash can leave a torn last line (written in part, never acknowledged): opening the spool
+cuts such a tail, and a failed write (a full disk) is cut back at once, so the next record
+starts on a line of its own. The folder is held under an exclusive `flock` so two receivers
+never append to one spool.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
+import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SPOOL_FILE = "events.jsonl"
+SEGMENT_BYTES = 1024 * 1024
+"""A new segment starts once the newest holds this much (about 1,000 events of 1 KiB)."""
+DEDUP_WINDOW_S = 72 * 3600
+"""How long the ids of removed segments are kept: longer than senders retry (Stripe: 3 days)."""
+SEGMENT = re.compile(r"^events\.(\d{8,})\.jsonl$")
+IDS = re.compile(r"^events\.(\d{8,})\.ids$")
 
 
 class SpoolBusy(Exception):
-    """Another process holds the spool file."""
+    """Another process holds the spool folder."""
+
+
+def segment_name(number: int) -> str:
+    return f"events.{number:08d}.jsonl"
+
+
+def segment_numbers(directory: Path) -> list[int]:
+    """The segments on disk, oldest first (none if the folder does not exist)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(int(m.group(1)) for m in map(SEGMENT.match, names) if m)
 
 
 @dataclass
 class SpoolContents:
-    """What a spool file holds: the records in order and how many lines were unreadable."""
+    """What a spool holds: the records in order and how many lines were unreadable."""
 
     records: list[dict[str, Any]] = field(default_factory=list)
     skipped: int = 0
@@ -40,24 +67,24 @@ class SpoolContents:
         return [record["event"]["delivery_id"] for record in self.records]
 
 
-def read_spool(path: Path) -> SpoolContents:
-    """Every whole record of a spool file (none if it does not exist); a torn or otherwise
-    unreadable line is counted in `skipped`, never fatal."""
+def read_spool(directory: Path) -> SpoolContents:
+    """Every whole record of every segment on disk; an unreadable line is counted in
+    `skipped`, never fatal (the applier quarantines it: `quarantine.py`)."""
     contents = SpoolContents()
-    if not path.exists():
-        return contents
-    with path.open("rb") as file:
-        for line in file:
-            record = decode_record(line)
-            if record is None:
-                contents.skipped += 1
-            else:
-                contents.records.append(record)
+    for number in segment_numbers(directory):
+        with (directory / segment_name(number)).open("rb") as file:
+            for line in file:
+                record = decode_record(line)
+                if record is None:
+                    contents.skipped += 1
+                else:
+                    contents.records.append(record)
     return contents
 
 
 def decode_record(line: bytes) -> dict[str, Any] | None:
-    """One spool line as its record; None for a torn or unreadable line."""
+    """One spool line as its record if it names a delivery id; None for a torn or unreadable
+    line. The other fields are checked by the applier, which quarantines what is wrong."""
     if not line.endswith(b"\n"):
         return None
     try:
@@ -76,25 +103,98 @@ def encode_record(event: dict[str, Any], received_at_ms: int, signed: bool) -> b
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-class Spool:
-    """The open spool file and the delivery ids it holds; `append` is atomic per event
-    (check for a duplicate, write, fsync) under one lock, so threads may call it."""
+@dataclass(frozen=True, order=True)
+class Position:
+    """A place in the spool: `offset` bytes into segment `segment`, after `line` lines."""
 
-    def __init__(self, directory: Path) -> None:
-        self.path = directory / SPOOL_FILE
+    segment: int = 0
+    offset: int = 0
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class SpoolLine:
+    """One whole line as read, with where it is (its 1-based line number in its segment)."""
+
+    segment: int
+    line: int
+    data: bytes
+
+
+@dataclass
+class Batch:
+    """Lines read from a position, and the position after the last of them."""
+
+    lines: list[SpoolLine]
+    end: Position
+
+
+def read_from(directory: Path, start: Position, limit: int) -> Batch:
+    """Whole lines from `start` on, at most about `limit` bytes, across segments.
+
+    The segments are listed before any is read: a segment that is not the newest of that
+    listing is final, so reading it to its end reads all of it. In the newest, a line still
+    being written is left for the next read. A final segment's bytes after its last newline
+    (possible only after a failed write that could not be cut) are returned as one line, so
+    the applier quarantines them instead of waiting for them forever."""
+    numbers = [n for n in segment_numbers(directory) if n >= start.segment]
+    position = start
+    lines: list[SpoolLine] = []
+    for index, number in enumerate(numbers):
+        if number != position.segment:
+            position = Position(number, 0, 0)
+        final = index < len(numbers) - 1
+        with (directory / segment_name(number)).open("rb") as file:
+            file.seek(position.offset)
+            data = file.read(limit)
+            at_end = not file.read(1)
+        whole = data if final and at_end else data[: data.rfind(b"\n") + 1]
+        line = position.line
+        for raw in whole.splitlines(keepends=True):
+            line += 1
+            lines.append(SpoolLine(number, line, raw))
+        position = Position(number, position.offset + len(whole), line)
+        limit -= len(whole)
+        if not (final and at_end) or limit <= 0:
+            break
+    return Batch(lines, position)
+
+
+class Spool:
+    """The open spool: its newest segment, the delivery ids it knows, and the folder's lock.
+    `append` is atomic per event (check for a duplicate, write, fsync) under one lock, so
+    threads may call it; `release` removes what the applier has applied."""
+
+    def __init__(self, directory: Path, segment_bytes: int = SEGMENT_BYTES) -> None:
+        self.directory = directory
+        self.segment_bytes = segment_bytes
         directory.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        self._dir_fd = os.open(directory, os.O_RDONLY)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(self._fd)
-            raise SpoolBusy(f"{self.path} is held by another receiver") from None
-        self.cut_bytes = _cut_torn_tail(self._fd)
-        _fsync_directory(directory)
-        contents = read_spool(self.path)
-        self.skipped = contents.skipped
-        self._seen = set(contents.delivery_ids())
+            os.close(self._dir_fd)
+            raise SpoolBusy(f"{directory} is held by another receiver") from None
         self._lock = threading.Lock()
+        self._seen: dict[str, int] = {}
+        """Each known delivery id and the segment it came in, so expired ids can be dropped."""
+        self._torn = False
+        """A failed write could not be cut back: the next event starts a new segment."""
+        numbers = segment_numbers(directory) or [_next_number(directory)]
+        self._active = numbers[-1]
+        self._fd = self._open_segment(self._active)
+        self.cut_bytes = _cut_torn_tail(self._fd)
+        self._load_ids(numbers)
+
+    @property
+    def active_segment(self) -> int:
+        """The number of the segment events are appended to now."""
+        return self._active
+
+    @property
+    def path(self) -> Path:
+        """The segment events are appended to now."""
+        return self.directory / segment_name(self._active)
 
     def __len__(self) -> int:
         with self._lock:
@@ -102,22 +202,122 @@ class Spool:
 
     def append(self, event: dict[str, Any], received_at_ms: int, signed: bool) -> bool:
         """Writes and fsyncs the event; returns False (writing nothing) for a delivery id
-        already in the spool."""
+        already known. A write that fails (a full disk) is cut back before the error is
+        raised, so no half line is left for the next record to be glued to."""
         line = encode_record(event, received_at_ms, signed)
         delivery_id = event["delivery_id"]
         with self._lock:
             if delivery_id in self._seen:
                 return False
-            _write_all(self._fd, line)
-            os.fsync(self._fd)
-            self._seen.add(delivery_id)
+            size = os.fstat(self._fd).st_size
+            if self._torn or (size and size + len(line) > self.segment_bytes):
+                self._rotate()
+                size = 0
+            try:
+                _write_all(self._fd, line)
+                os.fsync(self._fd)
+            except OSError:
+                self._torn = not _cut_back(self._fd, size)
+                raise
+            self._seen[delivery_id] = self._active
             return True
+
+    def release(self, before: int) -> int:
+        """Removes the segments numbered below `before` (wholly applied: the applied mark is
+        in `before` or later), never the newest; keeps their ids for `DEDUP_WINDOW_S` and
+        drops ids older than that. Returns how many segments were removed."""
+        removed = 0
+        for number in segment_numbers(self.directory):
+            if number >= min(before, self._active):
+                break
+            segment = self.directory / segment_name(number)
+            ids = read_spool_ids(segment)
+            _write_durably(self.directory / f"events.{number:08d}.ids", ids)
+            segment.unlink()
+            removed += 1
+        if removed:
+            os.fsync(self._dir_fd)
+        self._expire_ids()
+        return removed
+
+    def disk_usage(self) -> tuple[int, int]:
+        """The bytes of every file in the spool folder, and how many segments there are."""
+        total = segments = 0
+        with os.scandir(self.directory) as entries:
+            for entry in entries:
+                with contextlib.suppress(FileNotFoundError):  # removed meanwhile by `release`
+                    if entry.is_file():
+                        total += entry.stat().st_size
+                        segments += bool(SEGMENT.match(entry.name))
+        return total, segments
 
     def close(self) -> None:
         with self._lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+            for fd in (self._fd, self._dir_fd):
+                if fd >= 0:
+                    os.close(fd)
+            self._fd = self._dir_fd = -1
+
+    def _open_segment(self, number: int) -> int:
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
+        fd = os.open(self.directory / segment_name(number), flags, 0o600)
+        os.fsync(self._dir_fd)  # the new file's name is durable before anything is acknowledged
+        return fd
+
+    def _rotate(self) -> None:
+        fd = self._open_segment(self._active + 1)
+        os.close(self._fd)
+        self._fd = fd
+        self._active += 1
+        self._torn = False
+
+    def _load_ids(self, numbers: list[int]) -> None:
+        """The delivery ids of the segments and of the kept id files (expired ones removed)."""
+        self._expire_ids()
+        for name in sorted(os.listdir(self.directory)):
+            match = IDS.match(name)
+            if match:
+                number = int(match.group(1))
+                text = (self.directory / name).read_text(encoding="utf-8", errors="replace")
+                for line in text.splitlines():
+                    with contextlib.suppress(ValueError):  # a damaged line: one id less
+                        self._seen[str(json.loads(line))] = number
+        for number in numbers:
+            for delivery_id in read_spool_ids(self.directory / segment_name(number)):
+                self._seen[delivery_id] = number
+
+    def _expire_ids(self) -> None:
+        """Removes id files older than `DEDUP_WINDOW_S`, and their ids from memory."""
+        cutoff = time.time() - DEDUP_WINDOW_S
+        expired = []
+        for name in os.listdir(self.directory):
+            match = IDS.match(name)
+            if match and (self.directory / name).stat().st_mtime < cutoff:
+                (self.directory / name).unlink()
+                expired.append(int(match.group(1)))
+        if expired:
+            newest = max(expired)
+            with self._lock:
+                self._seen = {k: n for k, n in self._seen.items() if n > newest}
+
+
+def read_spool_ids(segment: Path) -> list[str]:
+    """The delivery ids of one segment's readable lines (a missing segment has none)."""
+    if not segment.exists():
+        return []
+    with segment.open("rb") as file:
+        return [r["event"]["delivery_id"] for r in map(decode_record, file) if r is not None]
+
+
+def _write_durably(path: Path, ids: list[str]) -> None:
+    """Writes the ids (one JSON string a line) to a new file and makes it durable, before the
+    segment they come from is removed."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as file:
+        file.writelines(json.dumps(i) + "\n" for i in ids)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(tmp, path)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -125,6 +325,22 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def _cut_back(fd: int, size: int) -> bool:
+    """Cuts a failed write's part back off. If even that fails, the segment is left with a
+    torn tail (quarantined by the applier once the segment is final): returns False."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, size)
+        return True
+    return False
+
+
+def _next_number(directory: Path) -> int:
+    """The first segment's number: after any whose ids are still kept, so a segment name is
+    never used twice (the quarantine names records by segment and line)."""
+    kept = [int(m.group(1)) for m in map(IDS.match, os.listdir(directory)) if m]
+    return max(kept, default=0) + 1
 
 
 def _cut_torn_tail(fd: int) -> int:
@@ -149,13 +365,3 @@ def _chunks_backwards(fd: int, size: int, chunk: int = 65536) -> Iterator[tuple[
         start = max(0, end - chunk)
         yield start, os.pread(fd, end - start, start)
         end = start
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Makes the spool file's directory entry durable too (a new file is otherwise lost with
-    its directory's unflushed metadata)."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -3,7 +3,10 @@
 Why a textfile and not an HTTP endpoint: a run is a short batch job, gone before any scrape;
 node_exporter reads `*.prom` files from its `--collector.textfile.directory` on every scrape.
 The file is written under a temporary name that does not end in `.prom` and renamed over the
-old one, so the collector never reads half a file. Every value is the last run's (all gauges);
+old one, so the collector never reads half a file. Every value is the last run's, so every
+metric is a gauge, named after Prometheus' conventions: `drone_sync_last_run_*` (no `_total`,
+which promises a counter that only grows; a per-run value starts afresh each run), units as a
+base-unit suffix after what is measured (`..._duration_seconds`).
 `drone_sync_last_success_timestamp_seconds` keeps, for a table that failed or was not synced
 this run, the value the previous file held, so `time() - that` is a table's real staleness.
 """
@@ -30,13 +33,18 @@ _LAST_SUCCESS_LINE = re.compile(
 # the text format's label escapes, both ways
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n"}
 _UNESCAPE = re.compile(r"\\(.)")
+_ROWS = "drone_sync_last_run_rows"
+_REQUESTS = "drone_sync_last_run_requests"
+_RETRIES = "drone_sync_last_run_retries"
+_DURATION = "drone_sync_last_run_duration_seconds"
+_OK = "drone_sync_last_run_ok"
 _HELP = {
-    "drone_sync_rows": "Rows the last run wrote per table, by kind (new, changed, retired).",
-    "drone_sync_requests_total": "API requests the last run made, per table.",
-    "drone_sync_retries_total": "API retries the last run made, per table.",
-    "drone_sync_seconds": "Wall-clock seconds of the last run.",
+    _ROWS: "Rows the last run wrote per table, by kind (new, changed, retired).",
+    _REQUESTS: "API requests the last run made, per table.",
+    _RETRIES: "API retries the last run made, per table (counted in the requests too).",
+    _DURATION: "Wall-clock duration of the last drone-sync run, in seconds.",
     _LAST_SUCCESS: "Unix time of the last run that loaded the table successfully.",
-    "drone_sync_run_ok": "1 if the last run exited 0, else 0.",
+    _OK: "1 if the last run exited 0, else 0.",
 }
 
 
@@ -82,13 +90,13 @@ def render(summary: dict[str, Any], previous: dict[str, float], now: float) -> s
     samples: dict[str, list[tuple[dict[str, str], float]]] = {name: [] for name in _HELP}
     for name, row in tables.items():
         for kind in ROW_KINDS:
-            samples["drone_sync_rows"].append(({"table": name, "kind": kind}, row[kind]))
-        samples["drone_sync_requests_total"].append(({"table": name}, row["requests"]))
-        samples["drone_sync_retries_total"].append(({"table": name}, row["retries"]))
-    samples["drone_sync_seconds"].append(({}, float(summary.get("seconds") or 0.0)))
+            samples[_ROWS].append(({"table": name, "kind": kind}, row[kind]))
+        samples[_REQUESTS].append(({"table": name}, row["requests"]))
+        samples[_RETRIES].append(({"table": name}, row["retries"]))
+    samples[_DURATION].append(({}, float(summary.get("seconds") or 0.0)))
     for name in sorted(successes):
         samples[_LAST_SUCCESS].append(({"table": name}, successes[name]))
-    samples["drone_sync_run_ok"].append(({}, 1.0 if summary.get("exit_code") == 0 else 0.0))
+    samples[_OK].append(({}, 1.0 if summary.get("exit_code") == 0 else 0.0))
     lines: list[str] = []
     for metric, values in samples.items():
         lines += [f"# HELP {metric} {_HELP[metric]}", f"# TYPE {metric} gauge"]

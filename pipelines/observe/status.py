@@ -271,7 +271,7 @@ def status_command(
     try:
         hook = alert_hook()
         limit = parse_max_age(max_age)
-        check_target(target)
+        check_target(target, read_only=True)
         report = read_status(target, checked_tables(tables), limit)
     except ConfigError as exc:
         return _status_failed("configuration error", str(exc), EXIT_CONFIG, as_json)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Collection
 from typing import Final
 
 import dlt
@@ -28,8 +29,14 @@ KEEP_LOADED_PACKAGES: Final = 6
 `dlt pipeline <name> load-package` still shows the last run's loads."""
 
 
-def prune_loaded_packages(pipeline: dlt.Pipeline, keep: int = KEEP_LOADED_PACKAGES) -> list[str]:
-    """Removes every completed package but the newest `keep`; returns the load ids removed.
+def prune_loaded_packages(
+    pipeline: dlt.Pipeline,
+    keep: int = KEEP_LOADED_PACKAGES,
+    traced: Collection[str] = (),
+) -> list[str]:
+    """Removes every completed package but the newest `keep` and those the run's saved trace
+    names (`traced`: what `dlt pipeline <name> trace` and the dashboard list must stay
+    openable with `load-package`); returns the load ids removed.
 
     Called under the warehouse's lock, at the end of a run, so no load is using them. A
     package that cannot be removed is left for the next run (logged): pruning never fails a
@@ -43,6 +50,8 @@ def prune_loaded_packages(pipeline: dlt.Pipeline, keep: int = KEEP_LOADED_PACKAG
     completed = sorted(pipeline.list_completed_load_packages(), key=_created)
     removed: list[str] = []
     for load_id in completed[: max(0, len(completed) - keep)]:
+        if load_id in traced:
+            continue
         try:
             storage.delete_loaded_package(load_id)
         except OSError as exc:

@@ -18,7 +18,7 @@ from typing import Any
 import dlt
 from dlt.common.schema import Schema
 from dlt.extract.source import DltSource
-from dlt.pipeline.trace import PipelineTrace, save_trace
+from dlt.pipeline.trace import PipelineStepTrace, PipelineTrace, save_trace
 
 from drone_ops_sync.sources.drone_ops import settings as source_settings
 
@@ -64,15 +64,47 @@ class RunLoads:
             return
         self.traces.append(trace)
 
-    def save_trace(self) -> None:
+    def save_trace(self) -> set[str]:
         """Saves the run's loads as the pipeline's last trace (dlt's own file, read by `dlt
-        pipeline <name> trace` and the dashboard)."""
-        if len(self.traces) < 2:
-            return
+        pipeline <name> trace` and the dashboard); returns the load ids it names, which the
+        pruning of completed packages keeps (`loaded_packages.py`).
+
+        A package dlt dropped is left out: a load whose extract yielded nothing (most of a
+        quiet run's) makes a package that dlt's normalize deletes as empty, yet its extract
+        step still lists it as `extracted`, so the dashboard showed it as "pending to
+        normalize" and `dlt pipeline <name> load-package <id>` could not find it. Every
+        package the saved trace names is one the working folder holds."""
+        if not self.traces:
+            return set()
+        pipeline = self.pipeline
+        held = {
+            *pipeline.list_extracted_load_packages(),
+            *pipeline.list_normalized_load_packages(),
+            *pipeline.list_completed_load_packages(),
+        }
+        steps = [_held_only(step, held) for trace in self.traces for step in trace.steps]
         first, last = self.traces[0], self.traces[-1]
         combined = first._replace(
-            steps=[step for trace in self.traces for step in trace.steps],
+            steps=steps,
             finished_at=last.finished_at,
             resolved_config_values=last.resolved_config_values,
         )
-        save_trace(self.pipeline.working_dir, combined)
+        save_trace(pipeline.working_dir, combined)
+        return {
+            package.load_id
+            for step in steps
+            for package in getattr(step.step_info, "load_packages", None) or ()
+        }
+
+
+def _held_only(step: PipelineStepTrace, held: set[str]) -> PipelineStepTrace:
+    """The step as dlt traced it, naming only the load packages in `held`."""
+    info: Any = step.step_info
+    packages = getattr(info, "load_packages", None)
+    if not packages or all(package.load_id in held for package in packages):
+        return step
+    kept = [package for package in packages if package.load_id in held]
+    info = info._replace(
+        load_packages=kept, loads_ids=[load_id for load_id in info.loads_ids if load_id in held]
+    )
+    return step._replace(step_info=info)

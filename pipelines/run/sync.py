@@ -240,10 +240,10 @@ def _locked_run(
     outcome.issues = report.issues = len(walk_issues)
     outcome.total_seconds = time.monotonic() - started
     _record_run(loads, run, source, walk_issues, outcome, marks)
-    loads.save_trace()
+    traced = loads.save_trace()
     # after every run, not only a clean one: a table failing run after run would otherwise
-    # let the packages grow as before; the newest, this run's among them, are kept
-    prune_loaded_packages(pipeline)
+    # let the packages grow as before; the newest, and every one this run's trace names, are kept
+    prune_loaded_packages(pipeline, traced=traced)
     with target.file_access():
         outcome.data_version = read_data_version(pipeline)
     return outcome

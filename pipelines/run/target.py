@@ -195,9 +195,13 @@ DESTINATION_EXTRAS = {
 }
 
 
-def check_target(target: Target) -> None:
+def check_target(target: Target, *, read_only: bool = False) -> None:
     """Checks destination, dataset and database path before anything is created, so a bad
-    flag or setting is one line naming it (not an OS error from deep inside a mkdir)."""
+    flag or setting is one line naming it (not an OS error from deep inside a mkdir).
+
+    `read_only` for a command that only reads (`drone-sync status`): the DuckDB file need not
+    be creatable, since a warehouse on a read-only mount or in another user's folder is read
+    where it is, and a missing one is reported by the reader, not created."""
     if not DATASET_PATTERN.fullmatch(target.dataset):
         raise ConfigError(
             "--dataset",
@@ -207,8 +211,11 @@ def check_target(target: Target) -> None:
     if target.destination == "duckdb":
         setting = "--database" if target.database is not None else "destination.duckdb.credentials"
         database = target.resolved_database()
-        _check_database_path(setting, database)
-        duckdb_threads()
+        if database.is_dir():
+            raise ConfigError(setting, f"{database} is a folder; give the path of a DuckDB file")
+        if not read_only:
+            check_creatable(setting, database)
+            duckdb_threads()
         if database.stem == target.dataset:
             raise ConfigError(
                 setting,
@@ -219,12 +226,6 @@ def check_target(target: Target) -> None:
             )
         return
     _check_destination(target.destination)
-
-
-def _check_database_path(setting: str, database: Path) -> None:
-    if database.is_dir():
-        raise ConfigError(setting, f"{database} is a folder; give the path of a DuckDB file")
-    check_creatable(setting, database)
 
 
 def check_creatable(setting: str, path: Path) -> None:

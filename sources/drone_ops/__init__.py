@@ -45,7 +45,7 @@ from .exceptions import (
     PaginationError,
     RetriesExhaustedError,
 )
-from .http import DroneOpsClient
+from .http import DroneOpsClient, Urllib3Transport
 from .known import DeliveryMark, KnownState, held_versions, read_known_state
 from .report import SyncReport, TableResult
 from .run import RunOptions, Seams, SyncRun, new_run_id
@@ -61,6 +61,7 @@ from .run_state import (
     pipeline_reader,
 )
 from .secrets import redact, register_secret
+from .settings_files import check_settings_files
 from .source import (
     RECORD_RESOURCES,
     applied_events,
@@ -130,10 +131,12 @@ __all__ = [
     "SyncReport",
     "SyncRun",
     "TableResult",
+    "Urllib3Transport",
     "Workspace",
     "WorkspaceWalk",
     "applied_events",
     "check_access",
+    "check_settings_files",
     "checked_api_key",
     "checked_tables",
     "configured_names",

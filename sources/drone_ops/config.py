@@ -159,6 +159,17 @@ def checked_api_key(raw: Any) -> str:
     if not isinstance(raw, str):
         raise ConfigError(name, "must be a string")
     key = raw.strip()
+    if key == settings.API_KEY_PLACEHOLDER:
+        # starter secrets (`drone-sync init`, .dlt/secrets.toml.example) not edited: say that,
+        # not that the placeholder's spaces are refused (checked before the value is registered
+        # for redaction: the placeholder is no secret, and the message shows it)
+        raise ConfigError(
+            name,
+            f"is still the placeholder {settings.API_KEY_PLACEHOLDER!r} of the starter secrets"
+            " (drone-sync init, .dlt/secrets.toml.example); replace it with your read-only API"
+            f' key in .dlt/secrets.toml (api_key = "..." under [{SECTION}]) or set'
+            f" {env_name('api_key')}",
+        )
     register_secret(raw)
     register_secret(key)
     if not key:

@@ -83,3 +83,8 @@ REQUIRED_DLT_SETTINGS: Final = {
     # resources run one after the other; they share one walk
     "EXTRACT__NEXT_ITEM_MODE": "fifo",
 }
+
+API_KEY_PLACEHOLDER: Final = "<your read-only API key>"
+"""The key's value in `.dlt/secrets.toml.example` (and in a starter secrets file): a secrets
+file copied and not edited still holds it, which `config.checked_api_key` recognises and says
+so, instead of refusing the spaces inside it."""

@@ -149,7 +149,11 @@ def read_workspace_config(
         if name == DEFAULT_WORKSPACE or not exc.setting.startswith(settings.CONFIG_SECTION):
             raise
         setting = exc.setting.rpartition(".")[2]
-        raise ConfigError(workspace_setting(name, setting), exc.problem) from None
+        # the problem names the top-level variable and table; this workspace has its own
+        problem = exc.problem.replace(env_name(setting), workspace_env(name, setting)).replace(
+            f"[{settings.CONFIG_SECTION}]", f"[{workspace_setting(name, '')[:-1]}]"
+        )
+        raise ConfigError(workspace_setting(name, setting), problem) from None
     if name == DEFAULT_WORKSPACE:
         return config
     where = f"{workspace_setting(name, 'api_key')} (env {workspace_env(name, 'api_key')})"

@@ -144,9 +144,15 @@ def run_cli(
 
 
 def run_command(
-    argv: Sequence[str], env: Mapping[str, str], cwd: Path, *, timeout: float
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    *,
+    timeout: float,
+    popen: Mapping[str, Any] | None = None,
 ) -> Result:
-    """Runs any command to completion (killed at the timeout), no terminal, output captured."""
+    """Runs any command to completion (killed at the timeout), no terminal, output captured;
+    `popen` adds arguments of `subprocess.run` (e.g. a `preexec_fn`)."""
     started = time.monotonic()
     completed = subprocess.run(
         list(argv),
@@ -157,6 +163,7 @@ def run_command(
         errors="backslashreplace",
         timeout=timeout,
         stdin=subprocess.DEVNULL,
+        **(popen or {}),
     )
     return Result(
         list(argv),

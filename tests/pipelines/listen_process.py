@@ -28,7 +28,7 @@ STARTUP_TIMEOUT_S = 60.0
 class Listener:
     url: str
     process: subprocess.Popen[str]
-    spool_file: Path
+    spool_dir: Path
     log_file: Path
 
     def log(self) -> str:
@@ -101,7 +101,7 @@ def running_listener(tmp_path: Path, secret: str | None, name: str = "run") -> I
         line = _read_line(process.stdout, time.monotonic() + STARTUP_TIMEOUT_S)
         if not line.startswith("url="):
             raise RuntimeError(f"unexpected listener output: {line!r}; log: {log_file.read_text()}")
-        yield Listener(line.removeprefix("url="), process, spool / "events.jsonl", log_file)
+        yield Listener(line.removeprefix("url="), process, spool, log_file)
     finally:
         stop_process(process)
         if process.stdout is not None:

@@ -10,6 +10,7 @@ import json
 import re
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,40 @@ def test_a_moved_warehouse_keeps_its_working_folder(
     latest = sync_runs(database)[first_runs:]
     assert latest and all(row["status"] == "success" for row in latest), latest
     assert sum(row["rows_new"] + row["rows_changed"] + row["rows_retired"] for row in latest) == 0
+
+
+def test_dataset_queries_in_the_projects_install(tiny_sim: SimulatorHandle, tmp_path: Path) -> None:
+    """What docs/dlt-tooling.md promises of `pipeline.dataset()` in the project's own install:
+    `arrow(chunk_size=...)` and `fetchall()` read the warehouse; `df()` needs pandas, which the
+    `dashboard` extra installs: without it, the error names the missing module."""
+    database = tmp_path / "w" / "warehouse.duckdb"
+    synced(tmp_path, tiny_sim, database)
+    name = Target(database=database).pipeline_name()
+    read = run_python(
+        tmp_path,
+        f"""
+        import importlib.util, json, dlt
+        dataset = dlt.attach(pipeline_name={name!r}).dataset()
+        table = dataset.projects.arrow(chunk_size=10_000)
+        rows = dataset.projects.select("id").fetchall()
+        try:
+            frame = dataset.projects.df()
+            df = len(frame)
+        except ImportError as exc:
+            df = str(exc)
+        print(json.dumps({{"arrow": table.num_rows, "rows": len(rows), "df": df,
+                          "pandas": importlib.util.find_spec("pandas") is not None}}))
+        """,
+        tmp_path,
+    )
+    assert read.code == 0, read.describe()
+    got = json.loads(read.out.strip().splitlines()[-1])
+    assert got["arrow"] == got["rows"] > 0, got
+    if got["pandas"]:
+        assert got["df"] == got["arrow"], got
+    else:
+        assert "pandas" in got["df"] or "numpy" in got["df"], got
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert any(spec.startswith("pandas") for spec in extras["dashboard"]), extras["dashboard"]

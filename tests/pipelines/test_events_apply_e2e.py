@@ -23,6 +23,7 @@ import duckdb
 import httpx
 import pytest
 
+from drone_ops_sync.pipelines.listen.spool import read_spool
 from drone_ops_sync.pipelines.run.access import duckdb_access
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
@@ -143,9 +144,8 @@ def test_events_land_within_seconds_and_the_batch_run_agrees(tmp_path: Path) -> 
 
 
 def _first_spooled(tmp_path: Path) -> dict[str, Any]:
-    spool = tmp_path / ".drone_sync" / "w.duckdb" / "events" / "events.jsonl"
-    line = spool.read_text().splitlines()[0]
-    return dict(json.loads(line)["event"])
+    spool = tmp_path / ".drone_sync" / "w.duckdb" / "events"
+    return dict(read_spool(spool).records[0]["event"])
 
 
 def test_each_event_lands_in_its_own_workspace(tmp_path: Path) -> None:
@@ -196,7 +196,7 @@ def test_each_event_lands_in_its_own_workspace(tmp_path: Path) -> None:
             assert len(names) == 1, (dataset, names)
 
 
-SECRET = "whsec_e2e_secret"
+SECRET = "whsec_ZTJlLXNlY3JldC1rZXktMDEyMzQ1Njc4OWFiYw=="
 FAULTS = "duplicate:0.3,reorder:0.3,delay:0.2:300"
 
 

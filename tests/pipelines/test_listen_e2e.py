@@ -4,21 +4,25 @@ stops it cleanly, and kill -9 during a burst loses no acknowledged event."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
+from standardwebhooks import Webhook
 
 from drone_ops_sync.pipelines.listen.spool import read_spool
 
 from .listen_process import SECRET_ENV, event, post, running_listener
 
-SECRET = "listen-test-secret-8c1f"
+SECRET = "whsec_bGlzdGVuLXRlc3Qta2V5LThjMWYtMDEyMzQ1Ng=="
+OTHER_SECRET = "whsec_b3RoZXItc2VjcmV0LWtleS0wMTIzNDU2Nzg5YQ=="
 
 
 def test_signed_events_accepted_and_refusals_spool_nothing(tmp_path: Path) -> None:
@@ -26,7 +30,7 @@ def test_signed_events_accepted_and_refusals_spool_nothing(tmp_path: Path) -> No
         ok = post(client, listener.url, event("dlv_ok"), SECRET)
         assert ok.status_code == 202, ok.text
         assert ok.json() == {"status": "accepted", "delivery_id": "dlv_ok"}
-        bad = post(client, listener.url, event("dlv_bad"), "not-the-secret")
+        bad = post(client, listener.url, event("dlv_bad"), OTHER_SECRET)
         stale = post(client, listener.url, event("dlv_stale"), SECRET, int(time.time()) - 600)
         unsigned = post(client, listener.url, event("dlv_unsigned"), None)
         for response in (bad, stale, unsigned):
@@ -52,9 +56,9 @@ def test_signed_events_accepted_and_refusals_spool_nothing(tmp_path: Path) -> No
         assert "timestamp" in malformed[2].text and "no data" in malformed[3].text
         health = client.get(f"{listener.url}/health").json()
         assert health["events_received"] == 1 and health["signed"] is True
-        assert health["spool"] == str(listener.spool_file)
+        assert health["spool"] == str(listener.spool_dir)
         assert listener.terminate() == 143
-    contents = read_spool(listener.spool_file)
+    contents = read_spool(listener.spool_dir)
     assert contents.delivery_ids() == ["dlv_ok"]
     assert contents.records[0]["signed"] is True
     log = listener.log()
@@ -75,7 +79,7 @@ def test_duplicates_dropped_also_after_restart(tmp_path: Path) -> None:
             assert post(client, listener.url, event("dlv_2"), SECRET).status_code == 202
             health = client.get(f"{listener.url}/health").json()
             assert health["duplicates"] == 1 and health["events_in_spool"] == 2
-    assert read_spool(listener.spool_file).delivery_ids() == ["dlv_1", "dlv_2"]
+    assert read_spool(listener.spool_dir).delivery_ids() == ["dlv_1", "dlv_2"]
 
 
 def test_unsigned_mode_warns_loudly(tmp_path: Path) -> None:
@@ -86,7 +90,7 @@ def test_unsigned_mode_warns_loudly(tmp_path: Path) -> None:
     log = listener.log()
     assert "WARNING" in log and "UNSIGNED MODE" in log
     assert "event accepted UNSIGNED: dlv_u" in log
-    assert read_spool(listener.spool_file).records[0]["signed"] is False
+    assert read_spool(listener.spool_dir).records[0]["signed"] is False
 
 
 BURST = 200
@@ -129,7 +133,7 @@ def test_kill_9_during_a_burst_loses_no_acknowledged_event(
         assert not any(thread.is_alive() for thread in threads)
     with lock:
         acked = list(acknowledged)
-    contents = read_spool(listener.spool_file)
+    contents = read_spool(listener.spool_dir)
     spooled = contents.delivery_ids()
     assert len(spooled) == len(set(spooled))
     assert set(acked) <= set(spooled)
@@ -178,3 +182,52 @@ def test_configuration_error_and_busy_spool_exit_codes(tmp_path: Path) -> None:
     assert busy.returncode == 75
     assert "held by another receiver" in busy.stderr + busy.stdout
     assert SECRET not in busy.stderr + busy.stdout
+
+
+@pytest.mark.parametrize("secret", ["whsec_local", "listen-test-secret-8c1f"])
+def test_a_secret_not_in_the_standard_form_stops_the_start(tmp_path: Path, secret: str) -> None:
+    """A plain string or `whsec_` without base64 after it: exit 2, one line naming the setting,
+    the value not shown (docs/events.md, "Signing")."""
+    refused = _listen_once(tmp_path, secret)
+    output = refused.stderr + refused.stdout
+    assert refused.returncode == 2, output
+    assert "sources.drone_ops.webhook_secret: is not a Standard Webhooks secret" in output
+    assert secret not in output
+    assert not (tmp_path / "spool" / "events.jsonl").exists()
+
+
+def test_deliveries_signed_by_the_standard_library_are_accepted(tmp_path: Path) -> None:
+    """`standardwebhooks.Webhook(secret).sign`, the reference implementation, over real HTTP."""
+    webhook = Webhook(SECRET)
+    with running_listener(tmp_path, SECRET) as listener, httpx.Client(timeout=10) as client:
+        answers = {}
+        for delivery_id in ("dlv_std_1", "dlv_std_2"):
+            body = json.dumps(event(delivery_id))
+            sent_at = datetime.now(UTC)
+            headers = {
+                "content-type": "application/json",
+                "webhook-id": delivery_id,
+                "webhook-timestamp": str(int(sent_at.timestamp())),
+                "webhook-signature": webhook.sign(delivery_id, sent_at, body),
+            }
+            answers[delivery_id] = client.post(
+                f"{listener.url}/events", content=body, headers=headers
+            )
+        forged = Webhook(OTHER_SECRET)
+        body = json.dumps(event("dlv_std_forged"))
+        sent_at = datetime.now(UTC)
+        refused = client.post(
+            f"{listener.url}/events",
+            content=body,
+            headers={
+                "content-type": "application/json",
+                "webhook-id": "dlv_std_forged",
+                "webhook-timestamp": str(int(sent_at.timestamp())),
+                "webhook-signature": forged.sign("dlv_std_forged", sent_at, body),
+            },
+        )
+    assert {k: (r.status_code, r.json()) for k, r in answers.items()} == {
+        k: (202, {"status": "accepted", "delivery_id": k}) for k in answers
+    }
+    assert refused.status_code == 401
+    assert read_spool(listener.spool_dir).delivery_ids() == ["dlv_std_1", "dlv_std_2"]

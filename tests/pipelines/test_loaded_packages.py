@@ -58,3 +58,34 @@ def test_completed_packages_stay_bounded_over_runs(
     info = pipeline.get_load_package_info(kept[-1].name)
     assert info.state == "loaded" and info.jobs["completed_jobs"]
     assert _size(kept) < 1_000_000
+
+
+def test_what_dlt_reports_agrees_after_a_quiet_run(
+    tiny_sim: Any, target: Target, sync: Any
+) -> None:
+    """After pruning and a quiet run (whose empty extracts dlt drops), every load package the
+    saved trace names (what `dlt pipeline <name> show` lists) is one dlt can open
+    (`load-package <id>`), in the state the trace gives it; nothing is said to be pending
+    that the working folder does not hold. It used to list two `extracted` packages ("pending
+    to normalize") that no longer existed."""
+    run: SyncFn = sync(tiny_sim)
+    for _ in range(3):
+        assert run().ok
+    pipeline = dlt.attach(
+        target.pipeline_name(), pipelines_dir=str(target.resolved_pipelines_dir())
+    )
+    trace = pipeline.last_trace
+    assert trace is not None
+    states: dict[str, str] = {}
+    for step in trace.steps:
+        for package in getattr(step.step_info, "load_packages", None) or []:
+            states[package.load_id] = package.state
+    assert states, "the trace names the run's packages"
+    pending = set(pipeline.list_extracted_load_packages()) | set(
+        pipeline.list_normalized_load_packages()
+    )
+    completed = set(pipeline.list_completed_load_packages())
+    for load_id, state in states.items():
+        info = pipeline.get_load_package_info(load_id)
+        assert info.state == state, (load_id, info.state, state)
+        assert load_id in (pending if state in ("extracted", "normalized") else completed)

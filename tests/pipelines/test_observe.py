@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from drone_ops_sync.pipelines.observe.lineage import lineage_targets
 from drone_ops_sync.pipelines.observe.metrics import previous_successes, render
@@ -78,9 +79,9 @@ def test_textfile_escapes_labels_and_reads_back_its_last_successes(tmp_path: Pat
     row = {"status": "success", "new": 1, "changed": 2, "retired": 3, "requests": 4, "retries": 0}
     summary = {"exit_code": 0, "seconds": 1.5, "tables": {'we"ird\\name': row}}
     text = render(summary, {"projects": 100.0}, now=200.0)
-    assert 'drone_sync_rows{table="we\\"ird\\\\name",kind="retired"} 3' in text
+    assert 'drone_sync_last_run_rows{table="we\\"ird\\\\name",kind="retired"} 3' in text
     plain = parse_textfile(render({**summary, "tables": {"jobs": row}}, {}, now=200.0))
-    assert plain[("drone_sync_seconds", frozenset())] == 1.5
+    assert plain[("drone_sync_last_run_duration_seconds", frozenset())] == 1.5
     assert (
         plain[("drone_sync_last_success_timestamp_seconds", frozenset({("table", "jobs")}))] == 200
     )
@@ -102,3 +103,40 @@ def test_undeliverable_posts_are_one_warning(caplog: pytest.LogCaptureFixture) -
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 2 and all("alert not delivered" in w for w in warnings), warnings
     assert not any("127.0.0.1" in w for w in warnings), warnings
+
+
+UNITS = ("seconds", "bytes", "ratio", "celsius", "meters", "volts", "amperes", "joules", "grams")
+"""Prometheus' base units: a value in one of them says so as the name's suffix."""
+NOT_BASE_UNITS = ("milliseconds", "ms", "minutes", "hours", "days", "kilobytes", "megabytes")
+
+
+def test_every_metric_of_the_textfile_follows_prometheus_naming_conventions() -> None:
+    """Parsed by Prometheus' own client library, not by our reader: each family has HELP and a
+    type; a gauge (a per-run value, written afresh each run) does not end in `_total`, which
+    promises a counter; a counter does; a unit is a base unit, in the plural, as the suffix;
+    and a name says what it measures besides its unit (not `drone_sync_seconds`)."""
+    row = {"status": "success", "new": 1, "changed": 2, "retired": 3, "requests": 4, "retries": 1}
+    summary = {"exit_code": 0, "seconds": 1.5, "tables": {"projects": row, "jobs": row}}
+    families = list(text_string_to_metric_families(render(summary, {"users": 100.0}, now=200.0)))
+    assert families, "the textfile holds no metric"
+    for family in families:
+        name, kind = family.name, family.type
+        assert name.startswith("drone_sync_"), name
+        assert family.documentation.strip(), f"{name} has no HELP"
+        assert kind in ("gauge", "counter"), (name, kind)
+        sample_names = {sample.name for sample in family.samples}
+        assert sample_names, f"{name} has no sample"
+        if kind == "gauge":
+            assert not name.endswith("_total"), f"gauge {name} ends in _total, kept for counters"
+            assert sample_names == {name}, (name, sample_names)
+        else:
+            assert sample_names == {f"{name}_total"}, f"counter {name}: {sample_names}"
+        words = name.removeprefix("drone_sync_").split("_")
+        for unit in UNITS:
+            if unit in words:
+                assert words[-1] == unit, f"{name}: the unit {unit} is not the suffix"
+                assert len(words) > 1, f"{name} says its unit but not what it measures"
+        assert not set(words) & set(NOT_BASE_UNITS), f"{name} is not in a base unit"
+    names = {family.name for family in families}
+    assert not {"drone_sync_requests_total", "drone_sync_retries_total"} & names
+    assert "drone_sync_seconds" not in names

@@ -223,9 +223,10 @@ def test_metrics_textfile_keeps_last_success_of_failed_tables(
     assert first.code == EXIT_OK, first.describe()
     ok = parse_textfile(path.read_text())
     table = lambda name: frozenset({("table", name)})  # noqa: E731
-    assert ok[("drone_sync_run_ok", frozenset())] == 1
-    assert ok[("drone_sync_rows", frozenset({("table", "projects"), ("kind", "new")}))] == 0
-    assert ok[("drone_sync_requests_total", table("projects"))] > 0
+    assert ok[("drone_sync_last_run_ok", frozenset())] == 1
+    rows_key = ("drone_sync_last_run_rows", frozenset({("table", "projects"), ("kind", "new")}))
+    assert ok[rows_key] == 0
+    assert ok[("drone_sync_last_run_requests", table("projects"))] > 0
     stamp = ok[("drone_sync_last_success_timestamp_seconds", table("projects"))]
     assert abs(stamp - time.time()) < 120
     failing = {**env, "SOURCES__DRONE_OPS__API_KEY": "a-wrong-but-well-formed-key"}
@@ -233,7 +234,7 @@ def test_metrics_textfile_keeps_last_success_of_failed_tables(
     second = run_cli(run_args(database), failing, tmp_path)
     assert second.code == EXIT_FAILED, second.describe()
     after = parse_textfile(path.read_text())
-    assert after[("drone_sync_run_ok", frozenset())] == 0
+    assert after[("drone_sync_last_run_ok", frozenset())] == 0
     for name in ALL_TABLES:
         key = ("drone_sync_last_success_timestamp_seconds", table(name))
         assert after[key] == ok[key], name

@@ -33,7 +33,7 @@ def read(sim: SimulatorHandle) -> Iterator[httpx.Client]:
 
 # The webhook sender's tests: no generated webhooks (only the tests' own receive anything), one
 # signing secret, and retries quick enough for a test (1 + 4 attempts over 3.7 s).
-SECRET = "whsec_sender-test-secret"
+SECRET = "whsec_c2VuZGVyLXRlc3Qta2V5LTAxMjM0NTY3ODlhYg=="
 RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0)
 
 

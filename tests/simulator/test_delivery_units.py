@@ -17,6 +17,10 @@ from drone_ops_sync.simulator.events import DeliveryOptions, parse_retry_delays
 from drone_ops_sync.simulator.server import ServeConfig, build_runtime
 from drone_ops_sync.simulator.signing import WebhookSecrets, sign_all
 
+# Standard Webhooks secrets: `whsec_` and the base64 of the key bytes
+S1, K1 = "whsec_c2VjcmV0LWtleS1vbmUtMDEyMzQ1Njc4OWFi", b"secret-key-one-0123456789ab"
+S2, K2 = "whsec_c2VjcmV0LWtleS10d28tMDEyMzQ1Njc4OWFi", b"secret-key-two-0123456789ab"
+
 
 def delivery(name: str, lane: object = "L", project: str = "p", copy: int = 1) -> Delivery:
     return Delivery(name, "wh", "http://127.0.0.1:1/", "project.updated", "{}", project, lane, copy)
@@ -132,26 +136,28 @@ def test_retry_delays() -> None:
 
 
 def test_secrets_default_override_and_rotation() -> None:
-    secrets = WebhookSecrets(["s1"])
-    assert secrets.for_webhook("wh_a") == ("s1",)
-    assert secrets.set(["new", "s1"], "wh_a") == 2
-    assert secrets.for_webhook("wh_a") == ("new", "s1") and secrets.for_webhook("wh_b") == ("s1",)
+    secrets = WebhookSecrets([S1])
+    assert secrets.for_webhook("wh_a") == (S1,)
+    assert secrets.set([S2, S1], "wh_a") == 2
+    assert secrets.for_webhook("wh_a") == (S2, S1) and secrets.for_webhook("wh_b") == (S1,)
     secrets.set(None, "wh_a")
-    assert secrets.for_webhook("wh_a") == ("s1",)
+    assert secrets.for_webhook("wh_a") == (S1,)
     secrets.set([])
     assert secrets.for_webhook("wh_a") == ()
-    with pytest.raises(ValueError):
-        secrets.set([""])
+    for refused in ([""], ["s1"], ["whsec_local"], [S1, "whsec_"]):
+        with pytest.raises(ValueError):
+            secrets.set(refused)
+    assert secrets.for_webhook("wh_a") == ()
 
 
 def test_sign_all_carries_one_signature_per_secret() -> None:
-    headers = sign_all(["k1", "k2"], "dlv_1", b'{"a":1}', timestamp=1700000000)
+    headers = sign_all([S1, S2], "dlv_1", b'{"a":1}', timestamp=1700000000)
     expected = [
         "v1,"
         + base64.b64encode(
             hmac.new(k, b'dlv_1.1700000000.{"a":1}', hashlib.sha256).digest()
         ).decode()
-        for k in (b"k1", b"k2")
+        for k in (K1, K2)
     ]
     assert headers["webhook-signature"].split(" ") == expected
     assert headers["webhook-id"] == "dlv_1" and headers["webhook-timestamp"] == "1700000000"
@@ -161,6 +167,7 @@ def test_sign_all_carries_one_signature_per_secret() -> None:
     "options",
     [
         DeliveryOptions(secrets=("",)),
+        DeliveryOptions(secrets=("whsec_local",)),
         DeliveryOptions(workers=0),
         DeliveryOptions(timeout=0),
         DeliveryOptions(order="random"),

@@ -1,5 +1,6 @@
 """The simulator as a webhook sender, seen from a real receiver on 127.0.0.1: signatures that
-verify by an independent HMAC, the event's `data`, and each delivery fault on demand."""
+verify by an independent HMAC and by the official `standardwebhooks` library, the event's
+`data`, and each delivery fault on demand."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 import httpx
 import orjson
 import pytest
+from standardwebhooks import Webhook
 
 from drone_ops_sync.simulator.events import DeliveryOptions
 from drone_ops_sync.simulator.server import serve_in_thread
@@ -19,6 +21,9 @@ from .helpers import new_project, rename, webhook_to
 from .webhook_receiver import WebhookReceiver, signature_matches
 
 pytestmark = pytest.mark.e2e
+
+NEW_SECRET = "whsec_cm90YXRlZC1uZXcta2V5LTAxMjM0NTY3ODlhYg=="
+LATER_SECRET = "whsec_bGF0ZXItc2VjcmV0LWtleS0wMTIzNDU2Nzg5YQ=="
 
 
 @pytest.fixture
@@ -53,7 +58,8 @@ def test_patch_sends_a_signed_update_carrying_the_project_as_served(
     (arrival,) = receiver.arrivals
     headers, event = arrival.headers, arrival.event
     assert signature_matches(SECRET, headers, arrival.body)
-    assert not signature_matches("another secret", headers, arrival.body)
+    assert not signature_matches(NEW_SECRET, headers, arrival.body)
+    assert Webhook(SECRET).verify(arrival.body, headers) == event
     assert headers["webhook-id"] == event["delivery_id"]
     assert abs(int(headers["webhook-timestamp"]) - time.time()) < 60
     assert headers["content-type"] == "application/json"
@@ -74,7 +80,7 @@ def test_patch_sends_a_signed_update_carrying_the_project_as_served(
 def test_rotation_signs_with_both_secrets(
     signed_sim: SimulatorHandle, api: httpx.Client, receiver: WebhookReceiver, hook: str
 ) -> None:
-    signed_sim.set_webhook_secrets(["whsec_new", SECRET], webhook_id=hook)
+    signed_sim.set_webhook_secrets([NEW_SECRET, SECRET], webhook_id=hook)
     try:
         rename(api, new_project(api), "Rotating")
         signed_sim.wait_for_deliveries(timeout=10)
@@ -82,8 +88,9 @@ def test_rotation_signs_with_both_secrets(
         signed_sim.set_webhook_secrets(None, webhook_id=hook)
     (arrival,) = receiver.arrivals
     assert len(arrival.headers["webhook-signature"].split(" ")) == 2
-    for secret in ("whsec_new", SECRET):
+    for secret in (NEW_SECRET, SECRET):
         assert signature_matches(secret, arrival.headers, arrival.body)
+        Webhook(secret).verify(arrival.body, arrival.headers)
     rename(api, new_project(api), "Rotated back")
     signed_sim.wait_for_deliveries(timeout=10)
     assert len(receiver.arrivals[-1].headers["webhook-signature"].split(" ")) == 1
@@ -164,6 +171,9 @@ def test_bad_admin_input_is_refused(signed_sim: SimulatorHandle) -> None:
         assert r.status_code == 400 and "explode" in r.json()["message"]
         r = c.put("/_admin/webhook-secret", json={"secrets": [""]})
         assert r.status_code == 400
+        r = c.put("/_admin/webhook-secret", json={"secrets": ["whsec_local"]})
+        assert r.status_code == 400 and "Standard Webhooks" in r.json()["message"]
+        assert "whsec_local" not in r.text
         r = c.put("/_admin/webhook-secret", json={"secrets": ["x"], "webhook_id": "wh_none"})
         assert r.status_code == 404
         assert c.get("/_admin/delivery-faults").json() == {"faults": None, "active": []}
@@ -180,7 +190,7 @@ def test_unsigned_without_a_secret() -> None:
             )
             api.post("/v1/projects", json={"name": "U", "description": "d", "start_date": ANCHOR})
             sim.wait_for_deliveries(timeout=10)
-            sim.set_webhook_secrets(["whsec_later"])
+            sim.set_webhook_secrets([LATER_SECRET])
             api.post("/v1/projects", json={"name": "S", "description": "d", "start_date": ANCHOR})
             sim.wait_for_deliveries(timeout=10)
     finally:
@@ -188,13 +198,14 @@ def test_unsigned_without_a_secret() -> None:
     unsigned, signed = receiver.arrivals
     assert not any(h.startswith("webhook-") for h in unsigned.headers)
     assert orjson.loads(unsigned.body)["event"] == "project.created"
-    assert signature_matches("whsec_later", signed.headers, signed.body)
+    assert signature_matches(LATER_SECRET, signed.headers, signed.body)
+    Webhook(LATER_SECRET).verify(signed.body, signed.headers)
 
 
 def test_in_process_simulator_has_the_same_controls() -> None:
     """`serve_in_thread` (the demo's host) takes the same delivery options and its handle the
     same admin methods as the subprocess handle."""
-    options = DeliveryOptions(secrets=("k1",), faults="duplicate:1x")
+    options = DeliveryOptions(secrets=(SECRET,), faults="duplicate:1x")
     receiver = WebhookReceiver().start()
     try:
         with (
@@ -211,4 +222,4 @@ def test_in_process_simulator_has_the_same_controls() -> None:
         receiver.stop()
     first, second = receiver.arrivals
     assert first.body == second.body and delivery["status"] == "delivered"
-    assert signature_matches("k1", first.headers, first.body)
+    assert signature_matches(SECRET, first.headers, first.body)

@@ -42,10 +42,12 @@ def free_port() -> int:
 
 
 def signature_matches(secret: str, headers: dict[str, str], body: bytes) -> bool:
-    """The test's own reading of docs/events.md: HMAC-SHA256 of `{id}.{ts}.{body}`, base64, as
-    one of the space-separated `v1,` entries of `webhook-signature`."""
+    """The test's own reading of docs/events.md: HMAC-SHA256 of `{id}.{ts}.{body}`, keyed by
+    the base64 after the secret's `whsec_`, base64, as one of the space-separated `v1,` entries
+    of `webhook-signature`."""
     signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.".encode() + body
-    digest = hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).digest()
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    digest = hmac.new(key, signed, hashlib.sha256).digest()
     wanted = "v1," + base64.b64encode(digest).decode("ascii")
     return any(hmac.compare_digest(wanted, s) for s in headers["webhook-signature"].split(" "))
 

@@ -32,6 +32,7 @@ from .auth import BearerAuth
 from .pages import RequestCounter, Uncounted, walk_pages
 from .retries import RetryPolicy, TransientError
 from .throttle import AdaptiveLimiter, parse_retry_after
+from .transport import NoCookies, Urllib3Transport
 
 
 class DroneOpsClient:
@@ -70,15 +71,18 @@ class DroneOpsClient:
         self.limiter = AdaptiveLimiter(max_workers, max_requests_per_second)
         # a connection for every thread that may hold a limiter slot (job workers, list and
         # chain walks, which may each be one over the limit): a request that acquired its slot
-        # never waits in httpx's pool, where it would outlast a Retry-After pause begun meanwhile
+        # never waits for a connection, which could outlast a Retry-After pause begun meanwhile
         pool = 2 * max_workers + 4
         self._http = httpx.Client(
             base_url=self.base_url,
             auth=BearerAuth(api_key),
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
             headers={"User-Agent": settings.USER_AGENT, "Accept": "application/json"},
-            transport=transport,
+            # urllib3 behind httpx's interface (transport.py): three quarters of the CPU per
+            # request of httpx's own engine, and a pool with no keep-alive timer that never
+            # closes a connection a thread holds (encode/httpcore#1110, test_client_pool.py)
+            transport=transport or Urllib3Transport(pool, timeout=timeout),
+            cookies=NoCookies(),
             follow_redirects=False,
             # the configured API and nothing else: no proxy or netrc from the environment
             trust_env=False,
