@@ -14,7 +14,7 @@ from .alerts import run_failed_alert
 from .automation import SYNC_JOB_NAME, models_sensor, sync_schedule
 from .manifest import prepared_project
 from .models import build_models_assets, dbt_resource
-from .raw_assets import EVENTS_ASSET, build_sync_assets, workspace_partitions
+from .raw_assets import build_sync_assets, workspace_partitions
 from .warehouse import DroneSyncWarehouse
 
 
@@ -35,7 +35,7 @@ def build_definitions(
         description="One workspace's sync; the partition is the workspace.",
     )
     return dg.Definitions(
-        assets=[sync, models, EVENTS_ASSET],
+        assets=[sync, models],
         jobs=[sync_job],
         schedules=[sync_schedule(partitions)],
         sensors=[models_sensor(models), run_failed_alert],

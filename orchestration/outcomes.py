@@ -19,6 +19,8 @@ from drone_ops_sync.pipelines.console.summary import root_cause
 from drone_ops_sync.pipelines.exit_codes import EXIT_CONFIG, EXIT_FAILED
 from drone_ops_sync.pipelines.run.sync import SyncOutcome
 from drone_ops_sync.sources.drone_ops import (
+    EVENTS_TABLE,
+    FAILED_STATUSES,
     ConfigError,
     DroneOpsError,
     TableResult,
@@ -27,7 +29,6 @@ from drone_ops_sync.sources.drone_ops import (
 )
 
 RUNS_TABLE = settings.RUNS_TABLE
-FAILED_STATUSES = ("failed", "refused", "interrupted")
 
 
 def one_line(text: str) -> str:
@@ -37,11 +38,13 @@ def one_line(text: str) -> str:
 
 def loaded_tables(outcome: SyncOutcome) -> list[str]:
     """The raw tables this run changed in the warehouse: every table whose load committed
-    (a quiet one too: it was compared and is current), and `_sync_runs` once the run is
-    recorded. A failed or refused table loaded nothing, so it is not materialized."""
+    (a quiet one too: it was compared and is current), and `_sync_runs` and `_webhook_events`
+    (created empty when missing) once the run is recorded: the source writes both in its
+    record (`RECORD_RESOURCES`). A failed or refused table loaded nothing, so it is not
+    materialized."""
     tables = [name for name, result in outcome.report.tables.items() if result.loaded]
     if outcome.finished_at is not None:
-        tables.append(RUNS_TABLE)
+        tables.extend((RUNS_TABLE, EVENTS_TABLE))
     return tables
 
 
@@ -63,6 +66,10 @@ def table_metadata(
     if table == RUNS_TABLE:
         metadata["status"] = "success"
         metadata["rows_appended"] = len(report.tables)
+        return metadata
+    if table == EVENTS_TABLE:
+        # its rows are the receiver's; the sync only makes sure the table exists
+        metadata["status"] = "success"
         return metadata
     return {**metadata, **_result_metadata(report.table(table))}
 

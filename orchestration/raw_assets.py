@@ -45,7 +45,11 @@ from .warehouse import DroneSyncWarehouse
 
 RAW_SOURCE = "drone_ops"
 """The dbt source's name in models/staging/_drone_ops__sources.yml."""
-RAW_TABLES: tuple[str, ...] = (*ALL_TABLES, settings.RUNS_TABLE)
+RAW_TABLES: tuple[str, ...] = (*ALL_TABLES, settings.RUNS_TABLE, EVENTS_TABLE)
+"""What a partition's sync materializes: the tables, its run record and `_webhook_events`,
+which the sync creates empty (the receiver writes its rows, beside Dagster): reported by the
+sync so that its staging model is requested with the others, and the first automatic build on a
+fresh warehouse finds it (docs/events.md)."""
 SYNC_ASSETS_NAME = "drone_ops_sync"
 RAW_GROUP = "drone_ops_raw"
 
@@ -53,16 +57,6 @@ RAW_GROUP = "drone_ops_raw"
 def raw_table_key(table: str) -> dg.AssetKey:
     """A raw table's asset key; the dbt translator maps each dbt source to the same key."""
     return dg.AssetKey([RAW_SOURCE, table])
-
-
-EVENTS_ASSET = dg.AssetSpec(
-    key=dg.AssetKey([RAW_SOURCE, EVENTS_TABLE]),
-    group_name=RAW_GROUP,
-    kinds={"dlt"},
-    description="Webhook events that `drone-sync listen` applied (docs/events.md): written by the"
-    " receiver beside Dagster, not by a Dagster run; the sync creates it empty.",
-)
-"""The receiver's table, an asset Dagster shows and the gap report's models depend on."""
 
 
 def workspace_partitions() -> dg.StaticPartitionsDefinition:

@@ -27,7 +27,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
@@ -38,6 +37,7 @@ from drone_ops_sync.sources.drone_ops import (
     applied_events,
     configured_names,
     event_rows,
+    held_versions,
     new_run_id,
     newest_versions,
     project_versions,
@@ -155,7 +155,9 @@ def _apply_to(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
         with target.file_access():
             pipeline, _ = open_pipeline(target)
             finish_pending(pipeline)
-            held = _held_versions(pipeline, batch)
+            held = held_versions(
+                pipeline, (str(p["id"]) for e in batch if (p := e.project()) is not None)
+            )
         applied, outcomes = newest_versions(batch, held)
         versions = project_versions(applied.values(), new_run_id())
         RunLoads(target, pipeline).run(applied_events(versions, event_rows(batch, outcomes)))
@@ -163,25 +165,6 @@ def _apply_to(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
     for outcome in outcomes.values():
         counts[outcome] = counts.get(outcome, 0) + 1
     return counts
-
-
-def _held_versions(pipeline: Any, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
-    """The `updated` (unix ms) of the current warehouse row of each project in the batch."""
-    ids = sorted({str(p["id"]) for p in (e.project() for e in batch) if p is not None})
-    if not ids:
-        return {}
-    try:
-        with pipeline.sql_client() as client:
-            table = client.make_qualified_table_name("projects")
-            placeholders = ", ".join(["%s"] * len(ids))
-            rows = client.execute_sql(
-                f"SELECT id, updated FROM {table}"
-                f" WHERE _dlt_valid_to IS NULL AND id IN ({placeholders})",
-                *ids,
-            )
-    except DatabaseUndefinedRelation:
-        return {}  # no sync has created `projects` yet: every event's version is newer
-    return {str(row[0]): int(row[1].timestamp() * 1000) for row in rows or () if row[1]}
 
 
 @dataclass

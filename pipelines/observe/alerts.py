@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from drone_ops_sync.sources.drone_ops import redact
+from drone_ops_sync.sources.drone_ops import FAILED_STATUSES, redact
 
 from .transport import checked_url, post_json, read_setting
 
 HOOK_SETTING = "runtime.slack_incoming_hook"
-FAILED_STATUSES = ("failed", "refused", "interrupted")
 
 
 def alert_hook() -> str | None:

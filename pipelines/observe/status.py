@@ -1,7 +1,8 @@
 """`drone-sync status`: is the warehouse fresh? For monitors and cron wrappers.
 
 Why a command of its own, not a query in each monitor: the answer ("when did each table last
-load successfully, and is that too long ago") lives in `_sync_runs`, whose shape is ours, and a
+load successfully, and is that too long ago") lives in `_sync_runs`, whose shape is ours (its
+questions are answered by `sources/drone_ops/run_state.py`, whichever driver loaded it), and a
 monitor should get it as an exit code. It only reads: a DuckDB file is opened read-only (a
 running sync holds it for writing, which is said in one line with the busy code), PostgreSQL
 in a read-only transaction. It never creates a file, a lock or a pipeline folder.
@@ -22,9 +23,12 @@ import duckdb
 
 from drone_ops_sync.sources.drone_ops import (
     DEFAULT_WORKSPACE,
+    Attempt,
     ConfigError,
     DroneOpsError,
+    RunStateReader,
     checked_tables,
+    connection_reader,
     redact,
     settings,
 )
@@ -104,47 +108,44 @@ def read_status(
         )
     report = StatusReport(describe_warehouse(target), max_age_seconds)
     if target.destination == "duckdb":
-        rows = _duckdb_rows(target.resolved_database(), target.dataset, report)
+        successes, latest = _duckdb_answers(target.resolved_database(), target.dataset, report)
     else:
-        rows = _postgres_rows(target.dataset, report)
+        successes, latest = _postgres_answers(target.dataset, report)
     now = now or datetime.now(UTC)
-    successes = {row[0]: _utc(row[1]) for row in rows["success"]}
-    latest = {row[0]: row[1:] for row in rows["latest"]}
     for name in tables:
         last = successes.get(name)
         age = (now - last).total_seconds() if last is not None else None
-        run_id, status, error = latest.get(name, (None, None, None))
+        attempt = latest.get(name, Attempt(None, None, None))
         report.tables.append(
             TableFreshness(
                 table=name,
                 last_success=last,
                 age_seconds=age,
                 stale=age is None or age > max_age_seconds,
-                last_run_id=run_id,
-                last_status=status,
-                last_error=redact(error) if error else None,
+                last_run_id=attempt.run_id,
+                last_status=attempt.status,
+                last_error=redact(attempt.error) if attempt.error else None,
             )
         )
     return report
 
 
-def _queries(schema: str) -> dict[str, str]:
-    """Last success per table, and each table's latest attempt: plain SQL both engines read."""
-    runs = f'"{schema}"."{settings.RUNS_TABLE}"'
-    return {
-        "success": f"SELECT resource, max(finished_at) FROM {runs} WHERE status = 'success'"
-        " GROUP BY resource",
-        "latest": f"SELECT r.resource, r.run_id, r.status, r.error FROM {runs} r JOIN"
-        f" (SELECT resource, max(finished_at) AS last FROM {runs} GROUP BY resource) l"
-        " ON r.resource = l.resource AND r.finished_at = l.last",
-    }
+Answers = tuple[dict[str, datetime], dict[str, Attempt]]
+"""Each table's last success, and each table's latest attempt."""
 
 
-def _duckdb_rows(database: Path, schema: str, report: StatusReport) -> dict[str, list[Any]]:
-    empty: dict[str, list[Any]] = {"success": [], "latest": []}
+def _answers(state: RunStateReader, report: StatusReport, where: str) -> Answers:
+    """What status asks of `_sync_runs`; a note when no run was recorded yet."""
+    if not state.has_runs():
+        report.note = f"no {where}: no sync recorded yet"
+        return {}, {}
+    return state.last_successes(), state.latest_attempts()
+
+
+def _duckdb_answers(database: Path, schema: str, report: StatusReport) -> Answers:
     if not database.is_file():
         report.note = f"no warehouse at {database.absolute()}: no sync has run there yet"
-        return empty
+        return {}, {}
     try:
         connection = duckdb.connect(str(database), read_only=True)
     except duckdb.Error as exc:
@@ -159,15 +160,13 @@ def _duckdb_rows(database: Path, schema: str, report: StatusReport) -> dict[str,
             " usually a drone-sync run: status reads it once that lets go; try again later"
         ) from None
     try:
-        return {name: connection.sql(sql).fetchall() for name, sql in _queries(schema).items()}
-    except duckdb.CatalogException:
-        report.note = f"no {schema}.{settings.RUNS_TABLE} in {database}: no sync recorded yet"
-        return empty
+        where = f"{schema}.{settings.RUNS_TABLE} in {database}"
+        return _answers(connection_reader(connection, schema), report, where)
     finally:
         connection.close()
 
 
-def _postgres_rows(schema: str, report: StatusReport) -> dict[str, list[Any]]:
+def _postgres_answers(schema: str, report: StatusReport) -> Answers:
     import psycopg2
 
     credentials = destination_credentials("postgres")
@@ -181,22 +180,10 @@ def _postgres_rows(schema: str, report: StatusReport) -> dict[str, list[Any]]:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise WarehouseUnreadable(f"cannot read PostgreSQL: {redact(reason)}") from None
     try:
-        with connection.cursor() as cursor:
-            rows: dict[str, list[Any]] = {}
-            for name, sql in _queries(schema).items():
-                cursor.execute(sql)
-                rows[name] = cursor.fetchall()
-            return rows
-    except psycopg2.errors.UndefinedTable:
-        report.note = f"no {schema}.{settings.RUNS_TABLE}: no sync recorded yet"
-        return {"success": [], "latest": []}
+        state = connection_reader(connection, schema, missing=(psycopg2.errors.UndefinedTable,))
+        return _answers(state, report, f"{schema}.{settings.RUNS_TABLE}")
     finally:
         connection.close()
-
-
-def _utc(value: datetime) -> datetime:
-    """A timestamp from either engine as aware UTC (naive ones are UTC already)."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def human_age(seconds: float) -> str:

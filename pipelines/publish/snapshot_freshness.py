@@ -18,15 +18,13 @@ from pathlib import Path
 
 import duckdb
 
+from drone_ops_sync.sources.drone_ops import RunStateReader, connection_reader
 from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 log = logging.getLogger(__name__)
 
 INFO_TABLE = "_snapshot_info"
 RUNS_TABLE = source_settings.RUNS_TABLE
-# a run counts as successful when none of its tables ended in one of these (`skipped` does
-# not fail a run; docs/warehouse.md lists the statuses)
-FAILED_STATUSES = ("failed", "refused", "interrupted")
 INFO_COLUMNS = (
     ("published_at", "TIMESTAMPTZ"),
     ("source_database", "VARCHAR"),
@@ -60,34 +58,24 @@ class Runs:
 
 
 def read_runs(con: duckdb.DuckDBPyConnection, catalog: str, dataset: str) -> Runs:
-    """The newest run and the newest successful run, or empty `Runs` before the first run."""
-    if not has_runs_table(con, catalog, dataset):
-        return Runs()
-    runs = f"{quote(catalog)}.{quote(dataset)}.{quote(RUNS_TABLE)}"
-    newest = con.execute(
-        f"SELECT run_id, finished_at FROM {runs} ORDER BY finished_at DESC, run_id DESC LIMIT 1"
-    ).fetchone()
-    good = con.execute(
-        f"SELECT run_id, max(finished_at) AS finished_at FROM {runs} GROUP BY run_id"
-        " HAVING NOT bool_or(list_contains(?, status))"
-        " ORDER BY finished_at DESC, run_id DESC LIMIT 1",
-        [list(FAILED_STATUSES)],
-    ).fetchone()
+    """The newest run and the newest successful run (none of its tables failed), or empty
+    `Runs` before the first run; asked of `run_state.py`, which owns `_sync_runs`."""
+    state = _runs_of(con, catalog, dataset)
+    newest, good = state.newest_run(), state.newest_good_run()
     return Runs(
-        run_id=str(newest[0]) if newest else None,
-        run_finished_at=newest[1] if newest else None,
-        last_sync_run_id=str(good[0]) if good else None,
-        last_sync_finished_at=good[1] if good else None,
+        run_id=newest.run_id if newest else None,
+        run_finished_at=newest.finished_at if newest else None,
+        last_sync_run_id=good.run_id if good else None,
+        last_sync_finished_at=good.finished_at if good else None,
     )
 
 
 def has_runs_table(con: duckdb.DuckDBPyConnection, catalog: str, dataset: str) -> bool:
-    row = con.execute(
-        "SELECT count(*) FROM information_schema.tables"
-        " WHERE table_catalog = ? AND table_schema = ? AND table_name = ?",
-        [catalog, dataset, RUNS_TABLE],
-    ).fetchone()
-    return bool(row and row[0])
+    return _runs_of(con, catalog, dataset).has_runs()
+
+
+def _runs_of(con: duckdb.DuckDBPyConnection, catalog: str, dataset: str) -> RunStateReader:
+    return connection_reader(con, dataset, catalog=catalog)
 
 
 def write_info(

@@ -17,50 +17,21 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import UTC, datetime
 from typing import Any
 
-import dlt
-from dlt.common.schema.typing import TColumnSchema
-from dlt.extract.resource import DltResource
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from drone_ops_sync.sources.drone_ops import DroneOpsError, SyncRun, delivery_wave
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops import DroneOpsError, SyncRun, delivery_wave, marks_resource
 
 from .errors import root_cause
 from .run_trace import RunLoads
 
 log = logging.getLogger(__name__)
 
-MARKS_TABLE = source_settings.DELIVERY_MARKS_TABLE
-MARK_COLUMNS: dict[str, TColumnSchema] = {
-    "run_id": {"data_type": "text", "nullable": False},
-    "webhook_id": {"data_type": "text", "nullable": False},
-    "newest_ms": {"data_type": "bigint", "nullable": False},
-    "recorded_at": {"data_type": "timestamp", "timezone": True, "nullable": False},
-}
 WAVE_POLL_SECONDS = 0.5
 BUSY_WINDOW_SECONDS = 2.0
 BUSY_CPU_SHARE = 0.8
 """Process CPU seconds per wall second above which the walk of the lists counts as busy."""
-
-
-def marks_resource(run_id: str, marks: dict[str, int]) -> DltResource:
-    """One `_sync_delivery_marks` row per webhook whose mark moves (the table is created even
-    when none does: its existence says the marks are recorded)."""
-    recorded_at = datetime.now(UTC)
-    rows = [
-        {"run_id": run_id, "webhook_id": hook, "newest_ms": ms, "recorded_at": recorded_at}
-        for hook, ms in sorted(marks.items())
-    ]
-    items: list[Any] = list(rows) if rows else [dlt.mark.materialize_table_schema()]
-    return dlt.resource(
-        items,
-        name=MARKS_TABLE,
-        write_disposition="append",
-        columns=MARK_COLUMNS,
-    )
 
 
 def record_marks_first(loads: RunLoads, run: SyncRun) -> None:

@@ -1,5 +1,5 @@
 """One sync run: take the warehouse's lock, finish what a crashed run left, compare, load,
-record the run."""
+record the run (through the source's run-state resources, `sources/drone_ops/run_state.py`)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ from dlt.pipeline.exceptions import PipelineStepFailed
 
 from drone_ops_sync.sources.drone_ops import (
     ENTITIES,
-    ISSUES,
     LISTS,
     LOAD_GROUPS,
+    RECORD_RESOURCES,
     WEBHOOKS,
     DroneOpsError,
     ProgressCallback,
     RunOptions,
+    RunRecord,
     Seams,
     SourceConfig,
     SyncReport,
@@ -31,14 +32,11 @@ from drone_ops_sync.sources.drone_ops import (
     TableResult,
     checked_tables,
     drone_ops,
-    empty_events_table,
-    issue_table,
     read_source_config,
-    redact,
 )
 from drone_ops_sync.sources.drone_ops import settings as source_settings
 
-from .delivery_waves import DeliveryWaves, marks_resource, record_marks_first
+from .delivery_waves import DeliveryWaves, record_marks_first
 from .errors import root_cause
 from .loaded_packages import prune_loaded_packages
 from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
@@ -155,6 +153,7 @@ def sync_locked(
         spill_root=target.spill_root(),
         cancel=cancel if cancel is not None else threading.Event(),
         seams=seams if seams is not None else Seams(),
+        workspace=target.workspace,
     )
     if target.destination == "duckdb":
         with target.file_access():
@@ -240,7 +239,7 @@ def _locked_run(
     outcome.load_seconds = time.monotonic() - load_started
     outcome.issues = report.issues = len(walk_issues)
     outcome.total_seconds = time.monotonic() - started
-    _record_run(loads, report, walk_issues, outcome, marks)
+    _record_run(loads, run, source, walk_issues, outcome, marks)
     traced = loads.save_trace()
     # after every run, not only a clean one: a table failing run after run would otherwise
     # let the packages grow as before; the newest, and every one this run's trace names, are kept
@@ -318,71 +317,22 @@ def _load(
 
 def _record_run(
     loads: RunLoads,
-    report: SyncReport,
+    run: SyncRun,
+    source: Any,
     issues: list[dict[str, str | None]],
     outcome: SyncOutcome,
     marks: dict[str, int],
 ) -> None:
-    """Appends one `_sync_runs` row per table, the run's `_sync_issues`, and the delivery marks
-    that moved (`delivery_waves.py`), in one load."""
+    """Records the run through the source's own run-state resources (`RECORD_RESOURCES`), in
+    one load: one `_sync_runs` row per table as its load ended, the run's `_sync_issues`, the
+    delivery marks that moved (`delivery_waves.py`), and `_webhook_events` if it is missing."""
     finished = datetime.now(UTC)
-    rows = [
-        {
-            "run_id": report.run_id,
-            "resource": result.table,
-            "started_at": report.started_at,
-            "finished_at": finished,
-            "status": result.status,
-            "pages": result.pages,
-            "requests": result.requests,
-            "retries": result.retries,
-            "rows_seen": result.rows_seen,
-            "rows_new": result.new,
-            "rows_changed": result.changed,
-            "rows_retired": result.retired,
-            "seconds": round(result.seconds, 3),
-            "error": redact(result.error) if result.error else None,
-            "scope": result.scope,
-            "workspace": loads.target.workspace,
-        }
-        for result in report.tables.values()
-    ]
-    resources = [
-        dlt.resource(
-            rows,
-            name=source_settings.RUNS_TABLE,
-            write_disposition="append",
-            columns={
-                "error": {"data_type": "text", "nullable": True},
-                "scope": {"data_type": "text", "nullable": True},
-                "workspace": {"data_type": "text", "nullable": True},
-            },
-        )
-    ]
-    # created on the first run even when empty, so dashboards and tests can always read it
-    resources.append(
-        dlt.resource(
-            [issue_table({**issue, "workspace": loads.target.workspace} for issue in issues)]
-            if issues
-            else [dlt.mark.materialize_table_schema()],
-            name=source_settings.ISSUES_TABLE,
-            write_disposition="append",
-            columns=issue_columns(),
-        )
-    )
-    resources.append(empty_events_table())
-    if marks:
-        resources.append(marks_resource(report.run_id, marks))
+    run.record = RunRecord(run.report, loads.target.workspace, issues, marks, finished)
     try:
-        loads.run(resources)
+        loads.run(source.with_resources(*RECORD_RESOURCES))
     except PipelineStepFailed as exc:
         outcome.notes.append(
             f"could not record the run in {source_settings.RUNS_TABLE}: {root_cause(exc)}"
         )
     else:
         outcome.finished_at = finished
-
-
-def issue_columns() -> dict[str, Any]:
-    """`_sync_issues` columns, declared so the table exists before its first row."""
-    return {column.name: {"data_type": "text", "nullable": True} for column in ISSUES.columns}

@@ -9,7 +9,8 @@
 Wings, each with one job (docs/architecture.md has the whole picture): `http/` talks to the API;
 `tables/` says what each table is and how a record becomes its row; `walk/` walks the workspace
 into spilled Arrow batches; `compare/` decides what each table loads (`compare/deletions.py`:
-what may be retired); `known.py` reads what the warehouse holds; `run.py` is one run;
+what may be retired); `known.py` reads what the warehouse holds; `run_state.py` owns the
+run-state tables (`_sync_runs`, `_sync_issues`, `_sync_delivery_marks`); `run.py` is one run;
 `source.py` the dlt source. Callers outside this package import from here only.
 """
 
@@ -45,12 +46,24 @@ from .exceptions import (
     RetriesExhaustedError,
 )
 from .http import DroneOpsClient, Urllib3Transport
-from .known import DeliveryMark, KnownState, read_known_state
+from .known import DeliveryMark, KnownState, held_versions, read_known_state
 from .report import SyncReport, TableResult
 from .run import RunOptions, Seams, SyncRun, new_run_id
+from .run_state import (
+    FAILED_STATUSES,
+    RUN_STATE_TABLES,
+    Attempt,
+    RunMoment,
+    RunRecord,
+    RunStateReader,
+    connection_reader,
+    marks_resource,
+    pipeline_reader,
+)
 from .secrets import redact, register_secret
 from .settings_files import check_settings_files
 from .source import (
+    RECORD_RESOURCES,
     applied_events,
     delivery_wave,
     drone_ops,
@@ -66,8 +79,6 @@ from .tables.entities import (
     WEBHOOKS,
     Entity,
 )
-from .tables.rows import issue_table
-from .tables.schema import ISSUES
 from .walk import ProgressCallback, WorkspaceWalk
 from .walk.spill import SPILL_PREFIX
 from .workspaces import (
@@ -87,14 +98,17 @@ __all__ = [
     "ENTITY_TABLES",
     "EVENTS_SCHEMA",
     "EVENTS_TABLE",
-    "ISSUES",
+    "FAILED_STATUSES",
     "LISTS",
     "LOAD_GROUPS",
+    "RECORD_RESOURCES",
+    "RUN_STATE_TABLES",
     "SPILL_PREFIX",
     "UNROUTED",
     "WEBHOOKS",
     "AccessReport",
     "ApiError",
+    "Attempt",
     "AuthError",
     "ConfigError",
     "DeliveryMark",
@@ -108,7 +122,10 @@ __all__ = [
     "ProgressCallback",
     "ReceivedEvent",
     "RetriesExhaustedError",
+    "RunMoment",
     "RunOptions",
+    "RunRecord",
+    "RunStateReader",
     "Seams",
     "SourceConfig",
     "SyncReport",
@@ -123,15 +140,18 @@ __all__ = [
     "checked_api_key",
     "checked_tables",
     "configured_names",
+    "connection_reader",
     "delivery_wave",
     "drone_ops",
     "empty_events_table",
     "event_rows",
+    "held_versions",
     "is_loopback_host",
-    "issue_table",
+    "marks_resource",
     "missing_setting",
     "new_run_id",
     "newest_versions",
+    "pipeline_reader",
     "project_versions",
     "read_known_state",
     "read_source_config",

@@ -4,12 +4,14 @@ The warehouse itself is the sync's state: current row hashes per entity, the use
 marks per webhook and how many jobs syncs succeeded. A run that failed leaves them as they were,
 so the next run simply compares again; nothing has to be repaired in a separate state store.
 Read through the pipeline's own destination client, so the plain source reads it on any
-destination the pipeline loads into.
+destination the pipeline loads into. The entity tables are read here; the run-state tables
+(marks, job syncs) are asked through `run_state.py`, which owns them.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,7 +20,7 @@ import dlt
 import pyarrow as pa
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
-from . import settings
+from .run_state import pipeline_reader
 from .tables.entities import ENTITIES, ENTITY_TABLES
 
 
@@ -84,12 +86,9 @@ def read_known_state(
             if current is not None:
                 known.current[name] = current
                 known.existing.add(name)
+        state = pipeline_reader(client)
         if not full_refresh:
-            syncs = query(
-                f"SELECT count(*) AS n FROM {table(settings.RUNS_TABLE)}"
-                " WHERE resource = 'jobs' AND status = 'success'"
-            )
-            known.job_syncs = int(syncs.column("n")[0].as_py()) if syncs is not None else 0
+            known.job_syncs = state.job_syncs()
         known.users = query(f"SELECT id, _row_hash FROM {table('users')}")
         if known.users is not None:
             known.existing.add("users")
@@ -97,10 +96,7 @@ def read_known_state(
             f"SELECT webhook_id, max(created) AS newest FROM {table('webhook_deliveries')}"
             " GROUP BY webhook_id"
         )
-        recorded = query(
-            f"SELECT webhook_id, max(newest_ms) AS newest"
-            f" FROM {table(settings.DELIVERY_MARKS_TABLE)} GROUP BY webhook_id"
-        )
+        recorded = state.delivery_marks()
         known.marks_recorded = recorded is not None
         if loaded is None:
             # no deliveries (or none left): every log is walked whole, whatever a mark says
@@ -124,27 +120,39 @@ def read_known_state(
     return known
 
 
-def _newest_per_webhook(recorded: pa.Table | None, loaded: pa.Table) -> dict[str, int]:
+def _newest_per_webhook(recorded: dict[str, int] | None, loaded: pa.Table) -> dict[str, int]:
     """Each webhook's mark in ms: recorded in `_sync_delivery_marks` when that table exists
-    (the only trustworthy source once deliveries load in waves); else, for a warehouse last
-    synced before waves, the newest delivery loaded (its loads were all or nothing per
-    webhook, so nothing older is missing)."""
-    marks: dict[str, int] = {}
+    (the only trustworthy source once deliveries load in waves); else, for a warehouse whose
+    marks were never recorded, the newest delivery loaded."""
     if recorded is not None:
-        for webhook_id, newest in zip(
-            recorded.column("webhook_id").to_pylist(),
-            recorded.column("newest").to_pylist(),
-            strict=True,
-        ):
-            if webhook_id is not None and isinstance(newest, int):
-                marks[str(webhook_id)] = newest
-        return marks
+        return recorded
+    marks: dict[str, int] = {}
     for webhook_id, newest_at in zip(
         loaded.column("webhook_id").to_pylist(), loaded.column("newest").to_pylist(), strict=True
     ):
         if webhook_id is not None and isinstance(newest_at, datetime):
             marks[str(webhook_id)] = _epoch_ms(newest_at)
     return marks
+
+
+def held_versions(pipeline: dlt.Pipeline, project_ids: Iterable[str]) -> dict[str, int]:
+    """The `updated` (unix ms) of the current warehouse row of each of `project_ids`: what a
+    received event's version must beat (`events.newest_versions`). Empty before any sync has
+    created `projects`: every event's version is then newer."""
+    ids = sorted(set(project_ids))
+    if not ids:
+        return {}
+    placeholders = ", ".join(["%s"] * len(ids))
+    try:
+        with pipeline.sql_client() as client:
+            rows = client.execute_sql(
+                f"SELECT id, updated FROM {client.make_qualified_table_name('projects')}"
+                f" WHERE _dlt_valid_to IS NULL AND id IN ({placeholders})",
+                *ids,
+            )
+    except DatabaseUndefinedRelation:
+        return {}
+    return {str(row[0]): int(row[1].timestamp() * 1000) for row in rows or () if row[1]}
 
 
 def _from_epoch_ms(ms: int) -> datetime:

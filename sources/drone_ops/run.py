@@ -30,8 +30,10 @@ from .exceptions import DroneOpsError
 from .http import DroneOpsClient
 from .known import KnownState, read_known_state
 from .report import SyncReport
+from .run_state import RunRecord
 from .tables.entities import ALL_TABLES
 from .walk import ProgressCallback, WalkPlan, WorkspaceWalk
+from .workspaces import DEFAULT_WORKSPACE
 
 
 def new_run_id() -> str:
@@ -71,10 +73,16 @@ class SyncRun:
     """The run's one cancellation token: a signal handler sets it to interrupt the run
     (unfinished tables load nothing); the walk and the HTTP client stop on it."""
     seams: Seams = field(default_factory=Seams)
+    workspace: str = DEFAULT_WORKSPACE
+    """Whose run this is, as its run-state rows say."""
     run_id: str = field(default_factory=new_run_id)
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     known: KnownState | None = None
     walk: WorkspaceWalk | None = None
+    record: RunRecord | None = None
+    """What the run-state tables record of this run (`run_state.py`), once its tables are
+    done: made by the run itself when the source opened it, by `drone-sync run` otherwise
+    (which knows what its loads did)."""
     report: SyncReport = field(init=False)
     _pending: set[str] | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -118,7 +126,8 @@ class SyncRun:
         this extraction has finished."""
         self.open(dlt.current.pipeline())
         with self._lock:
-            self._pending = set(selected)
+            # the run-state resources follow the tables; they are not tables of the walk
+            self._pending = {name for name in selected if name in ALL_TABLES}
 
     def table_finished(self, table: str) -> None:
         """Called by each table as it ends. A run the source opened itself closes after the
@@ -132,6 +141,7 @@ class SyncRun:
             done = not self._pending
         if not done:
             return
+        self.record = self._record()
         self.close()
         problems = [
             result.error or f"{result.table}: {result.status}"
@@ -140,6 +150,17 @@ class SyncRun:
         ]
         if problems:
             raise DroneOpsError("; ".join(problems))
+
+    def _record(self) -> RunRecord:
+        """The run as the source records it: every table extracted, so its rows load in the
+        same package as the tables (a failed table raises below, and nothing loads). The marks
+        move only when the deliveries' walk succeeded."""
+        walk = self.walk
+        assert walk is not None, "a run records itself before its walk closes"
+        deliveries = self.report.tables.get("webhook_deliveries")
+        moved = deliveries is not None and deliveries.status == "success"
+        marks = dict(walk.webhooks.completed_marks) if moved else {}
+        return RunRecord(self.report, self.workspace, list(walk.issues), marks)
 
     def _open_walk(self, known: KnownState) -> WorkspaceWalk:
         config, seams = self.config, self.seams

@@ -8,8 +8,11 @@ A plain dlt source, run like any verified source:
 Settings come from dlt's config (`sources.drone_ops.*`, read and checked by `config.py`), and
 what the warehouse already holds is read through the running pipeline (`known.py`), so the
 contract holds on any destination: history, confirmed deletions, the mass-delete guard, users
-and the delivery early stop. `drone-sync run` runs this same source, passing its own `SyncRun`
-(which it opens after its repairs and closes after its last load).
+and the delivery early stop. The source records its own runs (`run_state.py`: `_sync_runs`,
+`_sync_issues`, `_sync_delivery_marks`) in resources that follow the tables, so a plain
+pipeline keeps them as well. `drone-sync run` runs this same source, passing its own `SyncRun`
+(which it opens after its repairs and closes after its last load), and loads those resources
+once it knows what its loads did.
 
 Each table below reads like what it produces: its name, how it is written, its columns. History
 tables are scd2 with explicit change sets: dlt's
@@ -41,9 +44,15 @@ from .compare import TableSync
 from .config import checked_tables
 from .events import EVENTS_COLUMNS, EVENTS_TABLE
 from .run import RunOptions, SyncRun
+from .run_state import RUN_STATE_TABLES, record_resources
 from .tables.entities import ENTITIES, Entity
 from .tables.schema import dlt_columns
 from .workspaces import DEFAULT_WORKSPACE, read_workspace_config
+
+RECORD_RESOURCES: tuple[str, ...] = (*RUN_STATE_TABLES, EVENTS_TABLE)
+"""What the source writes after its tables, whoever drives it: the run-state tables
+(`run_state.py`) and the receiver's `_webhook_events`, empty until events arrive, so the
+models that read it build on any warehouse."""
 
 SCD2_DISPOSITION: TScd2StrategyDict = {
     "disposition": "merge",
@@ -83,10 +92,13 @@ def drone_ops(
     require_dlt_settings()
     if run is None:
         options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
-        run = SyncRun(read_workspace_config(workspace), options)
+        run = SyncRun(read_workspace_config(workspace), options, workspace=workspace)
     assert isinstance(run, SyncRun)
     sync = TableSync(run)
-    return [table(sync) for table in TABLES if table.__name__ in run.options.tables]
+    resources = [table(sync) for table in TABLES if table.__name__ in run.options.tables]
+    # after the tables (dlt extracts in order: `fifo`), so they record what the tables did;
+    # `drone-sync run` loads them itself after its last load (`RECORD_RESOURCES`)
+    return [*resources, *record_resources(lambda: run.record), empty_events_table()]
 
 
 def require_dlt_settings() -> None:

@@ -161,7 +161,8 @@ def test_a_quiet_run_loads_nothing_and_stays_equal_to_each_api(story: Story) -> 
         written = {
             table: (meta["rows_new"], meta["rows_changed"], meta["rows_retired"])
             for table, meta in run.tables.items()
-            if table != "_sync_runs"
+            # the run's record, and the receiver's table the sync only makes sure exists
+            if table not in ("_sync_runs", "_webhook_events")
         }
         assert set(written.values()) == {(0, 0, 0)}, written
         assert not story.mismatches["quiet"][name]
