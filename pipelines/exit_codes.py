@@ -2,7 +2,8 @@
 
 They let a scheduler tell what to do next without reading the output: 0 success, 1 a table
 failed or was refused (or dbt failed), 2 configuration error, 75 warehouse busy, 130 / 143
-interrupted by SIGINT / SIGTERM (`signals.py`).
+interrupted by SIGINT / SIGTERM (128 + the signal's number, as shells report it; set by
+`run/signals.py`). Every code is here, so this file answers "what does exit N mean".
 """
 
 from __future__ import annotations
@@ -17,3 +18,7 @@ EXIT_CONFIG = 2
 """A setting or flag is wrong: the message names it. Retrying will not help."""
 EXIT_BUSY = 75
 """EX_TEMPFAIL: another run holds the warehouse, or another program holds the DuckDB file."""
+EXIT_SIGINT = 130
+"""Interrupted by SIGINT (Ctrl-C): the next run picks up."""
+EXIT_SIGTERM = 143
+"""Interrupted by SIGTERM (a scheduler's stop, `docker stop`): the next run picks up."""

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
+from ..exit_codes import EXIT_SIGINT, EXIT_SIGTERM
+
 SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
 
 
