@@ -72,6 +72,49 @@ def post(
     return client.post(f"{url}/events", content=body, headers=headers)
 
 
+def listen_command(spool: Path | None, *extra: str, port: int = 0) -> list[str]:
+    """`drone-sync listen` on loopback (a free port by default) with its spool in `spool`
+    (None: the warehouse's default, `.drone_sync/<file>/events`)."""
+    spool_args = ["--spool", str(spool)] if spool is not None else []
+    command = [sys.executable, "-m", "drone_ops_sync.pipelines.cli", "listen"]
+    return [*command, "--port", str(port), *spool_args, *extra]
+
+
+@contextlib.contextmanager
+def applying_listener(
+    tmp_path: Path,
+    env: dict[str, str],
+    apply_every: float,
+    name: str,
+    port: int = 0,
+    spool: Path | None = None,
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`drone-sync listen` applying to `tmp_path/w.duckdb` every `apply_every` seconds (0:
+    spool only), its log in `tmp_path/<name>.log`; yields its URL and process, and stops it
+    by its own handle."""
+    command = listen_command(
+        spool,
+        "--database",
+        str(tmp_path / "w.duckdb"),
+        "--apply-every",
+        str(apply_every),
+        port=port,
+    )
+    with (tmp_path / f"{name}.log").open("w") as log:
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=log, text=True, env=env, cwd=tmp_path
+        )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        assert line.startswith("url="), (line, (tmp_path / f"{name}.log").read_text())
+        yield line.removeprefix("url="), process
+    finally:
+        stop_process(process)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
 @contextlib.contextmanager
 def running_listener(tmp_path: Path, secret: str | None, name: str = "run") -> Iterator[Listener]:
     """The receiver on 127.0.0.1 (a free port) with its spool in `tmp_path/spool`; its log goes
@@ -82,16 +125,7 @@ def running_listener(tmp_path: Path, secret: str | None, name: str = "run") -> I
         env[SECRET_ENV] = secret
     spool = tmp_path / "spool"
     log_file = tmp_path / f"{name}.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "drone_ops_sync.pipelines.cli",
-        "listen",
-        "--port",
-        "0",
-        "--spool",
-        str(spool),
-    ]
+    cmd = listen_command(spool)
     with log_file.open("w") as log:
         process = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env, cwd=str(tmp_path)

@@ -11,10 +11,7 @@ while the receiver applies is never refused.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +21,10 @@ import pytest
 
 from drone_ops_sync.pipelines.listen.spool import read_spool
 from drone_ops_sync.pipelines.run.access import duckdb_access
-from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .cli_helpers import EXIT_OK, cli_env, run_cli, wait_until
+from .listen_process import applying_listener as receiver
 from .listen_process import post
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -38,38 +36,6 @@ other work a receiver's start and each apply can take many seconds."""
 SENDER_ARGS = ["--delivery-timeout", "60"]
 """The simulator's sender waits up to a minute for the receiver's answer (2 s by default): an
 answer slowed by a busy machine is not a receiver that is down."""
-
-
-@contextmanager
-def receiver(
-    tmp_path: Path, env: dict[str, str], apply_every: float, name: str, port: int = 0
-) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """`drone-sync listen` for the test's warehouse, on loopback (a free port by default)."""
-    command = [
-        sys.executable,
-        "-m",
-        "drone_ops_sync.pipelines.cli",
-        "listen",
-        "--port",
-        str(port),
-        "--database",
-        str(tmp_path / "w.duckdb"),
-        "--apply-every",
-        str(apply_every),
-    ]
-    with (tmp_path / f"{name}.log").open("w") as log:
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=log, text=True, env=env, cwd=tmp_path
-        )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().strip()
-        assert line.startswith("url="), (line, (tmp_path / f"{name}.log").read_text())
-        yield line.removeprefix("url="), process
-    finally:
-        stop_process(process)
-        if process.stdout is not None:
-            process.stdout.close()
 
 
 def wait_for(check: Any, what: str, seen: Callable[[], object] | None = None) -> None:

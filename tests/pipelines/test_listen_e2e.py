@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -19,7 +18,7 @@ from standardwebhooks import Webhook
 
 from drone_ops_sync.pipelines.listen.spool import read_spool
 
-from .listen_process import SECRET_ENV, event, post, running_listener
+from .listen_process import SECRET_ENV, event, listen_command, post, running_listener
 
 SECRET = "whsec_bGlzdGVuLXRlc3Qta2V5LThjMWYtMDEyMzQ1Ng=="
 OTHER_SECRET = "whsec_b3RoZXItc2VjcmV0LWtleS0wMTIzNDU2Nzg5YQ=="
@@ -153,18 +152,8 @@ def test_kill_9_during_a_burst_loses_no_acknowledged_event(
 def _listen_once(tmp_path: Path, secret: str) -> subprocess.CompletedProcess[str]:
     """`listen` on the test's spool, expected to stop at once; its output as one text."""
     env = {k: v for k, v in os.environ.items() if k != SECRET_ENV}
-    spool = str(tmp_path / "spool")
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "drone_ops_sync.pipelines.cli",
-            "listen",
-            "--port",
-            "0",
-            "--spool",
-            spool,
-        ],
+        listen_command(tmp_path / "spool"),
         env={**env, SECRET_ENV: secret},
         capture_output=True,
         text=True,

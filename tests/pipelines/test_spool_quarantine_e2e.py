@@ -12,8 +12,6 @@ restarts, while new events were still acknowledged and never applied. Now both a
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,10 +23,9 @@ import httpx
 import pytest
 
 from drone_ops_sync.pipelines.run.access import duckdb_access
-from testkit.simulator_process import stop_process
 
 from .cli_helpers import cli_env, closed_loopback_port
-from .listen_process import event, post
+from .listen_process import applying_listener, event, post
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -41,33 +38,9 @@ def applying_receiver(tmp_path: Path, name: str) -> Iterator[str]:
     """`drone-sync listen` applying every 0.3 s to `tmp_path/w.duckdb`, its spool in
     `tmp_path/spool`; stopped by its own handle."""
     env = cli_env(tmp_path, base_url=f"http://127.0.0.1:{closed_loopback_port()}", api_key="k")
-    command = [
-        sys.executable,
-        "-m",
-        "drone_ops_sync.pipelines.cli",
-        "listen",
-        "--port",
-        "0",
-        "--spool",
-        str(tmp_path / "spool"),
-        "--database",
-        str(tmp_path / "w.duckdb"),
-        "--apply-every",
-        "0.3",
-    ]
-    with (tmp_path / f"{name}.log").open("w") as log:
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=log, text=True, env=env, cwd=tmp_path
-        )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().strip()
-        assert line.startswith("url="), (line, (tmp_path / f"{name}.log").read_text())
-        yield line.removeprefix("url=")
-    finally:
-        stop_process(process, timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
+    spool = tmp_path / "spool"
+    with applying_listener(tmp_path, env, 0.3, name, spool=spool) as (url, _):
+        yield url
 
 
 def wait_for(check: Any, what: str) -> Any:
