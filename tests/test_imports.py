@@ -87,6 +87,13 @@ def _imported_names(module: str, path: Path, node: ast.Import | ast.ImportFrom) 
     return [f"{stem}.{alias.name}" for alias in node.names]
 
 
+def _written_names(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The module names an import statement spells out, as written (`from a.b import c`: a.b)."""
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""]
+    return [alias.name for alias in node.names]
+
+
 def _folder_name(name: str) -> str:
     """`drone_ops_sync.sources.x` as the graph names it: `sources.x`."""
     return name.removeprefix(NAMESPACE)
@@ -267,14 +274,7 @@ def test_callers_use_the_source_through_its_facade() -> None:
         if module.split(".")[0] not in ("pipelines", "bench", "orchestration"):
             continue
         for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [
-                _folder_name(name)
-                for name in (
-                    [node.module or ""]
-                    if isinstance(node, ast.ImportFrom)
-                    else [alias.name for alias in node.names]
-                )
-            ]
+            names = [_folder_name(name) for name in _written_names(node)]
             reaching_in += [
                 f"  {path.relative_to(REPO)}:{node.lineno} imports {name}"
                 for name in names
@@ -305,11 +305,7 @@ def test_installed_packages_are_imported_under_the_namespace() -> None:
         for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level:
                 continue
-            names = (
-                [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else [alias.name for alias in node.names]
-            )
+            names = _written_names(node)
             bare += [
                 f"  {path.relative_to(REPO)}:{node.lineno} imports {name}"
                 for name in names
