@@ -149,21 +149,23 @@ def test_a_connection_close_response_is_read_whole() -> None:
         assert server.connections == 3
 
 
+def _drip(conn: socket.socket, number: int, stopping: threading.Event) -> None:
+    """Answers with headers for 10,000 bytes, then drips a byte every 50 ms (about 500 s)."""
+    if not read_request(conn):
+        return
+    conn.sendall(head(10_000))
+    for _ in range(10_000):
+        if stopping.wait(0.05):
+            return
+        conn.sendall(b" ")
+
+
 def test_the_deadline_cuts_off_a_dripping_body() -> None:
     """A body dripped a byte every 50 ms (each read well within the timeout) is abandoned once
     the whole response has taken the timeout: a `ReadTimeout` naming the setting."""
 
-    def drip(conn: socket.socket, number: int, stopping: threading.Event) -> None:
-        if not read_request(conn):
-            return
-        conn.sendall(head(10_000))
-        for _ in range(10_000):
-            if stopping.wait(0.05):
-                return
-            conn.sendall(b" ")
-
     transport = Urllib3Transport(2, timeout=0.6)
-    with RawServer(drip) as server, httpx.Client(transport=transport, timeout=0.6) as http:
+    with RawServer(_drip) as server, httpx.Client(transport=transport, timeout=0.6) as http:
         started = time.monotonic()
         with pytest.raises(httpx.ReadTimeout) as info:
             http.get(f"{server.base_url}/v1/projects")
@@ -176,16 +178,7 @@ def test_the_deadline_cuts_off_a_dripping_body() -> None:
 def test_the_client_retries_a_dripping_body_and_gives_up_in_bounded_time() -> None:
     """Through the client: each attempt ends at the deadline, and the attempts are retried."""
 
-    def drip(conn: socket.socket, number: int, stopping: threading.Event) -> None:
-        if not read_request(conn):
-            return
-        conn.sendall(head(10_000))
-        for _ in range(10_000):
-            if stopping.wait(0.05):
-                return
-            conn.sendall(b" ")
-
-    with RawServer(drip) as server, client_for(server, timeout=0.4, max_attempts=2) as client:
+    with RawServer(_drip) as server, client_for(server, timeout=0.4, max_attempts=2) as client:
         started = time.monotonic()
         with pytest.raises(RetriesExhaustedError, match="ReadTimeout"):
             client.get_json("/v1/projects")
