@@ -39,7 +39,7 @@ import httpx
 import psutil
 
 from bench.runner import simulator_scale
-from drone_ops_sync.pipelines.run.access import duckdb_access
+from drone_ops_sync.pipelines.run.lock import duckdb_access
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 MARKER = re.compile(r"^burst (\d+)$")

@@ -50,7 +50,7 @@ def sync_target(spec: dict[str, Any], destination: str) -> Target:
 
 def run_ours(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, Any]:
     """One `run_sync` into the spec's database (fresh or already synced)."""
-    from drone_ops_sync.pipelines.run.sync import run_sync
+    from drone_ops_sync.pipelines.session import run_sync
     from drone_ops_sync.sources.drone_ops import read_source_config
 
     target = sync_target(spec, destination)

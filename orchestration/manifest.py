@@ -35,7 +35,7 @@ from drone_ops_sync.pipelines.publish.dbt_build import (
     dbt_environment,
     profile_env,
 )
-from drone_ops_sync.pipelines.run.access import waiting_turn
+from drone_ops_sync.pipelines.run.lock import waiting_turn
 
 CACHE_FOLDER = Path("drone-ops-sync") / "dagster-manifest"
 """Below the user's cache folder: where each project's manifest folder is."""

@@ -22,7 +22,7 @@ from pydantic import Field
 
 from drone_ops_sync.pipelines.run.dlt_tooling import link_for_dlt_cli
 from drone_ops_sync.pipelines.run.lock import WarehouseBusy
-from drone_ops_sync.pipelines.run.sync import run_sync
+from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import (
     ALL_TABLES,
     EVENTS_TABLE,

@@ -173,11 +173,9 @@ def _run_one(
 ) -> int:
     from drone_ops_sync.sources.drone_ops import RunOptions, checked_tables, read_workspace_config
 
-    from .publishing import build_models_step, finish_success
     from .run.dlt_tooling import link_for_dlt_cli
-    from .run.lock import warehouse_lock
-    from .run.sync import sync_locked
     from .run.target import check_target
+    from .session import Session
 
     target = _target(args).for_workspace(name)
     models = target.models_target()
@@ -192,13 +190,11 @@ def _run_one(
     options = RunOptions(checked_tables(tables), args.allow_mass_delete, args.full_refresh)
     snapshot = _snapshot_plan(models, args)
     observers = watch.watch_run(target, config, output)
-    notes: list[str] = []
-    with warehouse_lock(target.lock_path(), notes):
+    with Session(target) as session:
         with output.progress() as counter, stop.cooperating() as stopping:
-            outcome = sync_locked(
-                target, config, options, progress=counter, cancel=stopping, observer=observers
+            outcome = session.sync(
+                config, options, progress=counter, cancel=stopping, observer=observers
             )
-        outcome.notes[:0] = notes
         tooling_note = link_for_dlt_cli(target)
         if tooling_note:
             outcome.notes.append(tooling_note)
@@ -213,9 +209,8 @@ def _run_one(
         if not outcome.ok:
             return output.finish(EXIT_FAILED, "failed", outcome)
         if args.no_models or target.destination not in MODEL_DESTINATIONS:
-            return finish_success(models, snapshot, output, outcome)
-        return build_models_step(
-            models,
+            return session.publish(snapshot, output, outcome)
+        return session.build_models(
             output,
             stop,
             run_tests=True,
@@ -352,17 +347,15 @@ def _check(args: argparse.Namespace, output: Output) -> int:
 
 def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     from .publish.dbt_build import dbt_target
-    from .publishing import build_models_step
-    from .run.lock import warehouse_lock
     from .run.target import check_target
+    from .session import Session
 
     target = _target(args)
     check_target(target)
     dbt_target(target)
     snapshot = _snapshot_plan(target, args)
-    with warehouse_lock(target.lock_path()):
-        return build_models_step(
-            target,
+    with Session(target) as session:
+        return session.build_models(
             output,
             stop,
             run_tests=not args.no_test,

@@ -57,11 +57,12 @@ DEMO_QUERIES: tuple[tuple[str, str], ...] = (
 def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     from drone_ops_sync.simulator.server import serve_in_thread
 
-    from .console.progress import sync_with_progress
+    from .console.progress import live_progress
     from .publish.dbt_build import build_models
     from .publish.questions import answer_questions
     from .publish.snapshot import default_snapshot_path, publish_snapshot
     from .run.dlt_tooling import link_for_dlt_cli
+    from .session import run_sync
 
     database = directory / DEFAULT_DATABASE
     _fresh(directory, database)
@@ -71,7 +72,8 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     with serve_in_thread(seed=seed, scale="small", admin=True) as sim:
         console.print(f"simulator at {sim.base_url} (read-only key used for syncing)")
         config = read_source_config({"base_url": sim.base_url, "api_key": sim.read_key})
-        first = sync_with_progress(target, console, config=config)
+        with live_progress(console) as counter:
+            first = run_sync(target, progress=counter, config=config)
         print_summary(console, first, "First sync (everything is new)")
         if not first.ok:
             return 1
@@ -80,7 +82,8 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
             for line in _change_workspace(api):
                 console.print(f"  {line}")
         sim.wait_for_deliveries(timeout=30)
-        second = sync_with_progress(target, console, config=config)
+        with live_progress(console) as counter:
+            second = run_sync(target, progress=counter, config=config)
         print_summary(console, second, "Second sync (only the changes)")
         if not second.ok:
             return 1

@@ -31,8 +31,13 @@ from .publish.build_record import (
 )
 from .publish.dbt_build import ModelsResult, dbt_target
 from .publish.snapshot import SnapshotError, SnapshotPlan, publish_snapshot, snapshot_plan
-from .run.access import ACCESS_WAIT_SECONDS, waiting_turn
-from .run.lock import WarehouseBusy, busy_message, ensure_duckdb_free
+from .run.lock import (
+    ACCESS_WAIT_SECONDS,
+    WarehouseBusy,
+    busy_message,
+    ensure_duckdb_free,
+    waiting_turn,
+)
 from .run.reachable import ensure_destination_reachable
 from .run.signals import SignalStop
 from .run.sync import SyncOutcome

@@ -260,7 +260,7 @@ def test_the_dagster_code_location_sits_on_top() -> None:
     assert not inward, "orchestration/ imported by:\n" + _describe(inward)
     outward = _crossings("orchestration", ("simulator", "testkit", "bench"))
     assert not outward, "orchestration/ imports:\n" + _describe(outward)
-    assert ("orchestration.raw_assets", "pipelines.run.sync") in {
+    assert ("orchestration.raw_assets", "pipelines.session") in {
         (e.importer, e.imported) for e in EDGES
     }
 

@@ -6,14 +6,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
-
-from ..run.sync import SyncOutcome, run_sync
-from ..run.target import Target
 
 
 class ProgressCounter:
@@ -78,9 +74,3 @@ def every(seconds: float, action: Callable[[], None]) -> Iterator[None]:
     finally:
         stop.set()
         thread.join()
-
-
-def sync_with_progress(target: Target, console: Console, **kwargs: Any) -> SyncOutcome:
-    """A sync with the live progress line, as the demo shows it."""
-    with live_progress(console) as counter:
-        return run_sync(target, progress=counter, **kwargs)

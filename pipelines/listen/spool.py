@@ -14,13 +14,12 @@ applier has wholly applied is removed (`release`), after its delivery ids are ke
 A crash can leave a torn last line (written in part, never acknowledged): opening the spool
 cuts such a tail, and a failed write (a full disk) is cut back at once, so the next record
 starts on a line of its own. The folder is held under an exclusive `flock` so two receivers
-never append to one spool.
+never append to one spool (the first lock of the order in `run/lock.py`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -30,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..run.lock import take_flock
 
 SEGMENT_BYTES = 1024 * 1024
 """A new segment starts once the newest holds this much (about 1,000 events of 1 KiB)."""
@@ -170,11 +171,9 @@ class Spool:
         self.segment_bytes = segment_bytes
         directory.mkdir(parents=True, exist_ok=True)
         self._dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if take_flock(self._dir_fd) is None:
             os.close(self._dir_fd)
-            raise SpoolBusy(f"{directory} is held by another receiver") from None
+            raise SpoolBusy(f"{directory} is held by another receiver")
         self._lock = threading.Lock()
         self._seen: dict[str, int] = {}
         """Each known delivery id and the segment it came in, so expired ids can be dropped."""

@@ -5,7 +5,7 @@ extract), and one process's walks share one GIL; processes use every core. Each 
 process is the single-workspace command itself, so it has its own pipeline, lock, repairs,
 `_sync_runs` rows and alert, exactly as when run alone, and one workspace that fails, hangs
 until its timeouts or crashes never stops another. On DuckDB they take turns inside the file
-(`access.py`); on PostgreSQL they load in parallel. The models are built once, after all of
+(`lock.py`); on PostgreSQL they load in parallel. The models are built once, after all of
 them, by the calling process.
 
 At most `parallel` run at once (docs/fleet.md has the sizing measured here); a signal to the

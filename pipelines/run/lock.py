@@ -1,10 +1,23 @@
-"""One run per warehouse, and a clear word when another program holds the DuckDB file.
+"""Every lock of a warehouse, on one primitive (`take_flock`), in the order they are taken.
 
-The lock is an advisory `flock` on a file beside the warehouse (`<warehouse>.lock`). The
-kernel drops it when its holder dies, however it dies, so a lock left by a killed run is never
-in the way: the file still names the dead holder, and the next run says it took over. The file
-is never deleted (deleting it would let a waiting run and a new one each lock a different
-file), only emptied on release.
+All are advisory `flock`s: the kernel drops one when its holder dies, however it dies, so a
+lock a killed process left is never in the way. In the order a holder takes them (a holder of
+a later one never waits for an earlier one, so no two holders can wait for each other):
+
+1. the spool folder (`drone-sync listen` only, for the receiver's life: `listen/spool.py`);
+2. the run lock, `<warehouse>.lock` (`warehouse_lock`): one turn of a workspace at a time,
+   taken by `pipelines/session.py` and nowhere else; refused, not waited for, when another
+   run holds it;
+3. the models lock, `models.lock` in the warehouse's sync folder (`waiting_turn`): one model
+   build of a warehouse at a time, waited for (`publishing.models_turn`);
+4. the DuckDB file's access lock, `<file>.access.lock` (`duckdb_access`): held by every step
+   while it has the file open, and waited for, so the workspaces sharing a file (a fleet,
+   Dagster partitions) and the event applier take turns at it while their walks overlap.
+   Nothing on a server destination.
+
+The run lock file is never deleted (deleting it would let a waiting run and a new one each
+lock a different file), only emptied on release; it names its holder, so the next run can say
+whose lock it took over.
 """
 
 from __future__ import annotations
@@ -14,8 +27,9 @@ import json
 import os
 import re
 import socket
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,9 +47,29 @@ class WarehouseBusy(DroneOpsError):
 BRIEF_WAIT_SECONDS = 5.0
 """How long a run waits for a brief holder (the receiver applying one batch of events, which
 takes well under a second) before it says busy."""
-_BRIEF_POLL_SECONDS = 0.02
+ACCESS_WAIT_SECONDS = 1800.0
+"""How long a step waits for the models lock or the file's access lock before giving up as
+busy (exit 75): longer than any one load of the largest workspace measured here, shorter than
+a schedule's interval."""
+_POLL_SECONDS = 0.02
 _NOTED_WAIT_SECONDS = 0.05
 """A wait for a brief holder at least this long is noted in the run's summary."""
+_held = threading.local()
+
+
+def take_flock(fd: int, keep_waiting: Callable[[], bool] = lambda: False) -> float | None:
+    """The one way a lock is taken: an exclusive `flock` on `fd`, tried without blocking and
+    tried again every few milliseconds for as long as `keep_waiting()` says so. Returns the
+    seconds it waited, or None when it gave up (the caller says who holds it)."""
+    started = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return time.monotonic() - started
+        except BlockingIOError:
+            if not keep_waiting():
+                return None
+            time.sleep(_POLL_SECONDS)
 
 
 @contextmanager
@@ -45,18 +79,16 @@ def warehouse_lock(
     """Holds the run lock for `lock_path`, or raises `WarehouseBusy` naming the holder.
 
     A lock file naming a holder that no longer holds it (a killed run) is taken over, and a
-    note saying so is appended to `notes`. Taken once per run, by whoever starts the run
-    (`drone-sync run` holds it across the sync and the model build); a second take, even in
-    the same process, is refused like any other. A `brief` holder (the event applier: one
-    batch, then release) is waited for up to `BRIEF_WAIT_SECONDS` instead, so a scheduled run
-    that starts during a batch is delayed by that batch, never refused."""
+    note saying so is appended to `notes`. A second take, even in the same process, is
+    refused like any other. A `brief` holder (one batch, then release) is waited for up to
+    `BRIEF_WAIT_SECONDS` instead, so a run that starts during it is delayed, never refused."""
     key = lock_path.resolve()
     key.parent.mkdir(parents=True, exist_ok=True)
     if brief and _run_waiting(key):
         raise WarehouseBusy(f"a run is waiting for {key}; the brief holder gives it the turn")
     handle = open(key, "a+", encoding="utf-8")  # noqa: SIM115 (held until release below)
     try:
-        waited = _take(handle, key)
+        waited = _take_run_lock(handle, key)
         if waited >= _NOTED_WAIT_SECONDS and notes is not None:
             notes.append(f"waited {waited:.1f} s for the event receiver's batch to finish")
         previous = _read_holder(handle)
@@ -88,36 +120,37 @@ def warehouse_lock(
         handle.close()
 
 
-def _take(handle: IO[str], key: Path) -> float:
-    """Takes the lock, waiting while (and only while) a brief holder has it; returns how long
-    it waited. While it waits, a `<lock>.waiting` file tells brief takers to let it go first
-    (the receiver's next batch would otherwise take the lock straight back)."""
-    started = time.monotonic()
-    deadline = started + BRIEF_WAIT_SECONDS
+def _take_run_lock(handle: IO[str], key: Path) -> float:
+    """Takes the run lock, waiting while (and only while) a brief holder has it; returns how
+    long it waited. While it waits, a `<lock>.waiting` file tells brief takers to let it go
+    first (the receiver's next batch would otherwise take the lock straight back)."""
+    deadline = time.monotonic() + BRIEF_WAIT_SECONDS
     waiting = _waiting_path(key)
     announced = False
+    holder: dict[str, Any] = {}
+
+    def brief_holder() -> bool:
+        nonlocal announced, holder
+        holder = _read_holder(handle)
+        # an empty file: the holder has just taken it and is writing who it is
+        if not (holder.get("brief") or not holder) or time.monotonic() >= deadline:
+            return False
+        if not announced:  # once: it stays fresh for the whole wait (`_run_waiting`'s bound)
+            waiting.write_text(str(os.getpid()), encoding="utf-8")
+            announced = True
+        return True
+
     try:
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return time.monotonic() - started
-            except BlockingIOError:
-                holder = _read_holder(handle)
-                # an empty file: the holder has just taken it and is writing who it is
-                if (holder.get("brief") or not holder) and time.monotonic() < deadline:
-                    if not announced:
-                        # once: it stays fresh for the whole wait (`_run_waiting`'s bound)
-                        waiting.write_text(str(os.getpid()), encoding="utf-8")
-                        announced = True
-                    time.sleep(_BRIEF_POLL_SECONDS)
-                    continue
-                raise WarehouseBusy(
-                    f"another drone-sync run ({_describe(holder)}) holds {key}; wait for it to"
-                    " finish, or stop that process, then run again"
-                ) from None
+        waited = take_flock(handle.fileno(), brief_holder)
     finally:
         if announced:
             waiting.unlink(missing_ok=True)
+    if waited is None:
+        raise WarehouseBusy(
+            f"another drone-sync run ({_describe(holder)}) holds {key}; wait for it to"
+            " finish, or stop that process, then run again"
+        )
+    return waited
 
 
 def _waiting_path(key: Path) -> Path:
@@ -150,6 +183,53 @@ def _describe(holder: dict[str, Any]) -> str:
         f"pid {holder.get('pid', '?')} on {holder.get('host', '?')},"
         f" started {holder.get('started_at', '?')}"
     )
+
+
+@contextmanager
+def waiting_turn(path: Path, wait_seconds: float, what: str) -> Iterator[None]:
+    """Holds the lock on `path` for the block, waiting up to `wait_seconds` for it;
+    `WarehouseBusy` (exit 75) naming `what` if the wait runs out."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        deadline = time.monotonic() + wait_seconds
+        if take_flock(handle.fileno(), lambda: time.monotonic() < deadline) is None:
+            raise WarehouseBusy(
+                f"waited {wait_seconds:g} s for {what} ({path}): another step held it"
+                " the whole time; run again later"
+            )
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextmanager
+def duckdb_access(
+    database: Path | None, wait_seconds: float = ACCESS_WAIT_SECONDS
+) -> Iterator[None]:
+    """Holds the DuckDB file's access lock for the block; a no-op for a server destination
+    (None). Each taking opens its own descriptor, so it excludes other threads of the same
+    process as well as other processes; a thread that already holds it takes it again without
+    waiting (the steps nest: a run's repairs load pending packages)."""
+    if database is None:
+        yield
+        return
+    key = str(database.resolve())
+    depth: dict[str, int] = getattr(_held, "depth", None) or {}
+    _held.depth = depth
+    if depth.get(key):
+        depth[key] += 1
+        try:
+            yield
+        finally:
+            depth[key] -= 1
+        return
+    depth[key] = 1
+    try:
+        with waiting_turn(Path(key + ".access.lock"), wait_seconds, "the DuckDB file"):
+            yield
+    finally:
+        depth[key] = 0
 
 
 _HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
@@ -191,3 +271,18 @@ def ensure_duckdb_free(database: Path) -> None:
                 f"{database} cannot be opened as a DuckDB database ({exc})",
             ) from None
         raise WarehouseBusy(message) from None
+
+
+@contextmanager
+def duckdb_busy_as_warehouse_busy(database: Path | None) -> Iterator[None]:
+    """Turns DuckDB's cross-process lock error, raised anywhere in the block (deep inside dlt
+    as often as not), into the one-line `WarehouseBusy`; other errors pass unchanged."""
+    try:
+        yield
+    except DroneOpsError:
+        raise
+    except Exception as exc:
+        message = busy_message(database, exc) if database is not None else None
+        if message is not None:
+            raise WarehouseBusy(message) from None
+        raise

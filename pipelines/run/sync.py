@@ -1,5 +1,6 @@
-"""One sync run: take the warehouse's lock, finish what a crashed run left, compare, load,
-record the run (through the source's run-state resources, `sources/drone_ops/run_state.py`)."""
+"""One sync in a workspace's turn (`pipelines/session.py` takes the lock and repairs): walk and
+compare, load, record the run (through the source's run-state resources,
+`sources/drone_ops/run_state.py`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from drone_ops_sync.sources.drone_ops import (
     LOAD_GROUPS,
     RECORD_RESOURCES,
     WEBHOOKS,
-    DroneOpsError,
     ProgressCallback,
     RunOptions,
     RunRecord,
@@ -30,30 +30,17 @@ from drone_ops_sync.sources.drone_ops import (
     SyncReport,
     SyncRun,
     TableResult,
-    checked_tables,
     drone_ops,
-    read_source_config,
 )
 from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 from .delivery_waves import DeliveryWaves, record_marks_first
 from .errors import root_cause
 from .loaded_packages import prune_loaded_packages
-from .lock import WarehouseBusy, busy_message, ensure_duckdb_free, warehouse_lock
-from .reachable import ensure_destination_reachable
-from .recovery import (
-    finish_pending,
-    forget_moved_working_folders,
-    open_pipeline,
-    remove_leftovers,
-)
+from .lock import duckdb_busy_as_warehouse_busy
 from .run_trace import RunLoads
-from .target import (
-    Target,
-    apply_runtime_defaults,
-    check_target,
-)
-from .warehouse import read_data_version, remove_replayed_rows
+from .target import Target
+from .warehouse import read_data_version
 
 
 @dataclass
@@ -91,46 +78,9 @@ class RunObserver(Protocol):
         """A table's load group committed (or failed, or was skipped as interrupted)."""
 
 
-def run_sync(
+def sync_in_turn(
     target: Target,
-    *,
-    config: SourceConfig | None = None,
-    tables: Sequence[str] | None = None,
-    full_refresh: bool = False,
-    allow_mass_delete: bool = False,
-    progress: ProgressCallback | None = None,
-    cancel: threading.Event | None = None,
-    delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
-    seams: Seams | None = None,
-) -> SyncOutcome:
-    """Runs one sync under the warehouse's lock and records it in `_sync_runs`; never raises
-    for a failed table. For callers that hold nothing yet (tests, benchmarks, scripts);
-    `drone-sync run` takes the lock itself, for the sync and the model build, and calls
-    `sync_locked`.
-
-    Raises `ConfigError` for a bad setting and `WarehouseBusy` when another run or process
-    holds the warehouse, in both cases before anything is changed."""
-    apply_runtime_defaults()
-    config = config if config is not None else read_source_config()
-    options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
-    check_target(target)
-    notes: list[str] = []
-    with warehouse_lock(target.lock_path(), notes):
-        outcome = sync_locked(
-            target,
-            config,
-            options,
-            progress=progress,
-            cancel=cancel,
-            delivery_wave_rows=delivery_wave_rows,
-            seams=seams,
-        )
-    outcome.notes[:0] = notes
-    return outcome
-
-
-def sync_locked(
-    target: Target,
+    pipeline: dlt.Pipeline,
     config: SourceConfig,
     options: RunOptions,
     *,
@@ -140,7 +90,8 @@ def sync_locked(
     seams: Seams | None = None,
     observer: RunObserver | None = None,
 ) -> SyncOutcome:
-    """One sync, by a caller that holds the warehouse's lock and has checked the settings.
+    """One sync, in a turn (`pipelines/session.py`) that holds the run lock, has checked the
+    settings and opened and repaired `pipeline`.
 
     `cancel`, once set (by a signal handler), interrupts the run: tables whose walk had not
     finished load nothing and are recorded as `interrupted`. `delivery_wave_rows` is how many
@@ -155,29 +106,19 @@ def sync_locked(
         seams=seams if seams is not None else Seams(),
         workspace=target.workspace,
     )
-    if target.destination == "duckdb":
-        with target.file_access():
-            ensure_duckdb_free(target.resolved_database())
-    ensure_destination_reachable(target)
     if observer is not None:
         observer.run_started(run.report, run.options.tables)
-    try:
-        return _locked_run(target, run, delivery_wave_rows, observer)
-    except DroneOpsError:
-        raise
-    except Exception as exc:
-        message = (
-            busy_message(target.resolved_database(), exc)
-            if target.destination == "duckdb"
-            else None
-        )
-        if message is not None:
-            raise WarehouseBusy(message) from None
-        raise
+    database = target.resolved_database() if target.destination == "duckdb" else None
+    with duckdb_busy_as_warehouse_busy(database):
+        return _locked_run(target, pipeline, run, delivery_wave_rows, observer)
 
 
 def _locked_run(
-    target: Target, run: SyncRun, delivery_wave_rows: int, observer: RunObserver | None
+    target: Target,
+    pipeline: dlt.Pipeline,
+    run: SyncRun,
+    delivery_wave_rows: int,
+    observer: RunObserver | None,
 ) -> SyncOutcome:
     started = time.monotonic()
     # Arrow's default pool (jemalloc/mimalloc) keeps freed batches mapped; the system pool
@@ -187,8 +128,6 @@ def _locked_run(
     outcome = SyncOutcome(report=report)
     if target.destination == "duckdb":
         outcome.database = target.resolved_database()
-    with target.file_access():
-        pipeline = _repaired_pipeline(target, outcome)
     outcome.pipeline_name = pipeline.pipeline_name
     loads = RunLoads(target, pipeline)
     load_started = time.monotonic()
@@ -254,25 +193,6 @@ def _tell(observer: RunObserver | None, report: SyncReport, tables: Sequence[str
     if observer is not None:
         for name in tables:
             observer.table_finished(report.table(name))
-
-
-def _repaired_pipeline(target: Target, outcome: SyncOutcome) -> dlt.Pipeline:
-    """The run's pipeline, once what a crashed or replayed run, or a move of the file, left
-    is repaired."""
-    outcome.notes.extend(forget_moved_working_folders(target))
-    pipeline, reopened = open_pipeline(target)
-    if reopened:
-        outcome.notes.append(reopened)
-    leftovers = remove_leftovers(target, pipeline)
-    if leftovers:
-        outcome.notes.append(f"removed what an interrupted run left: {', '.join(leftovers)}")
-    note = finish_pending(pipeline)
-    if note:
-        outcome.notes.append(note)
-    replayed = remove_replayed_rows(pipeline)
-    if replayed:
-        outcome.notes.append(f"removed {replayed} rows a replayed load had written twice")
-    return pipeline
 
 
 def _stage_of(group: Sequence[str]) -> str:

@@ -30,7 +30,7 @@ from drone_ops_sync.sources.drone_ops import (
 )
 
 from ..defaults import DEFAULT_DATASET
-from .access import duckdb_access
+from .lock import duckdb_access
 
 PIPELINE_PREFIX = "drone_ops"
 """Every pipeline name starts with this (the dlt source itself is named `drone_ops` too)."""
@@ -164,7 +164,7 @@ class Target:
 
     def file_access(self) -> AbstractContextManager[None]:
         """The DuckDB file's access lock, held by every step that opens the file, so the
-        workspaces sharing it take turns (`access.py`); nothing for a server destination."""
+        workspaces sharing it take turns (`lock.py`); nothing for a server destination."""
         return duckdb_access(self.resolved_database() if self.destination == "duckdb" else None)
 
     def spill_root(self) -> Path:

@@ -278,8 +278,8 @@ def main(argv: list[str]) -> int:
     out = Path(raw["out"])
     started = time.monotonic()
     try:
-        from drone_ops_sync.pipelines.run.sync import run_sync
         from drone_ops_sync.pipelines.run.target import Target
+        from drone_ops_sync.pipelines.session import run_sync
         from drone_ops_sync.sources.drone_ops import read_source_config
 
         outcome = run_sync(

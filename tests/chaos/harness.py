@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from drone_ops_sync.pipelines.run.sync import SyncOutcome, run_sync
+from drone_ops_sync.pipelines.run.sync import SyncOutcome
 from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
 from testkit.simulator_process import SimulatorHandle
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import duckdb
 
-from drone_ops_sync.pipelines.run.sync import run_sync
 from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
 from tests.pipelines.warehouse_check import EPOCH, api_snapshot, expected_value, query, stored_value
 

@@ -15,8 +15,8 @@ import pytest
 
 from drone_ops_sync.pipelines.publish.dbt_build import build_models
 from drone_ops_sync.pipelines.publish.questions import answer_questions
-from drone_ops_sync.pipelines.run.sync import run_sync
 from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
 from testkit.simulator_process import running_simulator
 from tests.pipelines.warehouse_check import api_snapshot

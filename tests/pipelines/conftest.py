@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from drone_ops_sync.pipelines.run.sync import SyncOutcome, run_sync
+from drone_ops_sync.pipelines.run.sync import SyncOutcome
 from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
 from testkit.postgres import RunningPostgres, create_database, running_postgres
 from testkit.simulator_process import SimulatorHandle, running_simulator

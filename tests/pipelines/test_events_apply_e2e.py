@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from drone_ops_sync.pipelines.listen.spool import read_spool
-from drone_ops_sync.pipelines.run.access import duckdb_access
+from drone_ops_sync.pipelines.run.lock import duckdb_access
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .cli_helpers import EXIT_OK, cli_env, run_cli, wait_until

@@ -10,8 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from drone_ops_sync.pipelines.run.access import duckdb_access, waiting_turn
-from drone_ops_sync.pipelines.run.lock import BRIEF_WAIT_SECONDS, WarehouseBusy, warehouse_lock
+from drone_ops_sync.pipelines.run.lock import (
+    BRIEF_WAIT_SECONDS,
+    WarehouseBusy,
+    duckdb_access,
+    waiting_turn,
+    warehouse_lock,
+)
 
 from .cli_helpers import wait_until
 

@@ -19,8 +19,8 @@ import pytest
 from dlt.common.schema.utils import generate_version_hash
 
 from drone_ops_sync.pipelines.run.recovery import DAMAGED_SUFFIX, finish_pending
-from drone_ops_sync.pipelines.run.sync import run_sync
 from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
 
 from .test_sync_e2e import assert_equals_api, row_counts

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from drone_ops_sync.pipelines.run.sync import run_sync
 from drone_ops_sync.pipelines.run.target import Target, make_pipeline
 from drone_ops_sync.pipelines.run.warehouse import remove_replayed_rows
+from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
 
 from .test_sync_e2e import assert_equals_api, row_counts

@@ -40,8 +40,8 @@ from drone_ops_sync.pipelines.publish.snapshot import (
     snapshot_plan,
 )
 from drone_ops_sync.pipelines.publish.snapshot_freshness import INFO_TABLE
-from drone_ops_sync.pipelines.run.sync import run_sync
 from drone_ops_sync.pipelines.run.target import DEFAULT_DATABASE, Target
+from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import ConfigError, read_source_config
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 

@@ -22,7 +22,7 @@ import duckdb
 import httpx
 import pytest
 
-from drone_ops_sync.pipelines.run.access import duckdb_access
+from drone_ops_sync.pipelines.run.lock import duckdb_access
 
 from .cli_helpers import cli_env, closed_loopback_port
 from .listen_process import applying_listener, event, post

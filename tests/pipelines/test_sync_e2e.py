@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from drone_ops_sync.pipelines.run.sync import run_sync
 from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
 from drone_ops_sync.sources.drone_ops.walk.rolling import job_slice_of
 

@@ -16,8 +16,9 @@ import duckdb
 import httpx
 import pytest
 
-from drone_ops_sync.pipelines.run.sync import SyncOutcome, run_sync
+from drone_ops_sync.pipelines.run.sync import SyncOutcome
 from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import (
     ConfigError,
     Seams,

@@ -1,0 +1,192 @@
+"""One workspace's turn, owned by one object from its lock to its last step.
+
+A turn is: the run lock (taken here and nowhere else; every lock and their order:
+`run/lock.py`), the repair of whatever a crashed or killed turn left (a moved working folder,
+an interrupted load's files, pending packages, rows a replayed load wrote twice), the
+workspace's dlt pipeline opened once, and then what happens in the turn: sync, build the
+models, publish the snapshot. `drone-sync run`, `drone-sync models`, `run_sync` (scripts,
+benchmarks, the demo and Dagster's partitions) are each a few lines over it, so they cannot
+differ in what they lock, repair or record.
+
+The event applier (`listen/apply.py`) takes no turn: it writes one batch inside the file's
+access lock, between a turn's loads, so a scheduled run never holds events back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from contextlib import ExitStack
+from types import TracebackType
+
+import dlt
+
+from drone_ops_sync.sources.drone_ops import (
+    ProgressCallback,
+    RunOptions,
+    Seams,
+    SourceConfig,
+    checked_tables,
+    read_source_config,
+)
+from drone_ops_sync.sources.drone_ops import settings as source_settings
+
+from .console.output import Output
+from .publish.snapshot import SnapshotPlan
+from .publishing import build_models_step, finish_success
+from .run.lock import duckdb_busy_as_warehouse_busy, ensure_duckdb_free, warehouse_lock
+from .run.reachable import ensure_destination_reachable
+from .run.recovery import (
+    finish_pending,
+    forget_moved_working_folders,
+    open_pipeline,
+    remove_leftovers,
+)
+from .run.signals import SignalStop
+from .run.sync import RunObserver, SyncOutcome, sync_in_turn
+from .run.target import Target, apply_runtime_defaults, check_target
+from .run.warehouse import remove_replayed_rows
+
+
+class Session:
+    """A workspace's turn: `with Session(target) as session:` takes the run lock (or raises
+    `WarehouseBusy` naming its holder, before anything changes) and releases it when the block
+    ends, however it ends. Notes for the run's summary (a lock taken over, a repair) collect
+    in `notes`."""
+
+    def __init__(self, target: Target, notes: list[str] | None = None) -> None:
+        self.target = target
+        self.notes: list[str] = notes if notes is not None else []
+        self._stack = ExitStack()
+        self._pipeline: dlt.Pipeline | None = None
+
+    def __enter__(self) -> Session:
+        self._stack.enter_context(warehouse_lock(self.target.lock_path(), self.notes))
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stack.close()
+
+    def pipeline(self) -> dlt.Pipeline:
+        """The workspace's dlt pipeline, opened once per turn, after checking that the
+        warehouse is free and reachable and repairing what a crashed turn left."""
+        if self._pipeline is None:
+            target = self.target
+            database = target.resolved_database() if target.destination == "duckdb" else None
+            with duckdb_busy_as_warehouse_busy(database), target.file_access():
+                if database is not None:
+                    ensure_duckdb_free(database)
+                ensure_destination_reachable(target)
+                self._pipeline = self._repaired()
+        return self._pipeline
+
+    def _repaired(self) -> dlt.Pipeline:
+        self.notes.extend(forget_moved_working_folders(self.target))
+        pipeline, reopened = open_pipeline(self.target)
+        if reopened:
+            self.notes.append(reopened)
+        leftovers = remove_leftovers(self.target, pipeline)
+        if leftovers:
+            self.notes.append(f"removed what an interrupted run left: {', '.join(leftovers)}")
+        note = finish_pending(pipeline)
+        if note:
+            self.notes.append(note)
+        replayed = remove_replayed_rows(pipeline)
+        if replayed:
+            self.notes.append(f"removed {replayed} rows a replayed load had written twice")
+        return pipeline
+
+    def sync(
+        self,
+        config: SourceConfig,
+        options: RunOptions,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+        delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
+        seams: Seams | None = None,
+        observer: RunObserver | None = None,
+    ) -> SyncOutcome:
+        """One sync in this turn; never raises for a failed table (its outcome says)."""
+        outcome = sync_in_turn(
+            self.target,
+            self.pipeline(),
+            config,
+            options,
+            progress=progress,
+            cancel=cancel,
+            delivery_wave_rows=delivery_wave_rows,
+            seams=seams,
+            observer=observer,
+        )
+        outcome.notes[:0] = self.notes
+        self.notes = outcome.notes
+        return outcome
+
+    def build_models(
+        self,
+        output: Output,
+        stop: SignalStop,
+        *,
+        run_tests: bool,
+        data_version: str | None,
+        reuse_current: bool = False,
+        outcome: SyncOutcome | None = None,
+        snapshot: SnapshotPlan | None = None,
+    ) -> int:
+        """Builds (and tests) the models of the whole warehouse (every workspace's raw tables),
+        publishes the snapshot and ends the command with its exit code
+        (`publishing.build_models_step`: the models lock, then the file's access lock)."""
+        return build_models_step(
+            self.target.models_target(),
+            output,
+            stop,
+            run_tests=run_tests,
+            data_version=data_version,
+            reuse_current=reuse_current,
+            outcome=outcome,
+            snapshot=snapshot,
+        )
+
+    def publish(
+        self, snapshot: SnapshotPlan | None, output: Output, outcome: SyncOutcome | None
+    ) -> int:
+        """Publishes the snapshot without a model build and ends the command."""
+        return finish_success(self.target.models_target(), snapshot, output, outcome)
+
+
+def run_sync(
+    target: Target,
+    *,
+    config: SourceConfig | None = None,
+    tables: Sequence[str] | None = None,
+    full_refresh: bool = False,
+    allow_mass_delete: bool = False,
+    progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
+    seams: Seams | None = None,
+) -> SyncOutcome:
+    """One sync in a turn of its own, for callers that hold nothing yet (scripts, benchmarks,
+    the demo, Dagster's partitions); never raises for a failed table.
+
+    Raises `ConfigError` for a bad setting and `WarehouseBusy` when another run or process
+    holds the warehouse, in both cases before anything is changed."""
+    apply_runtime_defaults()
+    config = config if config is not None else read_source_config()
+    options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
+    check_target(target)
+    with Session(target) as session:
+        return session.sync(
+            config,
+            options,
+            progress=progress,
+            cancel=cancel,
+            delivery_wave_rows=delivery_wave_rows,
+            seams=seams,
+        )
