@@ -32,21 +32,43 @@ class RunLoads:
         self.target = target
         self.pipeline = pipeline
         self.traces: list[PipelineTrace] = []
+        self._synced = False
 
     def run(self, data: Any) -> None:
-        """One `pipeline.run`; its trace is kept whether it succeeds or raises."""
+        """One load of `data`; its trace is kept whether it succeeds or raises.
+
+        Why not one `pipeline.run`: a load group with nothing new (every group of a quiet
+        run) would still pay for normalize and load. The steps are dlt's own, called in
+        `run`'s order, and a group whose extract wrote no job ends there, its empty package
+        dropped. dlt's state sync with the destination, which `run` does before its first
+        extract, is done once, before the turn's first load."""
         schema = None if isinstance(data, DltSource) else self._source_schema()
-        try:
-            # the whole call: dlt opens the destination before extracting (state sync) and
-            # again to load, and a group's extract reads what its walk stage already spilled
-            with self.target.file_access():
-                self.pipeline.run(
-                    data,
-                    schema=schema,  # type: ignore[arg-type]
-                    loader_file_format=self.target.loader_file_format(),  # type: ignore[arg-type]
-                )
-        finally:
-            self._keep_trace()
+        pipeline = self.pipeline
+        file_format: Any = self.target.loader_file_format()
+        # the whole call: dlt opens the destination to sync its state and again to load, and a
+        # group's extract reads what its walk stage already spilled
+        with self.target.file_access():
+            if pipeline.has_pending_data:  # a failed load's package: dlt's run loads it first
+                try:
+                    pipeline.run(data, schema=schema, loader_file_format=file_format)  # type: ignore[arg-type]
+                finally:
+                    self._keep_trace()
+                return
+            if not self._synced and pipeline.config.restore_from_destination:
+                pipeline.sync_destination()
+            self._synced = True
+            try:
+                extracted = pipeline.extract(data, schema=schema, loader_file_format=file_format)  # type: ignore[arg-type]
+            finally:
+                self._keep_trace()
+            if not any(info.jobs.get("new_jobs") for info in extracted.load_packages):
+                pipeline.drop_pending_packages()
+                return
+            for step in (pipeline.normalize, pipeline.load):
+                try:
+                    step()
+                finally:
+                    self._keep_trace()
 
     def _source_schema(self) -> Schema:
         """The source's schema (`drone_ops`) for the run's own tables (`_sync_runs`, marks),
