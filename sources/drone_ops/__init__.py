@@ -22,7 +22,6 @@ from .config import (
     checked_tables,
     is_loopback_host,
     missing_setting,
-    read_source_config,
     setting_name,
     validate_base_url,
 )
@@ -85,6 +84,7 @@ from .workspaces import (
     DEFAULT_WORKSPACE,
     Workspace,
     configured_names,
+    read_source_config,
     read_workspace_config,
     read_workspaces,
     selected_names,

@@ -14,12 +14,10 @@ import ipaddress
 import json
 import math
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import urlsplit
-
-import dlt
 
 from . import settings
 from .exceptions import ConfigError
@@ -71,30 +69,8 @@ class SourceConfig:
         return f"SourceConfig(base_url={self.base_url!r}, api_key=<redacted>, ...)"
 
 
-def read_source_config(
-    overrides: Mapping[str, Any] | None = None, lookup: ConfigLookup | None = None
-) -> SourceConfig:
-    """Reads and checks every source setting; raises `ConfigError` naming the first bad one.
-
-    The one reader of settings: values come from dlt's providers (environment variables, then
-    .dlt/secrets.toml and .dlt/config.toml) unless `lookup` replaces them; `overrides`
-    (explicit values, e.g. from tests or the demo) win over both."""
-    given = dict(overrides or {})
-    read = lookup or _from_dlt_providers
-
-    def raw(name: str) -> Any:
-        return given[name] if name in given else read(name)
-
-    return checked_config(**{name: raw(name) for name in SETTING_NAMES})
-
-
 SETTING_NAMES = tuple(field.name for field in fields(SourceConfig) if field.name != "key_setting")
 """The fields of `SourceConfig` that are settings (read from dlt's config)."""
-
-
-def _from_dlt_providers(name: str) -> Any:
-    key = setting_name(name)
-    return dlt.secrets.get(key) if name == "api_key" else dlt.config.get(key)
 
 
 def checked_tables(tables: Sequence[str] | None) -> tuple[str, ...]:

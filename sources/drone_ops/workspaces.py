@@ -37,6 +37,7 @@ from .config import (
     SourceConfig,
     checked_config,
     env_name,
+    missing_setting,
     setting_name,
 )
 from .exceptions import ConfigError
@@ -121,12 +122,23 @@ def read_workspaces(
     )
 
 
+def read_source_config(
+    overrides: Mapping[str, Any] | None = None, lookup: ConfigLookup | None = None
+) -> SourceConfig:
+    """The default workspace's settings (the top-level `[sources.drone_ops]`), checked: the
+    plain source's and the single-workspace reader, the same code as a named workspace's."""
+    return read_workspace_config(DEFAULT_WORKSPACE, overrides, lookup)
+
+
 def read_workspace_config(
     name: str = DEFAULT_WORKSPACE,
     overrides: Mapping[str, Any] | None = None,
     lookup: ConfigLookup | None = None,
 ) -> SourceConfig:
-    """One workspace's settings, checked; errors name the workspace's own setting."""
+    """One workspace's settings, checked; raises `ConfigError` naming the workspace's own
+    setting. The one reader of settings: values come from dlt's providers (environment
+    variables, then .dlt/secrets.toml and .dlt/config.toml) unless `lookup` replaces them;
+    `overrides` (explicit values, e.g. from tests or the demo) win over both."""
     check_name(name)
     given = dict(overrides or {})
     nested = _named_workspaces().get(name, {}) if name != DEFAULT_WORKSPACE else {}
@@ -138,10 +150,10 @@ def read_workspace_config(
     values = {setting: raw(setting) for setting in SETTING_NAMES}
     for required in IDENTITY_SETTINGS:
         if values[required] is None:
-            where = ".dlt/secrets.toml" if required == "api_key" else ".dlt/config.toml"
-            raise ConfigError(
+            raise missing_setting(
                 workspace_setting(name, required),
-                f"is not set: add it to {where} or set {workspace_env(name, required)}",
+                workspace_env(name, required),
+                secret=required == "api_key",
             )
     try:
         config = checked_config(**values)
