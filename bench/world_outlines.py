@@ -1,4 +1,4 @@
-"""Makes `pipelines/publish/dashboard_assets/world_outlines.json`, the dashboard's base map, from
+r"""Makes `pipelines/publish/dashboard_assets/world_outlines.json`, the dashboard's base map, from
 Natural Earth's 1:110m country outlines (public domain), at development time only.
 
 Why a committed file: the dashboard must draw its base map with no network, so the outlines
@@ -9,11 +9,13 @@ ship inside the package; a PyPI package that carries Natural Earth's shapefile
     pip download --no-deps 'geopandas<1.0' pyshp -d /tmp/ne
     unzip /tmp/ne/geopandas-*.whl 'geopandas/datasets/naturalearth_lowres/*' -d /tmp/ne
     pip install pyshp
-    python -m bench.world_outlines /tmp/ne/geopandas/datasets/naturalearth_lowres/naturalearth_lowres
+    python -m bench.world_outlines \\
+        /tmp/ne/geopandas/datasets/naturalearth_lowres/naturalearth_lowres
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -39,7 +41,7 @@ def outlines(shapefile_stem: str) -> dict[str, Any]:
     for record, shape in zip(reader.records(), reader.shapes(), strict=True):
         bounds = [*shape.parts, len(shape.points)]
         rings = []
-        for start, end in zip(bounds, bounds[1:], strict=False):
+        for start, end in itertools.pairwise(bounds):
             ring: list[float] = []
             for lon, lat in shape.points[start:end]:
                 point = [round(lon, DECIMALS), round(lat, DECIMALS)]

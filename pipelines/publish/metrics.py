@@ -15,6 +15,8 @@ from pathlib import Path
 
 import duckdb
 
+from drone_ops_sync.sources.drone_ops import DroneOpsError
+
 METRICS_TABLE = "fct_metrics"
 ALL_WORKSPACES = "(all)"
 """The workspace column of the fleet's totals in `drone-sync metrics`' output."""
@@ -85,20 +87,21 @@ def read_metrics(con: duckdb.DuckDBPyConnection, dataset: str) -> list[Metric]:
     if not has_metrics(con, dataset):
         return []
     marts = quoted_marts(dataset)
-    found = [
-        _metric(*row) for row in con.execute(PER_WORKSPACE_SQL.format(marts=marts)).fetchall()
-    ]
+    found = [_metric(*row) for row in con.execute(PER_WORKSPACE_SQL.format(marts=marts)).fetchall()]
     fleet = con.execute(FLEET_SQL.format(marts=marts)).fetchall()
     return [*found, *(_metric(ALL_WORKSPACES, *row) for row in fleet)]
 
 
 def read_metrics_file(path: Path, dataset: str) -> list[Metric]:
     """`read_metrics` on a DuckDB file opened read-only (the BI snapshot, or the warehouse)."""
-    con = duckdb.connect(str(path), read_only=True)
     try:
-        return read_metrics(con, dataset)
-    finally:
-        con.close()
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            return read_metrics(con, dataset)
+        finally:
+            con.close()
+    except duckdb.Error as exc:
+        raise DroneOpsError(f"could not read the metrics of {path}: {exc}") from None
 
 
 def _metric(

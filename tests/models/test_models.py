@@ -265,12 +265,19 @@ def test_answer_questions_reads_the_marts(built: tuple[pathlib.Path, ModelsResul
     answers = answer_questions(built[0], "drone_ops")
     assert [title for title, _, _ in answers] == [q.title for q in EXAMPLE_QUESTIONS]
     _, columns, delayed = answers[1]
-    assert columns[:2] == ["workspace", "project_name"]
-    assert [row[:2] for row in delayed] == [("default", "Project p3")]
+    assert columns[:3] == ["workspace", "project_id", "project_name"]
+    assert [(row[0], row[2]) for row in delayed] == [("default", "Project p3")]
     _, _, reliability = answers[2]
     assert all(len(row) == 7 for row in reliability)
     _, columns, _ = answers[3]
-    assert columns == ["workspace", "project_name", "occurrences", "jobs", "next_date"]
+    assert columns == [
+        "workspace",
+        "project_id",
+        "project_name",
+        "occurrences",
+        "jobs",
+        "next_date",
+    ]
 
 
 def test_column_names_follow_the_convention(con: duckdb.DuckDBPyConnection) -> None:
