@@ -50,7 +50,7 @@ QUERIES: dict[str, str] = {
         from {marts}.fct_job_occurrences as occurrences
         inner join {marts}.dim_jobs as jobs
             on occurrences.workspace = jobs.workspace and occurrences.job_id = jobs.job_id
-        cross join (select max(measured_on) as today from {marts}.fct_metrics) as measured
+        cross join (select max(measured_date) as today from {marts}.fct_metrics) as measured
         where jobs.is_open and not jobs.is_project_archived
             and occurrences.occurrence_date >= measured.today
             and occurrences.occurrence_date < measured.today + 30
@@ -64,7 +64,7 @@ QUERIES: dict[str, str] = {
         select health.workspace, health.delivery_date, sum(health.deliveries) as deliveries,
                sum(health.failures) as failures
         from {marts}.fct_webhook_delivery_health_daily as health
-        cross join (select max(measured_on) as today from {marts}.fct_metrics) as measured
+        cross join (select max(measured_date) as today from {marts}.fct_metrics) as measured
         where health.delivery_date > measured.today - {days}
         group by all order by all""",
 }

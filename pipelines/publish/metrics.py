@@ -23,7 +23,7 @@ ALL_WORKSPACES = "(all)"
 
 # `{marts}` is the quoted marts schema; the fleet's totals, as docs/metrics.md documents them
 PER_WORKSPACE_SQL = """
-select workspace, metric, label, unit, description, numerator, denominator, value, measured_on
+select workspace, metric, label, unit, description, numerator, denominator, value, measured_date
 from {marts}.fct_metrics
 order by workspace, display_order
 """
@@ -39,7 +39,7 @@ select
         when any_value(unit) = 'count' then sum(numerator)
         when sum(denominator) > 0 then sum(numerator) / sum(denominator)
     end as value,
-    max(measured_on) as measured_on
+    max(measured_date) as measured_date
 from {marts}.fct_metrics
 group by metric
 order by min(display_order)
@@ -58,7 +58,7 @@ class Metric:
     numerator: float
     denominator: float | None
     value: float | None
-    measured_on: str
+    measured_date: str
 
     def shown(self) -> str:
         """The value as the dashboard shows it: a whole count, or a rate in percent."""
@@ -113,7 +113,7 @@ def _metric(
     numerator: object,
     denominator: object,
     value: object,
-    measured_on: object,
+    measured_date: object,
 ) -> Metric:
     return Metric(
         workspace=str(workspace),
@@ -124,5 +124,5 @@ def _metric(
         numerator=float(numerator or 0),  # type: ignore[arg-type]
         denominator=None if denominator is None else float(denominator),  # type: ignore[arg-type]
         value=None if value is None else float(value),  # type: ignore[arg-type]
-        measured_on=str(measured_on),
+        measured_date=str(measured_date),
     )

@@ -2,7 +2,7 @@
     The metrics the dashboard, the demo and `drone-sync metrics` show, each declared once here:
     its name, label, unit, description and the measure it counts (docs/metrics.md). A rate
     names its numerator and denominator measures; value = numerator / denominator, so workspaces
-    combine by summing both. "Today" is the UTC date of the build (measured_on).
+    combine by summing both. "Today" is the UTC date of the build (measured_date).
 -#}
 {%- set metrics = [
     {'name': 'projects_open', 'label': 'Open projects', 'unit': 'count',
@@ -53,7 +53,7 @@
 with
 
 today as (
-    select {{ utc_date('current_timestamp') }} as measured_on
+    select {{ utc_date('current_timestamp') }} as measured_date
 ),
 
 projects as (
@@ -91,7 +91,7 @@ project_measures as (
             case
                 when
                     projects.status not in {{ quoted_list(closed_statuses()) }}
-                    and projects.end_date < today.measured_on
+                    and projects.end_date < today.measured_date
                     then 1
                 else 0
             end
@@ -108,7 +108,7 @@ job_measures as (
     select
         jobs.workspace,
         sum(case when jobs.is_open then 1 else 0 end) as jobs_open,
-        sum(case when jobs.is_open and jobs.end_date < today.measured_on then 1 else 0 end)
+        sum(case when jobs.is_open and jobs.end_date < today.measured_date then 1 else 0 end)
             as jobs_overdue,
         sum(case when jobs.status = 'on_hold' then 1 else 0 end) as jobs_on_hold,
         sum(case when jobs.has_coordinates then 1 else 0 end) as jobs_mapped
@@ -122,7 +122,7 @@ flight_measures as (
         jobs.workspace,
         sum(
             case
-                when occurrences.occurrence_date < {{ add_days('today.measured_on', 7) }}
+                when occurrences.occurrence_date < {{ add_days('today.measured_date', 7) }}
                     then coalesce(jobs.flights_per_occurrence, 1)
                 else 0
             end
@@ -136,8 +136,8 @@ flight_measures as (
     cross join today
     where
         jobs.is_open
-        and occurrences.occurrence_date >= today.measured_on
-        and occurrences.occurrence_date < {{ add_days('today.measured_on', 30) }}
+        and occurrences.occurrence_date >= today.measured_date
+        and occurrences.occurrence_date < {{ add_days('today.measured_date', 30) }}
     group by jobs.workspace
 ),
 
@@ -149,7 +149,7 @@ delivery_measures as (
         sum(health.failures) as failures_30_days
     from health
     cross join today
-    where health.delivery_date >= {{ add_days('today.measured_on', -29) }}
+    where health.delivery_date >= {{ add_days('today.measured_date', -29) }}
     group by health.workspace
 ),
 
@@ -184,7 +184,7 @@ declared as (
         workspace,
         '{{ metric.name }}' as metric,
         {{ loop.index }} as display_order,
-        '{{ metric.label }}' as label,
+        '{{ metric.label }}' as label,  -- noqa: RF04
         '{{ metric.unit }}' as unit,
         '{{ metric.description | replace("'", "''") }}' as description,
         cast({{ metric.numerator }} as {{ type_double() }}) as numerator,
@@ -212,8 +212,8 @@ final as (
         case
             when declared.unit = 'count' then declared.numerator
             when declared.denominator > 0 then declared.numerator / declared.denominator
-        end as value,
-        today.measured_on
+        end as value,  -- noqa: RF04
+        today.measured_date
     from declared
     cross join today
 )
