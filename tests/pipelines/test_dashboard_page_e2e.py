@@ -123,3 +123,16 @@ def _shown(value: float | None, unit: str) -> str:
     if value is None:
         return "-"
     return f"{value * 100:.1f}%" if unit == "ratio" else f"{value:,.0f}"
+
+
+def test_dashboard_without_a_snapshot_says_so_in_one_line(tmp_path: Path) -> None:
+    """No snapshot yet (no successful run): exit 1 and one line naming what to run, no page."""
+    env = cli_env(tmp_path)
+    page = tmp_path / "page.html"
+    database = tmp_path / "warehouse.duckdb"
+    for command in (["dashboard", "--output", str(page)], ["metrics"]):
+        result = run_cli([*command, "--database", str(database)], env, tmp_path)
+        assert result.code == 1, result.describe()
+        assert "no BI snapshot at" in result.err and "drone-sync run" in result.err, result.err
+        assert len(result.err.strip().splitlines()) == 1, result.err
+    assert not page.exists()
