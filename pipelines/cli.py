@@ -1,4 +1,4 @@
-"""`drone-sync`: run, check, models, status, demo, listen and the simulator, from one command.
+"""`drone-sync`: run, check, models, status, demo, dashboard, metrics, listen and the simulator.
 
 Exit codes (`exit_codes.py`) let a scheduler tell what to do next without reading the output:
 0 success, 1 a table failed or was refused (or dbt failed), 2 configuration error, 75
@@ -83,10 +83,10 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
             return _check(args, output)
         if args.command == "models":
             return _models(args, output, stop)
-        if args.command == "demo":
-            from .demo import run_demo
+        if args.command in ("demo", "dashboard", "metrics"):
+            from .report_commands import report_command
 
-            return run_demo(args.dir, seed=args.seed, console=output.console)
+            return report_command(args, output, _target(args) if args.command != "demo" else None)
         if args.command == "listen":
             from .listen.serve import listen_command
 

@@ -290,6 +290,7 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
     demo.add_argument("--dir", type=Path, default=Path("demo"), help="where the demo writes")
     demo.add_argument("--seed", type=int, default=42)
 
+    _report_parsers(commands)
     _listen_parser(commands)
 
     if with_sim:
@@ -300,6 +301,33 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
 
 
 SIM_HELP = "run the local Drone Operations API simulator"
+
+
+def _report_parsers(commands: Any) -> None:
+    """`dashboard` and `metrics`: both read the BI snapshot, never the warehouse (docs/bi.md)."""
+    dashboard = commands.add_parser(
+        "dashboard", help="write the dashboard page of the BI snapshot (docs/dashboard.md)"
+    )
+    metrics = commands.add_parser(
+        "metrics", help="print the metrics of the BI snapshot (docs/metrics.md)"
+    )
+    for parser in (dashboard, metrics):
+        _target_arguments(parser)
+        _output_arguments(parser)
+        parser.add_argument(
+            "--snapshot",
+            type=Path,
+            default=None,
+            metavar="PATH",
+            help="the BI snapshot to read (default: the one the warehouse's runs publish)",
+        )
+    dashboard.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="where to write the page (default: <snapshot stem>_dashboard.html beside it)",
+    )
 
 
 def _sim_commands(commands: Any) -> None:

@@ -1,7 +1,8 @@
 """`drone-sync demo`: the whole product on a simulated workspace, with nothing configured.
 
 Starts the simulator in this process on a free loopback port, syncs, changes the workspace
-through the API, syncs again, then builds the dbt models and answers example questions.
+through the API, syncs again, then builds the dbt models, prints the metrics and answers example
+questions, and writes the dashboard page of the BI snapshot.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     from drone_ops_sync.simulator.server import serve_in_thread
 
     from .console.progress import live_progress
+    from .publish.dashboard import write_dashboard
     from .publish.dbt_build import build_models
     from .publish.questions import answer_questions
     from .publish.snapshot import default_snapshot_path, publish_snapshot
@@ -100,11 +102,13 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
         for failure in result.failures:
             console.print(f"[red]{failure.node}[/red]: {failure.message}")
         return 1
-    for title, columns, rows in answer_questions(database.resolve(), target.dataset):
-        _print_rows(console, title, columns, rows)
     snapshot = publish_snapshot(
         database.resolve(), target.dataset, default_snapshot_path(database), include_raw=False
     )
+    _print_metrics(console, snapshot.path, target.dataset)
+    for title, columns, rows in answer_questions(database.resolve(), target.dataset):
+        _print_rows(console, title, columns, rows)
+    dashboard = write_dashboard(snapshot.path, target.dataset).resolve()
     tooling_note = link_for_dlt_cli(target)
     if tooling_note:
         console.print(tooling_note)
@@ -114,7 +118,27 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
         f" {target.pipeline_name()} info` shows dlt's view of the run. Run `drone-sync demo`"
         " again for a fresh copy."
     )
+    console.print(
+        f"\nThe dashboard of that snapshot: open {dashboard.as_uri()} in a browser"
+        " (docs/dashboard.md).",
+        markup=False,
+        highlight=False,
+    )
     return 0
+
+
+def _print_metrics(console: Console, snapshot: Path, dataset: str) -> None:
+    """The metrics mart as the dashboard's tiles show it (docs/metrics.md)."""
+    from .publish.metrics import ALL_WORKSPACES, read_metrics_file
+
+    metrics = [m for m in read_metrics_file(snapshot, dataset) if m.workspace != ALL_WORKSPACES]
+    rows = [(m.workspace, m.name, m.label, m.shown()) for m in metrics]
+    _print_rows(
+        console,
+        f"Metrics ({dataset}_marts.fct_metrics, the dashboard's tiles)",
+        ["workspace", "metric", "label", "value"],
+        rows,
+    )
 
 
 def _fresh(directory: Path, database: Path) -> None:
@@ -191,7 +215,7 @@ def _print_rows(console: Console, title: str, columns: list[str], rows: list[Any
     table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column)
-    for row in rows[:15]:
+    for row in rows[:20]:
         table.add_row(*(_cell(value) for value in row))
     if not rows:
         table.caption = "(no rows)"

@@ -1,7 +1,7 @@
 """What follows a successful sync (`drone-sync run`) or stands alone (`drone-sync models`): the
 dbt build of what changed since the last one (`build_plan.py`: nothing, the models downstream of
-the changed tables, or all), then the BI snapshot, skipped when the one published from the
-current marts is still in place. Only here is anything
+the changed tables, or all), then the BI snapshot and its dashboard page (`publish/dashboard.py`),
+skipped when the one published from the current marts is still in place. Only here is anything
 published, so a failed or interrupted run never publishes half-updated data.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from .publish.build_record import (
     remember_snapshot,
     snapshot_current,
 )
+from .publish.dashboard import DashboardError, write_dashboard
 from .publish.dbt_build import ModelsResult, dbt_target
 from .publish.snapshot import SnapshotError, SnapshotPlan, publish_snapshot, snapshot_plan
 from .run.lock import (
@@ -215,7 +217,9 @@ def _publish_snapshot(
                 include_runs=plan.include_runs,
                 reuse_marts=reuse_marts,
             )
-    except SnapshotError as exc:
+        # the page of the new snapshot, beside it: republished with it, or it fails with it
+        result = replace(result, dashboard=write_dashboard(plan.path, target.dataset))
+    except (SnapshotError, DashboardError) as exc:
         message = redact(str(exc))
         output.snapshot_failed(plan.path, message)
         return message

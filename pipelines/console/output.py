@@ -256,7 +256,8 @@ class TextOutput(Output):
         self.console.print(
             f"BI snapshot: {result.path} ({what}, {_size(result.bytes)})"
             f" {'refreshed, marts kept,' if result.refreshed else 'published'}"
-            f" in {result.seconds:.2f}s",
+            f" in {result.seconds:.2f}s"
+            + (f"; dashboard {result.dashboard}" if result.dashboard else ""),
             markup=False,
             highlight=False,
         )

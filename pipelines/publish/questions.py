@@ -1,5 +1,6 @@
 """The questions a drone-ops team asks of the marts, each answered by one select: shown by the
-demo and checked by the model tests, so the marts keep answering them."""
+demo and checked by the model tests, so the marts keep answering them. Projects and jobs are
+listed with their ids: two projects can share a name."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
             select
                 occurrences.workspace,
                 occurrences.occurrence_date,
+                jobs.project_id,
                 jobs.project_name,
+                jobs.job_id,
                 jobs.name as job_name,
                 jobs.job_type_name,
                 jobs.priority,
@@ -53,6 +56,7 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
         sql="""
             select
                 projects.workspace,
+                projects.project_id,
                 projects.name as project_name,
                 history.valid_from as delayed_since,
                 round(history.duration_seconds / 86400.0, 1) as days_delayed,
@@ -94,6 +98,7 @@ EXAMPLE_QUESTIONS: tuple[ExampleQuestion, ...] = (
         sql="""
             select
                 occurrences.workspace,
+                occurrences.project_id,
                 occurrences.project_name,
                 count(*) as occurrences,
                 count(distinct occurrences.job_id) as jobs,

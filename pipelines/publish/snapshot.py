@@ -97,6 +97,8 @@ class SnapshotResult:
     include_raw: bool
     refreshed: bool = False
     """Only `_sync_runs` and `_snapshot_info` were refreshed; the marts are the previous file's."""
+    dashboard: Path | None = None
+    """The dashboard page written beside the snapshot after it (publish/dashboard.py)."""
 
 
 def marts_schema(dataset: str) -> str:

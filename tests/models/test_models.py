@@ -99,7 +99,7 @@ def test_build_passes_every_model_and_test(built: tuple[pathlib.Path, ModelsResu
     assert result.error is None
     assert result.failures == []
     assert result.ok
-    assert result.models_built == 27
+    assert result.models_built == 28
     assert result.tests_failed == 0
     assert result.tests_passed >= 100  # data tests plus the occurrence and status unit tests
 
@@ -112,7 +112,7 @@ def test_models_land_in_stg_and_marts_schemas(con: duckdb.DuckDBPyConnection) ->
             "where table_schema like 'drone_ops%' group by table_schema",
         )
     )
-    assert counts == {"drone_ops": 8, "drone_ops_stg": 15, "drone_ops_marts": 12}
+    assert counts == {"drone_ops": 8, "drone_ops_stg": 15, "drone_ops_marts": 13}
 
 
 def test_without_the_workspaces_var_every_row_is_workspace_default(
@@ -125,7 +125,7 @@ def test_without_the_workspaces_var_every_row_is_workspace_default(
         "select table_schema, table_name, column_name from information_schema.columns"
         " where table_schema in ('drone_ops_stg', 'drone_ops_marts') and ordinal_position = 1",
     )
-    assert len(firsts) == 27
+    assert len(firsts) == 28
     for schema, table, column in firsts:
         assert column == "workspace", table
         values = rows(con, f"select distinct workspace from {schema}.{table}")
@@ -265,12 +265,50 @@ def test_answer_questions_reads_the_marts(built: tuple[pathlib.Path, ModelsResul
     answers = answer_questions(built[0], "drone_ops")
     assert [title for title, _, _ in answers] == [q.title for q in EXAMPLE_QUESTIONS]
     _, columns, delayed = answers[1]
-    assert columns[:2] == ["workspace", "project_name"]
-    assert [row[:2] for row in delayed] == [("default", "Project p3")]
+    assert columns[:3] == ["workspace", "project_id", "project_name"]
+    assert [(row[0], row[2]) for row in delayed] == [("default", "Project p3")]
     _, _, reliability = answers[2]
     assert all(len(row) == 7 for row in reliability)
     _, columns, _ = answers[3]
-    assert columns == ["workspace", "project_name", "occurrences", "jobs", "next_date"]
+    assert columns == [
+        "workspace",
+        "project_id",
+        "project_name",
+        "occurrences",
+        "jobs",
+        "next_date",
+    ]
+
+
+# each metric of fct_metrics as its documentation (docs/metrics.md) states it, written here
+# independently of the model's SQL; "today" is the build's measured_date
+METRIC_CHECKS = {
+    "projects_open": "select count(*) from {m}.dim_projects where not is_archived"
+    " and status not in ('completed', 'cancelled', 'aborted')",
+    "projects_overdue": "select count(*) from {m}.dim_projects where not is_archived"
+    " and status not in ('completed', 'cancelled', 'aborted') and end_date < {today}",
+    "jobs_open": "select count(*) from {m}.dim_jobs where not is_project_archived and is_open",
+    "jobs_on_hold": "select count(*) from {m}.dim_jobs where not is_project_archived"
+    " and status = 'on_hold'",
+    "jobs_mapped": "select count(*) from {m}.dim_jobs where not is_project_archived"
+    " and latitude is not null",
+    "webhook_deliveries_30_days": "select coalesce(sum(deliveries), 0)"
+    " from {m}.fct_webhook_delivery_health_daily where delivery_date > {today} - 30",
+}
+
+
+def test_metrics_mart_counts_what_its_documentation_says(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    today = f"(select max(measured_date) from {MARTS}.fct_metrics)"
+    got = dict(rows(con, f"select metric, value from {MARTS}.fct_metrics"))
+    assert {r[0] for r in rows(con, f"select distinct workspace from {MARTS}.fct_metrics")} == {
+        "default"
+    }
+    for metric, sql in METRIC_CHECKS.items():
+        (expected,) = rows(con, sql.format(m=MARTS, today=today))[0]
+        assert got[metric] == expected, metric
+    assert got["jobs_mapped"] > 0 and got["projects_open"] > 0
 
 
 def test_column_names_follow_the_convention(con: duckdb.DuckDBPyConnection) -> None:

@@ -27,6 +27,7 @@ from drone_ops_sync.pipelines.publish.dbt_build import (
     ModelsResult,
     build_models,
 )
+from drone_ops_sync.pipelines.publish.metrics import FLEET_SQL
 from testkit.postgres import create_database, running_postgres
 from tests.models.raw_fixture import DDL, TABLES, write_raw_tables
 
@@ -212,11 +213,11 @@ def test_the_fleet_build_passes_every_model_and_test(fleet: Fleet) -> None:
     assert result.error is None
     assert result.failures == []
     assert result.ok
-    assert result.models_built == 27
+    assert result.models_built == 28
     assert (result.tests_failed, result.tests_warned) == (0, 0)
     assert result.tests_passed >= 100
     for name, alone in fleet.alone.items():
-        assert alone.ok and alone.models_built == 27, (name, alone.failures, alone.error)
+        assert alone.ok and alone.models_built == 28, (name, alone.failures, alone.error)
 
 
 def test_every_mart_has_both_workspaces_and_no_other(fleet: Fleet) -> None:
@@ -362,3 +363,22 @@ def test_a_table_no_workspace_has_fails_as_without_workspaces(
     assert [failure.node for failure in result.failures] == ["model.drone_ops.stg_drone_ops__users"]
     schema = "drone_ops" if dbt_vars is None else UNSYNCED["schema"]
     assert f'Table with name "{schema}.users" does not exist' in result.failures[0].message
+
+
+def test_fleet_metrics_combine_the_workspaces(fleet: Fleet) -> None:
+    """The fleet's metric (docs/metrics.md, the dashboard's "all workspaces"): counts are the
+    sum of the workspaces' counts, a rate the sum of numerators over the sum of denominators."""
+    marts = f"{FLEET_DATASET}_marts"
+    fleet_rows = fleet.query(FLEET_SQL.format(marts=marts))
+    per_workspace = fleet.query(
+        f"select metric, unit, numerator, denominator from {marts}.fct_metrics"
+    )
+    assert {row[0] for row in fleet_rows} == {row[0] for row in per_workspace}
+    for metric, _, _, _, numerator, denominator, value, _ in fleet_rows:
+        parts = [row for row in per_workspace if row[0] == metric]
+        assert len(parts) == 2, metric
+        assert numerator == sum(row[2] for row in parts), metric
+        if parts[0][1] == "count":
+            assert value == numerator, metric
+        elif denominator:
+            assert value == pytest.approx(numerator / sum(row[3] for row in parts)), metric

@@ -60,6 +60,7 @@ MARTS = (
     "fct_job_occurrences",
     "fct_project_status_history",
     "fct_webhook_deliveries",
+    "fct_metrics",
 )
 STRAY_DBT_OUTPUT = (
     "models/target/run/drone_ops/staging/stg_x.sql",
@@ -393,6 +394,9 @@ def test_installed_drone_sync_runs_from_an_empty_folder(
         assert set(MARTS) <= tables
         projects = connection.execute("select count(*) from drone_ops_marts.dim_projects")
         assert projects.fetchone()[0] > 0  # type: ignore[index]
+    # the dashboard page, made of the package's template and base map (package data)
+    page = (project / "drone_ops_warehouse_bi_dashboard.html").read_text(encoding="utf-8")
+    assert "Natural Earth" in page and "fct_metrics" in page
     assert _tree(installed.package) == before, "something wrote into the installed package"
     assert not {"target", "logs", "dbt_packages"} & {p.name for p in project.iterdir()}
 

@@ -1,6 +1,6 @@
 """Debian's Chromium, headless and network-free, driven over the DevTools protocol: opens a
 page, waits until its text (shadow DOM included) holds what a test expects, and takes a
-screenshot. Used by the dashboard test; the page may reach 127.0.0.1 only."""
+screenshot. Used by the dashboard tests; the page may reach 127.0.0.1 only."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import json
 import subprocess
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +48,30 @@ def page_text_and_screenshot(
 ) -> str:
     """Opens `url`, waits until the page's text holds every string of `expected` (or the
     timeout), saves a PNG screenshot and returns the text (whitespace collapsed)."""
+    with browser_page(profile) as page:
+        page.call("Page.navigate", url=url)
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = " ".join(str(page.evaluate(PAGE_TEXT)).split())
+            if all(word in text for word in expected):
+                break
+            time.sleep(1)
+        page.screenshot(screenshot)
+        return text
+
+
+@contextmanager
+def browser_page(profile: Path, window: str = "1400,1800") -> Iterator[_Session]:
+    """Headless, network-free Chromium with one page, driven by the yielded session; the
+    browser is stopped by its own handle on the way out."""
     port = closed_loopback_port()
     browser = subprocess.Popen(
         [
             str(CHROMIUM),
             *NETWORK_FREE_FLAGS,
             f"--user-data-dir={profile}",
-            "--window-size=1400,1800",
+            f"--window-size={window}",
             f"--remote-debugging-port={port}",
             "--remote-allow-origins=*",
             "about:blank",
@@ -63,18 +81,7 @@ def page_text_and_screenshot(
     )
     try:
         with connect(_page_socket(port), max_size=50_000_000) as socket:
-            session = _Session(socket)
-            session.call("Page.navigate", url=url)
-            deadline = time.monotonic() + timeout
-            text = ""
-            while time.monotonic() < deadline:
-                text = " ".join(str(session.evaluate(PAGE_TEXT)).split())
-                if all(word in text for word in expected):
-                    break
-                time.sleep(1)
-            shot = session.call("Page.captureScreenshot", format="png")
-            screenshot.write_bytes(base64.b64decode(shot["data"]))
-            return text
+            yield _Session(socket)
     finally:
         browser.terminate()
         browser.wait(timeout=30)
@@ -94,11 +101,14 @@ def _page_socket(port: int) -> str:
 
 
 class _Session:
-    """One DevTools connection: numbered calls, answers matched by id."""
+    """One DevTools connection: numbered calls, answers matched by id; the events that arrive
+    meanwhile are kept (`events`), e.g. every `Network.requestWillBeSent` once the Network
+    domain is enabled."""
 
     def __init__(self, socket: Any) -> None:
         self.socket = socket
         self.last_id = 0
+        self.events: list[dict[str, Any]] = []
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
         self.last_id += 1
@@ -107,6 +117,20 @@ class _Session:
             message = json.loads(self.socket.recv())
             if message.get("id") == self.last_id:
                 return dict(message.get("result") or {})
+            if "method" in message:
+                self.events.append(message)
 
     def evaluate(self, expression: str) -> Any:
         return self.call("Runtime.evaluate", expression=expression)["result"].get("value", "")
+
+    def screenshot(self, path: Path) -> None:
+        shot = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        path.write_bytes(base64.b64decode(shot["data"]))
+
+    def requested_urls(self) -> list[str]:
+        """Every URL the page asked for since `Network.enable`, in order."""
+        return [
+            str(event["params"]["request"]["url"])
+            for event in self.events
+            if event.get("method") == "Network.requestWillBeSent"
+        ]

@@ -166,7 +166,8 @@ def test_interrupted_load_is_repaired_by_the_next_run(
 
 @pytest.mark.slow
 def test_demo_runs_from_a_fresh_directory(tmp_path: Path) -> None:
-    """`drone-sync demo` with nothing configured: two syncs, queries, models, questions."""
+    """`drone-sync demo` with nothing configured: two syncs, queries, models, metrics,
+    questions, and the dashboard page."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DESTINATION__"))}
     env["PYTHONPATH"] = str(REPO)
     result = subprocess.run(
@@ -203,6 +204,14 @@ def test_demo_runs_from_a_fresh_directory(tmp_path: Path) -> None:
     with duckdb.connect(str(snapshot), read_only=True) as bi:
         marts = bi.execute("SELECT count(*) FROM drone_ops_marts.dim_projects").fetchone()
     assert marts is not None and marts[0] > 0, "the demo publishes the BI snapshot"
+    # the metrics it prints are the mart's, and it ends with the dashboard page to open
+    with duckdb.connect(str(snapshot), read_only=True) as bi:
+        metrics = bi.execute("SELECT metric FROM drone_ops_marts.fct_metrics").fetchall()
+    assert len(metrics) >= 10 and all(metric in out for (metric,) in metrics), out
+    page = tmp_path / "demo" / "drone_ops_warehouse_bi_dashboard.html"
+    assert page.is_file() and page.as_uri() in out.replace("\n", ""), out[-2000:]
+    # two projects can share a name: the answers list projects and jobs with their ids
+    assert "project_id" in out and "job_id" in out, out
     name = Target(database=database).pipeline_name()
     link = Path(env["DLT_DATA_DIR"]) / "pipelines" / name
     assert link.resolve() == database.parent / ".dlt_pipelines" / database.name / name
