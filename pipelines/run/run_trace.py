@@ -81,9 +81,15 @@ class RunLoads:
         return Schema(name)
 
     def _keep_trace(self) -> None:
+        """Keeps the pipeline's last trace; dlt merges the steps called one by one into one
+        trace (same transaction id), so a newer copy replaces the one kept before."""
         trace = self.pipeline.last_trace
-        if trace is None or any(t.transaction_id == trace.transaction_id for t in self.traces):
+        if trace is None:
             return
+        for index, kept in enumerate(self.traces):
+            if kept.transaction_id == trace.transaction_id:
+                self.traces[index] = trace
+                return
         self.traces.append(trace)
 
     def save_trace(self) -> set[str]:
