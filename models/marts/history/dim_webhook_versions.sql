@@ -1,0 +1,7 @@
+with
+
+versions as (
+    select * from {{ ref('stg_drone_ops__webhook_versions') }}
+)
+
+select * from versions
