@@ -106,7 +106,10 @@
         {%- endfor -%}
     {%- endif -%}
     {%- if key is none -%}
-        {%- set ids = names | select('match', '.*_id$') | list -%}
+        {%- set ids = [] -%}
+        {%- for name in names if name.endswith('_id') -%}
+            {%- do ids.append(name) -%}
+        {%- endfor -%}
         {%- set key = ['workspace', 'id' if relation is string else (ids[0] if ids else 'id')] -%}
     {%- endif -%}
     {%- set ignored = ['_row_hash', '_sync_tombstone', 'row_hash', 'is_current', 'valid_from', 'valid_to']
