@@ -99,7 +99,7 @@ def test_build_passes_every_model_and_test(built: tuple[pathlib.Path, ModelsResu
     assert result.error is None
     assert result.failures == []
     assert result.ok
-    assert result.models_built == 27
+    assert result.models_built == 35
     assert result.tests_failed == 0
     assert result.tests_passed >= 100  # data tests plus the occurrence and status unit tests
 

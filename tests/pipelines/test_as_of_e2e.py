@@ -14,6 +14,7 @@ the dbt build creates, and through the dbt macros `as_of`/`changed_between` give
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,7 +104,7 @@ def _churned_history(handle: SimulatorHandle, target: Target) -> History:
         unsynced.append(Moment(datetime.now(UTC), synced[-1].api))
         synced.append(sync())
     # the churn changed something every round, so the comparisons below are not vacuous
-    for earlier, later in zip(synced, synced[1:], strict=False):
+    for earlier, later in itertools.pairwise(synced):
         assert earlier.api != later.api
     return History(before, synced, unsynced)
 
@@ -115,8 +116,15 @@ def _as_api_fields(table: str, row: dict[str, Any]) -> dict[str, Any]:
     return {**row, **fields, "id": row[HISTORY[table]]}
 
 
-def _expected_changes(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> dict:
-    changes: dict[str, tuple[str, frozenset[str] | None]] = {}
+Changes = dict[str, tuple[str, frozenset[str] | None]]
+"""id -> (change, the names of the columns that changed, or None for new and retired)."""
+
+
+def _expected_changes(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], names: dict[str, str]
+) -> Changes:
+    """The difference of two captures, the fields named as `names` says (others as they are)."""
+    changes: Changes = {}
     for entity_id in after.keys() - before.keys():
         changes[entity_id] = ("new", None)
     for entity_id in before.keys() - after.keys():
@@ -125,7 +133,7 @@ def _expected_changes(before: dict[str, dict[str, Any]], after: dict[str, dict[s
         old, new = before[entity_id], after[entity_id]
         fields = {f for f in old.keys() | new.keys() if old.get(f) != new.get(f)}
         if fields:
-            changes[entity_id] = ("changed", frozenset(MART_COLUMN.get(f, f) for f in fields))
+            changes[entity_id] = ("changed", frozenset(names.get(f, f) for f in fields))
     return changes
 
 
@@ -133,8 +141,8 @@ def _literal(moment: datetime) -> str:
     return f"cast('{moment.isoformat()}' as timestamp with time zone)"
 
 
-def _changed_rows(rows: list[dict[str, Any]], key: str) -> dict:
-    found: dict[str, tuple[str, frozenset[str] | None]] = {}
+def _changed_rows(rows: list[dict[str, Any]], key: str) -> Changes:
+    found: Changes = {}
     for row in rows:
         columns = row["changed_columns"]
         assert row[key] not in found, row
@@ -146,8 +154,8 @@ def _check_functions(warehouse: Warehouse, marts: str, history: History) -> None
     """Every `<table>_as_of` and `<table>_changed` against the captures."""
     for table, key in HISTORY.items():
         calls = f"{marts}.{table}"
-        empty = query(warehouse, f"select * from {calls}_as_of({_literal(history.before_first_sync)})")
-        assert empty == [], table
+        before = _literal(history.before_first_sync)
+        assert query(warehouse, f"select * from {calls}_as_of({before})") == [], table
         for moment in [*history.synced, *history.unsynced]:
             rows = query(warehouse, f"select * from {calls}_as_of({_literal(moment.at)})")
             stored = {row[key]: _as_api_fields(table, row) for row in rows}
@@ -160,13 +168,15 @@ def _check_functions(warehouse: Warehouse, marts: str, history: History) -> None
                     warehouse,
                     f"select * from {calls}_changed({_literal(earlier.at)}, {_literal(later.at)})",
                 )
-                expected = _expected_changes(earlier.api[table], later.api[table])
+                expected = _expected_changes(earlier.api[table], later.api[table], MART_COLUMN)
                 assert _changed_rows(rows, key) == expected, (table, earlier.at, later.at)
 
 
-def _check_dbt_macros(warehouse: Warehouse, target: Target, tmp_path: Path, history: History) -> None:
+def _check_dbt_macros(
+    warehouse: Warehouse, target: Target, tmp_path: Path, history: History
+) -> None:
     """The dbt macros given a raw table's name (raw columns, dlt's validity): compiled once
-    with placeholders by `dbt compile --inline`, run for each moment."""
+    with placeholders by `dbt compile --inline`, then run with the moments put in."""
     from dbt.cli.main import dbtRunner
 
     inline = (
@@ -176,15 +186,16 @@ def _check_dbt_macros(warehouse: Warehouse, target: Target, tmp_path: Path, hist
         " from ({{ changed_between('jobs', '__FROM__', '__TO__') }}) as c"
     )
     dbt = dbt_target(target)
-    args = dbt_args("compile", tmp_path / "dbt-compile") + ["--target", dbt.name, "--inline", inline]
+    args = [*dbt_args("compile", tmp_path / "dbt-compile"), "--target", dbt.name]
     with dbt_environment(profile_env(dbt, target.dataset)):
         try:
-            outcome = dbtRunner().invoke(args)
+            outcome = dbtRunner().invoke([*args, "--inline", inline])
         finally:
             if dbt.name == "duckdb":
                 _release_duckdb()
     assert outcome.success, outcome.exception
-    compiled = outcome.result.results[0].node.compiled_code
+    result: Any = outcome.result
+    compiled = str(result.results[0].node.compiled_code)
     first, last = history.synced[0], history.synced[-1]
     sql = (
         compiled.replace("__AT__", _literal(first.at))
@@ -193,27 +204,10 @@ def _check_dbt_macros(warehouse: Warehouse, target: Target, tmp_path: Path, hist
     )
     rows = query(warehouse, sql)
     assert {r["id"] for r in rows if r["call"] == "as_of"} == set(first.api["jobs"])
-    changed = {
-        r["id"]: (r["change"], None if r["changed_columns"] is None else frozenset(r["changed_columns"]))
-        for r in rows
-        if r["call"] == "changed"
-    }
-    # raw columns: the API's own names
-    expected = {
-        entity_id: (change, None if fields is None else frozenset(fields))
-        for entity_id, (change, fields) in _raw_changes(first.api["jobs"], last.api["jobs"]).items()
-    }
-    assert changed == expected
-
-
-def _raw_changes(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> dict:
-    marts = _expected_changes(before, after)
-    raw_name = {mart: api for api, mart in MART_COLUMN.items()}
-    raw_name["created_by_id"] = "created_by_id"
-    return {
-        entity_id: (change, None if fields is None else frozenset(raw_name.get(f, f) for f in fields))
-        for entity_id, (change, fields) in marts.items()
-    }
+    changed = _changed_rows([r for r in rows if r["call"] == "changed"], "id")
+    # raw columns: the API's own names, but the creator's id column
+    raw_names = {"created_by": "created_by_id"}
+    assert changed == _expected_changes(first.api["jobs"], last.api["jobs"], raw_names)
 
 
 def _build_history_marts(target: Target, tmp_path: Path) -> None:
