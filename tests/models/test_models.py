@@ -112,7 +112,7 @@ def test_models_land_in_stg_and_marts_schemas(con: duckdb.DuckDBPyConnection) ->
             "where table_schema like 'drone_ops%' group by table_schema",
         )
     )
-    assert counts == {"drone_ops": 8, "drone_ops_stg": 15, "drone_ops_marts": 12}
+    assert counts == {"drone_ops": 8, "drone_ops_stg": 18, "drone_ops_marts": 17}
 
 
 def test_without_the_workspaces_var_every_row_is_workspace_default(
@@ -125,7 +125,7 @@ def test_without_the_workspaces_var_every_row_is_workspace_default(
         "select table_schema, table_name, column_name from information_schema.columns"
         " where table_schema in ('drone_ops_stg', 'drone_ops_marts') and ordinal_position = 1",
     )
-    assert len(firsts) == 27
+    assert len(firsts) == 35
     for schema, table, column in firsts:
         assert column == "workspace", table
         values = rows(con, f"select distinct workspace from {schema}.{table}")
