@@ -19,22 +19,3 @@
     where {{ columns[0] }} <= {{ at }}
         and ({{ columns[1] }} is null or {{ columns[1] }} > {{ at }})
 {%- endmacro %}
-
-{#- The validity columns of a raw table (dlt's) or of a versions relation (the house names). #}
-{% macro history_validity(relation, valid_from=none, valid_to=none) -%}
-    {%- if relation is string -%}
-        {{ return([valid_from or '_dlt_valid_from', valid_to or '_dlt_valid_to']) }}
-    {%- endif -%}
-    {{ return([valid_from or 'valid_from', valid_to or 'valid_to']) }}
-{%- endmacro %}
-
-{#- What as_of and changed_between read: a relation as is, a raw table of every workspace. #}
-{% macro history_from(relation) -%}
-    {%- if relation is string -%}
-        (
-    {{ workspace_union(relation) }}
-    ) as history_rows
-    {%- else -%}
-        {{ relation }}
-    {%- endif -%}
-{%- endmacro %}
