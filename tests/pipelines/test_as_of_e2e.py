@@ -1,12 +1,12 @@
 """As-of and what-changed, end to end, against the simulator's own history.
 
-A tiny workspace is synced, churned (projects and jobs updated and deleted) and synced again,
-three times. After each sync the test notes the time and lists the API: that capture is what
-the workspace was at that moment. Then `<table>_as_of(moment)` must return exactly the
-capture, for every history table, and `<table>_changed(a, b)` exactly the difference of the
-two captures (new ids, retired ids, and per changed id the fields that differ). A moment taken
-after a churn but before its sync returns the previous capture: as-of means what the sync had
-seen by then (the load times, docs/as-of.md), not the API's `updated`.
+A tiny workspace is synced, churned (projects and jobs updated and deleted, a job type
+created) and synced again, three times. After each sync the test notes the time and lists the
+API: that capture is what the workspace was at that moment. Then `<table>_as_of(moment)` must
+return exactly the capture, for every history table, and `<table>_changed(a, b)` exactly the
+difference of the two captures (new ids, retired ids, and per changed id the fields that
+differ). A moment taken after a churn but before its sync returns the previous capture: as-of
+means what the sync had seen by then (the load times, docs/as-of.md), not the API's `updated`.
 
 Checked on DuckDB (the warehouse and the BI snapshot) and on PostgreSQL, through the functions
 the dbt build creates, and through the dbt macros `as_of`/`changed_between` given a raw table.
@@ -101,6 +101,9 @@ def _churned_history(handle: SimulatorHandle, target: Target) -> History:
     unsynced = []
     for round_number in range(1, ROUNDS + 1):
         handle.churn(seed=round_number, update_fraction=0.3, delete_fraction=0.05)
+        # churn creates nothing: a new entity in the middle of the history, too
+        with handle.client(full=True) as client:
+            client.post("/v1/job-types", json={"name": f"Round {round_number}"}).raise_for_status()
         unsynced.append(Moment(datetime.now(UTC), synced[-1].api))
         synced.append(sync())
     # the churn changed something every round, so the comparisons below are not vacuous
@@ -186,7 +189,8 @@ def _check_dbt_macros(
         " from ({{ changed_between('jobs', '__FROM__', '__TO__') }}) as c"
     )
     dbt = dbt_target(target)
-    args = [*dbt_args("compile", tmp_path / "dbt-compile"), "--target", dbt.name]
+    # the build's target folder: dbt parses only what changed since
+    args = [*dbt_args("compile", tmp_path / "dbt"), "--target", dbt.name]
     with dbt_environment(profile_env(dbt, target.dataset)):
         try:
             outcome = dbtRunner().invoke([*args, "--inline", inline])
