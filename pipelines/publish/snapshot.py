@@ -36,6 +36,7 @@ from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
 from ..defaults import SNAPSHOT_CONFIG_KEY
 from ..run.lock import busy_message
 from ..run.target import check_creatable
+from .history_macros import copy_table_macros
 from .snapshot_freshness import (
     RUNS_TABLE,
     has_runs_table,
@@ -344,6 +345,7 @@ def _copy_all(
             )
         except duckdb.Error as exc:
             raise SnapshotError(f"copying {schema}.{name}: {_cause(exc)}") from None
+    copy_table_macros(con, catalog, _ALIAS, marts_schema(dataset))
     now = datetime.now(UTC)
     write_info(
         con,
