@@ -21,7 +21,7 @@ from .exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_OK
 if TYPE_CHECKING:
     from .console.output import Output
     from .observe.watch import RunWatch
-    from .publish.snapshot import SnapshotPlan
+    from .publish.snapshot_plan import SnapshotPlan
     from .run.signals import SignalStop
     from .run.target import Target
 

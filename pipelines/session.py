@@ -32,7 +32,7 @@ from drone_ops_sync.sources.drone_ops import (
 from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 from .console.output import Output
-from .publish.snapshot import SnapshotPlan
+from .publish.snapshot_plan import SnapshotPlan
 from .publishing import build_models_step, finish_success
 from .run.lock import duckdb_busy_as_warehouse_busy, ensure_duckdb_free, warehouse_lock
 from .run.reachable import ensure_destination_reachable
