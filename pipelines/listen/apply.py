@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import dlt
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
 from drone_ops_sync.sources.drone_ops import (
@@ -44,12 +45,13 @@ from drone_ops_sync.sources.drone_ops import (
     redact,
 )
 
-from ..run.lock import WarehouseBusy, warehouse_lock
+from ..run.lock import WarehouseBusy, busy_message, warehouse_lock
 from ..run.recovery import finish_pending, open_pipeline
 from ..run.run_trace import RunLoads
 from ..run.target import Target
 from .quarantine import Quarantine, sort_lines
 from .spool import Position, Spool, read_from
+from .write import write_batch
 
 APPLIED_FILE = "applied.json"
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -92,6 +94,15 @@ class Router:
     def __init__(self, base: Target) -> None:
         self.base = base
         self.owners: dict[str, str] = {}
+        self._pipelines: dict[str, dlt.Pipeline] = {}
+
+    def pipeline(self, target: Target) -> dlt.Pipeline:
+        """The workspace's pipeline, made once: the transaction path uses only its SQL client
+        (credentials and dataset), and making a pipeline resolves dlt's configuration, the
+        largest fixed cost of a small batch."""
+        if target.workspace not in self._pipelines:
+            self._pipelines[target.workspace] = open_pipeline(target)[0]
+        return self._pipelines[target.workspace]
 
     def route(self, events: Sequence[ReceivedEvent]) -> dict[str, list[ReceivedEvent]]:
         """The events by workspace; those of no known workspace under `UNROUTED`."""
@@ -145,26 +156,53 @@ def apply_batch(router: Router, events: Sequence[ReceivedEvent]) -> dict[str, in
                 sorted({e.workspace_id or "?" for e in batch}),
             )
             continue
-        for outcome, count in _apply_to(base.for_workspace(name), batch).items():
+        for outcome, count in _apply_to(router, base.for_workspace(name), batch).items():
             counts[outcome] = counts.get(outcome, 0) + count
     return counts
 
 
-def _apply_to(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
+def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
+    """One workspace's batch: one SQL transaction in the dataset's short write turn
+    (`Target.write_turn`, the turn each load of a run takes too), not the run lock, so a
+    scheduled run holds events back only while one of its loads writes. A batch that
+    transaction cannot write as dlt would (a warehouse not synced yet, a new column) goes
+    through a dlt load under the run lock, as a run's own load would."""
+    try:
+        with target.write_turn():
+            outcomes = write_batch(router.pipeline(target), batch)
+        if outcomes is None:
+            outcomes = _load_with_dlt(target, batch)
+    except DroneOpsError:
+        raise
+    except Exception as exc:
+        message = busy_message(target.resolved_database(), exc) if target.destination == "duckdb" else None
+        if message is None:
+            raise
+        raise FileHeld(message) from None
+    counts: dict[str, int] = {}
+    for outcome in outcomes.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
+
+
+class FileHeld(DroneOpsError):
+    """Another program (a BI tool, a notebook) holds the DuckDB file: the batch waits."""
+
+
+def _load_with_dlt(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, str]:
+    """The batch as a dlt load through the workspace's pipeline, under the run lock as a brief
+    holder (the pipeline's working folder is the runs' too) and the file's access lock."""
     with warehouse_lock(target.lock_path(), brief=True):
-        with target.file_access():
+        with target.write_turn():
             pipeline, _ = open_pipeline(target)
             finish_pending(pipeline)
             held = held_versions(
                 pipeline, (str(p["id"]) for e in batch if (p := e.project()) is not None)
             )
-        applied, outcomes = newest_versions(batch, held)
-        versions = project_versions(applied.values(), new_run_id())
-        RunLoads(target, pipeline).run(applied_events(versions, event_rows(batch, outcomes)))
-    counts: dict[str, int] = {}
-    for outcome in outcomes.values():
-        counts[outcome] = counts.get(outcome, 0) + 1
-    return counts
+            applied, outcomes = newest_versions(batch, held)
+            versions = project_versions(applied.values(), new_run_id())
+            RunLoads(target, pipeline).run(applied_events(versions, event_rows(batch, outcomes)))
+    return outcomes
 
 
 @dataclass
@@ -236,7 +274,10 @@ class Applier:
         except WarehouseBusy:
             return False
         except DroneOpsError as exc:
-            self.stats.last_error = redact(str(exc))
+            error = redact(str(exc))
+            if error != self.stats.last_error:  # once while the cause lasts, not every tick
+                log.warning("events not applied yet, will retry: %s", error)
+            self.stats.last_error = error
             return False
         for line, reason in bad:
             self.quarantine.add(line, reason)

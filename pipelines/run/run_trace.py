@@ -38,8 +38,9 @@ class RunLoads:
         schema = None if isinstance(data, DltSource) else self._source_schema()
         try:
             # the whole call: dlt opens the destination before extracting (state sync) and
-            # again to load, and a group's extract reads what its walk stage already spilled
-            with self.target.file_access():
+            # again to load, and a group's extract reads what its walk stage already spilled;
+            # the write turn (the file's access lock on DuckDB) is the event receiver's too
+            with self.target.write_turn():
                 self.pipeline.run(
                     data,
                     schema=schema,  # type: ignore[arg-type]
