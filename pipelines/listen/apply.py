@@ -175,7 +175,11 @@ def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) ->
     except DroneOpsError:
         raise
     except Exception as exc:
-        message = busy_message(target.resolved_database(), exc) if target.destination == "duckdb" else None
+        message = (
+            busy_message(target.resolved_database(), exc)
+            if target.destination == "duckdb"
+            else None
+        )
         if message is None:
             raise
         raise FileHeld(message) from None
@@ -192,16 +196,15 @@ class FileHeld(DroneOpsError):
 def _load_with_dlt(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, str]:
     """The batch as a dlt load through the workspace's pipeline, under the run lock as a brief
     holder (the pipeline's working folder is the runs' too) and the file's access lock."""
-    with warehouse_lock(target.lock_path(), brief=True):
-        with target.write_turn():
-            pipeline, _ = open_pipeline(target)
-            finish_pending(pipeline)
-            held = held_versions(
-                pipeline, (str(p["id"]) for e in batch if (p := e.project()) is not None)
-            )
-            applied, outcomes = newest_versions(batch, held)
-            versions = project_versions(applied.values(), new_run_id())
-            RunLoads(target, pipeline).run(applied_events(versions, event_rows(batch, outcomes)))
+    with warehouse_lock(target.lock_path(), brief=True), target.write_turn():
+        pipeline, _ = open_pipeline(target)
+        finish_pending(pipeline)
+        held = held_versions(
+            pipeline, (str(p["id"]) for e in batch if (p := e.project()) is not None)
+        )
+        applied, outcomes = newest_versions(batch, held)
+        versions = project_versions(applied.values(), new_run_id())
+        RunLoads(target, pipeline).run(applied_events(versions, event_rows(batch, outcomes)))
     return outcomes
 
 

@@ -17,12 +17,11 @@ import pyarrow as pa
 from dlt.common.schema.typing import DEFAULT_VALIDITY_COLUMN_NAMES
 
 from .. import settings
+from ..events import drop_older_versions
 from ..exceptions import DroneOpsError, Interrupted
-from ..known import KnownState
+from ..known import KnownState, held_versions
 from ..report import TableResult
 from ..run import SyncRun
-from ..events import drop_older_versions
-from ..known import held_versions
 from ..tables.entities import ENTITIES, JOBS, PROJECTS, USERS
 from ..tables.rows import to_arrow, user_row
 from ..tables.schema import ARROW_TYPES
