@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import dlt
 import pyarrow as pa
 from dlt.common.utils import uniq_id_base64
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
+from dlt.destinations.sql_client import SqlClientBase
 
 from drone_ops_sync.sources.drone_ops import (
     EVENTS_TABLE,
@@ -48,10 +48,14 @@ DLT_ID_BYTES = 10
 """The length dlt gives the `_dlt_id` it adds to Arrow rows (`uniq_id_base64(10)`)."""
 
 
-def write_batch(pipeline: dlt.Pipeline, batch: Sequence[ReceivedEvent]) -> dict[str, str] | None:
-    """Writes one workspace's batch in one transaction; returns every delivery's outcome, or
-    None when the batch must go through a dlt load instead (see the module's docstring)."""
-    with pipeline.sql_client() as client:
+def write_batch(
+    sql_client: SqlClientBase[Any], batch: Sequence[ReceivedEvent]
+) -> dict[str, str] | None:
+    """Writes one workspace's batch in one transaction through the workspace pipeline's SQL
+    client (opened here, closed at the end, so the DuckDB file is free between batches);
+    returns every delivery's outcome, or None when the batch must go through a dlt load
+    instead (see the module's docstring)."""
+    with sql_client as client:
         projects_columns = _columns(client, PROJECTS)
         events_columns = _columns(client, EVENTS_TABLE)
         if projects_columns is None or events_columns is None:
