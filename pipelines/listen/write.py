@@ -44,6 +44,9 @@ from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 PROJECTS = "projects"
 VALID_FROM, VALID_TO = "_dlt_valid_from", "_dlt_valid_to"
+INSERT_ROWS = 500
+"""Rows per INSERT statement: a backlog's batch (up to 8 MiB of spool) stays a few statements
+of bounded size, well inside both databases' limits on one statement."""
 DLT_ID_BYTES = 10
 """The length dlt gives the `_dlt_id` it adds to Arrow rows (`uniq_id_base64(10)`)."""
 
@@ -67,12 +70,14 @@ def write_batch(
         events = event_rows(batch, outcomes)
         if not set(versions.column_names) <= set(projects_columns):
             return None
+        if not set(events.column_names) <= set(events_columns):
+            return None
         load_id = _load_id()
         boundary = datetime.now(UTC)
         with client.begin_transaction():
             if versions.num_rows:
                 _retire_and_insert(client, versions, projects_columns, load_id, boundary)
-            _replace_events(client, events, load_id)
+            _replace_events(client, events, events_columns, load_id)
             _record_load(client, load_id, boundary)
     return outcomes
 
@@ -127,7 +132,7 @@ def _retire_and_insert(
     _insert(client, table, written, [c for c in columns if c in names], extra)
 
 
-def _replace_events(client: Any, events: pa.Table, load_id: str) -> None:
+def _replace_events(client: Any, events: pa.Table, columns: Sequence[str], load_id: str) -> None:
     """dlt's delete-insert on `delivery_id`: a delivery applied twice is one row."""
     table = client.make_qualified_table_name(EVENTS_TABLE)
     ids = events.column("delivery_id").to_pylist()
@@ -136,8 +141,8 @@ def _replace_events(client: Any, events: pa.Table, load_id: str) -> None:
         f" IN ({_marks(len(ids))})",
         *ids,
     )
-    columns = [*events.column_names, "_dlt_load_id", "_dlt_id"]
-    _insert(client, table, events, columns, {"_dlt_load_id": load_id})
+    names = {*events.column_names, "_dlt_load_id", "_dlt_id"}
+    _insert(client, table, events, [c for c in columns if c in names], {"_dlt_load_id": load_id})
 
 
 def _insert(
@@ -160,10 +165,12 @@ def _insert(
         values.append(row)
     names = ", ".join(client.escape_column_name(name) for name in columns)
     one = f"({_marks(len(columns))})"
-    client.execute_sql(
-        f"INSERT INTO {table} ({names}) VALUES {', '.join([one] * len(values))}",
-        *(value for row in values for value in row),
-    )
+    for start in range(0, len(values), INSERT_ROWS):
+        chunk = values[start : start + INSERT_ROWS]
+        client.execute_sql(
+            f"INSERT INTO {table} ({names}) VALUES {', '.join([one] * len(chunk))}",
+            *(value for row in chunk for value in row),
+        )
 
 
 def _record_load(client: Any, load_id: str, boundary: datetime) -> None:

@@ -141,7 +141,8 @@ def _ids_with_several_current_rows(target: Target) -> list[dict[str, Any]]:
 class AfterListing(httpx.BaseTransport):
     """The run's real HTTP to the simulator; once the run has the first page of projects, it
     runs `changes` with that page before the run sees it. So the race is not left to timing:
-    the run's listing is certainly older than what `changes` makes current."""
+    the run's listing is certainly older than what `changes` makes current. (The active
+    projects: those the test changed before the run.)"""
 
     def __init__(self, changes: Any) -> None:
         self.inner = httpx.HTTPTransport()
@@ -150,7 +151,8 @@ class AfterListing(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response = self.inner.handle_request(request)
-        if request.url.path != "/v1/projects" or self.done:
+        listing = request.url.path == "/v1/projects" and "archived" not in request.url.params
+        if not listing or self.done:
             return response
         self.done = True
         body = response.read()
@@ -187,7 +189,7 @@ def test_events_applied_during_a_run_are_never_overwritten_by_its_listing(
         outcome = run_sync(target, config=read_source_config(overrides), seams=seams)
         assert outcome.ok, outcome.report.tables
         assert racing, "the run listed no projects"
-        api_now = {p["id"]: p for p in api.get("/v1/projects").json()["projects"]}
+        api_now = {pid: api.get(f"/v1/projects/{pid}").json() for pid in racing}
 
     for project_id in racing:
         history = rows(target, f"id = '{project_id}' ORDER BY _dlt_valid_from")
@@ -234,6 +236,7 @@ def test_a_bi_reader_holding_the_file_delays_events_with_one_line(
         try:
             assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
             caplog.set_level(logging.INFO)
+            caplog.clear()  # the sync's own log above is not the applier's
             applier.start()
             assert wait_until(lambda: applier.stats.last_error is not None, 120, interval=0.05)
             failed_since = applier.stats.batches
