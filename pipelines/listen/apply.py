@@ -61,6 +61,9 @@ APPLIED_FILE = "applied.json"
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 """At most this much spool per batch, so a backlog is applied in bounded steps."""
 
+BACKLOG_BYTES = MAX_BATCH_BYTES // 2
+"""A batch at least this large means the spool holds more: the next is applied at once."""
+
 log = logging.getLogger(__name__)
 
 
@@ -246,6 +249,7 @@ class Applier:
         self._show(self.position)
         # a crash between a mark and its removal left applied segments: remove them now
         self.spool.release(self.position.segment)
+        self._backlog = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="event-applier", daemon=True)
 
@@ -260,7 +264,9 @@ class Applier:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                while self.tick() and not self._stop.is_set():
+                # again at once only while a backlog remains: a batch per interval otherwise,
+                # since each batch pays a fixed cost (opening the warehouse, a commit)
+                while self.tick() and self._backlog and not self._stop.is_set():
                     pass
             except Exception as exc:  # a batch failed: it stays in the spool for the next tick
                 self.stats.last_error = redact(f"{type(exc).__name__}: {exc}")[:500]
@@ -272,6 +278,7 @@ class Applier:
         Bad records are set aside only once the batch's load committed: a batch that fails
         (the warehouse's fault) is read again next tick, and quarantines nothing meanwhile."""
         batch = read_from(self.spool.directory, self.position, MAX_BATCH_BYTES)
+        self._backlog = sum(len(line.data) for line in batch.lines) >= BACKLOG_BYTES
         if batch.end == self.position:
             return False
         events, bad = sort_lines(batch.lines)
