@@ -262,3 +262,21 @@ def test_a_bi_reader_holding_the_file_delays_events_with_one_line(
     assert applier.stats.last_error is None
     current = rows(target, "_dlt_valid_to IS NULL")
     assert {row["id"]: row["name"] for row in current if row["id"] in names} == names
+
+
+def test_a_warehouse_not_synced_yet_takes_events_through_a_dlt_load(
+    tiny_sim: SimulatorHandle, target: Target
+) -> None:
+    """No `projects` table yet: the transaction cannot write as dlt would, so the batch is a
+    dlt load (which creates the tables), and the first run then finds the version unchanged."""
+    headers = {"Authorization": f"Bearer {tiny_sim.full_key}"}
+    with httpx.Client(base_url=tiny_sim.base_url, headers=headers, timeout=60) as api:
+        project_id = api.get("/v1/projects").json()["projects"][0]["id"]
+        project = api.get(f"/v1/projects/{project_id}").json()
+    assert apply_batch(Router(target), [project_event(project, "d_first")]) == {"applied": 1}
+    [row] = rows(target, f"id = '{project_id}' AND _dlt_valid_to IS NULL")
+    assert row["name"] == project["name"]
+    [event_load] = query(warehouse(target), "SELECT _dlt_load_id FROM drone_ops._webhook_events")
+    assert event_load["_dlt_load_id"] in make_pipeline(target).list_completed_load_packages()
+    sync(target, tiny_sim)
+    assert _ids_with_several_current_rows(target) == []
