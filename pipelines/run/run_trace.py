@@ -46,8 +46,9 @@ class RunLoads:
         pipeline = self.pipeline
         file_format: Any = self.target.loader_file_format()
         # the whole call: dlt opens the destination to sync its state and again to load, and a
-        # group's extract reads what its walk stage already spilled
-        with self.target.file_access():
+        # group's extract reads what its walk stage already spilled; the write turn (the file's
+        # access lock on DuckDB) is the event receiver's too
+        with self.target.write_turn():
             if pipeline.has_pending_data:  # a failed load's package: dlt's run loads it first
                 try:
                     pipeline.run(data, schema=schema, loader_file_format=file_format)  # type: ignore[arg-type]
