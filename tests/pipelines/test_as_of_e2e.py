@@ -31,8 +31,8 @@ from drone_ops_sync.pipelines.publish.dbt_build import (
     profile_env,
 )
 from drone_ops_sync.pipelines.publish.snapshot import publish_snapshot
-from drone_ops_sync.pipelines.run.sync import run_sync
 from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
 from testkit.simulator_process import SimulatorHandle
 from tests.pipelines.warehouse_check import Warehouse, api_snapshot, mismatches, query
