@@ -1,4 +1,4 @@
-"""A full disk in every load path (docs/reliability.md, "A full disk"): one line naming the
+"""A full disk in every load path (docs/operations.md, "A full disk"): one line naming the
 folder to free, exit 1, no traceback (ours or dlt's logger's), the warehouse as it was, and the
 next run with space heals to the API.
 
@@ -9,7 +9,8 @@ that namespace through `nsenter`. The tmpfs is filled with a filler file that le
 small enough that the refused write is the run's first load; deleting the filler gives the
 space back. Two layouts: (a) dlt's pipelines folder full (`wh/.dlt_pipelines` on the tmpfs),
 (b) the DuckDB file's folder full (`wh` on the tmpfs, dlt's and the sync's folders on roomy
-ones of their own, so what the disk refuses is DuckDB's write).
+ones of their own, so what the disk refuses is DuckDB's write); on a fresh warehouse also the
+sync's spill folder full, and the DuckDB folder so full that a new file's headers are refused.
 
 Skipped, saying why, when not root or when `unshare` or `mount` are refused (a container
 without CAP_SYS_ADMIN).
@@ -32,7 +33,16 @@ import pytest
 from drone_ops_sync.pipelines.run.target import Target
 from testkit.simulator_process import SimulatorHandle, stop_process
 
-from .cli_helpers import EXIT_FAILED, EXIT_OK, TRACEBACK, Result, cli_command, cli_env, run_command
+from .cli_helpers import (
+    ALL_TABLES,
+    EXIT_FAILED,
+    EXIT_OK,
+    TRACEBACK,
+    Result,
+    cli_command,
+    cli_env,
+    run_command,
+)
 from .test_sync_e2e import assert_equals_api
 
 pytestmark = pytest.mark.e2e
@@ -44,6 +54,9 @@ LEAVE = {"pipelines": 32 * 1024, "warehouse": 16 * 1024}
 """Bytes the filler leaves: measured to be refused at the run's first load (a fresh
 warehouse's `_sync_delivery_marks`, a synced one's first load group), not at the lock or the
 repairs before it, which end in the same one line."""
+HEADERS_REFUSED = 8 * 1024
+"""Left in the DuckDB file's folder, DuckDB creates a new file and cannot write its headers
+whole (the file was then refused by every later run as not a DuckDB file)."""
 RUN_TIMEOUT_S = 300.0
 DATABASE = Path("wh") / "warehouse.duckdb"
 DLT_NOISE = ("died in uncontrollable manner", "trace dump", "Transient exception", "Errno 18")
@@ -156,6 +169,8 @@ def layout(tmp_path: Path, full: str) -> tuple[Path, list[tuple[Path, str]]]:
     pipelines = warehouse / ".dlt_pipelines"
     if full == "pipelines":
         return pipelines, [(pipelines, SMALL)]
+    if full == "spill":
+        return warehouse / ".drone_sync", [(warehouse / ".drone_sync", SMALL)]
     return warehouse, [
         (warehouse, SMALL),
         (pipelines, ROOMY),
@@ -196,17 +211,29 @@ def assert_heals(
     assert_equals_api(sim, Target(database=copy))
 
 
-@pytest.mark.parametrize("full", ["pipelines", "warehouse"])
-def test_a_full_disk_at_a_fresh_warehouses_first_load(
-    full: str, tiny_sim: SimulatorHandle, tmp_path: Path
+@pytest.mark.parametrize(
+    ("full", "leave"),
+    [
+        ("pipelines", LEAVE["pipelines"]),
+        ("warehouse", LEAVE["warehouse"]),
+        ("warehouse", HEADERS_REFUSED),
+        ("spill", 0),
+    ],
+    ids=["pipelines", "warehouse", "warehouse-new-file", "spill"],
+)
+def test_a_full_disk_on_a_fresh_warehouse(
+    full: str, leave: int, tiny_sim: SimulatorHandle, tmp_path: Path
 ) -> None:
     folder, mounts_wanted = layout(tmp_path, full)
     env = cli_env(tmp_path, base_url=tiny_sim.base_url, api_key=tiny_sim.read_key)
     with private_mounts(mounts_wanted) as mounts:
-        mounts.fill(folder, LEAVE[full])
+        mounts.fill(folder, leave)
         failed = cli(mounts, env, tmp_path)
         assert_one_line(failed, folder)
-        assert mounts.snapshot(tmp_path, DATABASE) == {}, "a refused first load left tables"
+        left = mounts.snapshot(tmp_path, DATABASE)
+        if full == "spill":  # the walk spills after the first load (the marks), which fits
+            left = {name: rows for name, rows in left.items() if name in ALL_TABLES}
+        assert left == {}, "a refused first load left tables"
         mounts.unfill(folder)
         assert_heals(mounts, env, tmp_path, tiny_sim)
 
