@@ -189,7 +189,8 @@ def run_sync(
     the demo, Dagster's partitions); never raises for a failed table.
 
     Raises `ConfigError` for a bad setting and `WarehouseBusy` when another run or process
-    holds the warehouse, in both cases before anything is changed."""
+    holds the warehouse, in both cases before anything is changed, and `DiskFull` when a disk
+    refused a write (`run/disk_full.py`: the run stopped there, nothing half-loaded)."""
     apply_runtime_defaults()
     config = config if config is not None else read_source_config()
     options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
