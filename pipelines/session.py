@@ -36,6 +36,7 @@ from drone_ops_sync.sources.drone_ops import settings as source_settings
 from .console.output import Output
 from .publish.snapshot_plan import SnapshotPlan
 from .publishing import build_models_step, finish_success
+from .run.disk_full import disk_full_as_error
 from .run.lock import duckdb_busy_as_warehouse_busy, ensure_duckdb_free, warehouse_lock
 from .run.reachable import ensure_destination_reachable
 from .run.recovery import (
@@ -68,7 +69,8 @@ class Session:
 
     def __enter__(self) -> Session:
         lock = warehouse_lock(self.target.lock_path(), self.notes, brief=self.brief)
-        self._stack.enter_context(lock)
+        with disk_full_as_error(self.target):
+            self._stack.enter_context(lock)
         return self
 
     def __exit__(
@@ -85,7 +87,11 @@ class Session:
         if self._pipeline is None:
             target = self.target
             database = target.resolved_database() if target.destination == "duckdb" else None
-            with duckdb_busy_as_warehouse_busy(database), target.file_access():
+            with (
+                disk_full_as_error(target),
+                duckdb_busy_as_warehouse_busy(database),
+                target.file_access(),
+            ):
                 if database is not None:
                     ensure_duckdb_free(database)
                 ensure_destination_reachable(target)
@@ -183,7 +189,8 @@ def run_sync(
     the demo, Dagster's partitions); never raises for a failed table.
 
     Raises `ConfigError` for a bad setting and `WarehouseBusy` when another run or process
-    holds the warehouse, in both cases before anything is changed."""
+    holds the warehouse, in both cases before anything is changed, and `DiskFull` when a disk
+    refused a write (`run/disk_full.py`: the run stopped there, nothing half-loaded)."""
     apply_runtime_defaults()
     config = config if config is not None else read_source_config()
     options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)

@@ -41,6 +41,8 @@ import duckdb
 
 from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
 
+from .errors import is_disk_full
+
 
 class WarehouseBusy(DroneOpsError):
     """Another run holds the warehouse's lock, or another process holds the DuckDB file."""
@@ -276,6 +278,8 @@ def ensure_duckdb_free(database: Path) -> None:
         duckdb.connect(str(database)).close()
     except duckdb.Error as exc:
         message = busy_message(database, exc)
+        if message is None and is_disk_full(exc):
+            raise  # said as such by the turn (`disk_full.py`), not as a file that cannot open
         if message is None:
             raise ConfigError(
                 "--database / destination.duckdb.credentials",

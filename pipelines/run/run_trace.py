@@ -22,6 +22,7 @@ from dlt.pipeline.trace import PipelineStepTrace, PipelineTrace, save_trace
 
 from drone_ops_sync.sources.drone_ops import settings as source_settings
 
+from .disk_full import disk_full_as_error
 from .target import Target
 
 
@@ -48,7 +49,7 @@ class RunLoads:
         # the whole call: dlt opens the destination to sync its state and again to load, and a
         # group's extract reads what its walk stage already spilled; the write turn (the file's
         # access lock on DuckDB) is the event receiver's too
-        with self.target.write_turn():
+        with self.target.write_turn(), disk_full_as_error(self.target, pipeline):
             if pipeline.has_pending_data:  # a failed load's package: dlt's run loads it first
                 try:
                     pipeline.run(data, schema=schema, loader_file_format=file_format)  # type: ignore[arg-type]
