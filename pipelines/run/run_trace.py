@@ -64,7 +64,7 @@ class RunLoads:
             finally:
                 self._keep_trace()
             if not any(info.jobs.get("new_jobs") for info in extracted.load_packages):
-                pipeline.drop_pending_packages()
+                pipeline.abort_packages()  # only this empty extract is pending: it is deleted
                 return
             for step in (pipeline.normalize, pipeline.load):
                 try:
