@@ -48,6 +48,7 @@ from ..run.lock import WarehouseBusy, warehouse_lock
 from ..run.recovery import finish_pending, open_pipeline
 from ..run.run_trace import RunLoads
 from ..run.target import Target
+from .marts import MartsFollower
 from .quarantine import Quarantine, sort_lines
 from .spool import Position, Spool, read_from
 
@@ -190,6 +191,8 @@ class Applier:
         self.mark = AppliedMark(spool.directory)
         self.quarantine = Quarantine(spool.directory)
         self.interval = interval
+        self.follower: MartsFollower | None = None
+        """Told after each batch that applied project versions (`marts.py`); None: off."""
         self.position = self.mark.load()
         newest = spool.active_segment
         if self.position.segment > newest:  # the segments were removed by hand, not the mark
@@ -252,6 +255,8 @@ class Applier:
         self.stats.last_error = None
         if events:
             log.info("applied a batch of %d events: %s", len(events), counts)
+        if counts.get("applied", 0) and self.follower is not None:
+            self.follower.changed()
         return True
 
     def _show(self, position: Position) -> None:
