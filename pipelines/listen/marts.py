@@ -3,9 +3,9 @@
 After a batch applied project versions, the applier tells the follower (`changed`); a thread
 of `drone-sync listen` then rebuilds only the models downstream of the tables events write
 (`source:drone_ops.projects+` and `source:drone_ops._webhook_events+`, with their tests) and,
-on DuckDB, republishes the BI snapshot and its dashboard page. At most one build at a time,
-started at most every `--follow-marts` seconds, so a burst of events costs one build per
-interval, not one per batch.
+on DuckDB, republishes the BI snapshot and its dashboard page. At most one build at a time, and
+`--follow-marts` seconds between the end of one and the start of the next, so a burst of events
+costs one build per interval, not one per batch, and the file is free between builds.
 
 Why it writes no build record: the record says which data versions the marts were built from
 (`publish/build_record.py`), and a partial build of the projects' dependents does not bring
@@ -94,17 +94,20 @@ class MartsFollower:
         self._changed.set()
 
     def _loop(self) -> None:
-        last_start = -math.inf
+        last_end = -math.inf
         while not self._stop.is_set():
             self._changed.wait()
-            if self._stop.wait(max(0.0, last_start + self.every - time.monotonic())):
+            # the interval runs from the end of the last build: the file is free that long
+            # for the applier's batches and a run's loads, however long builds take
+            if self._stop.wait(max(0.0, last_end + self.every - time.monotonic())):
                 return
             self._changed.clear()
-            last_start = time.monotonic()
+            started = time.monotonic()
             try:
                 self.follow()
             except Exception as exc:  # the warehouse busy or unreachable: the next change retries
-                self._failed(redact(f"{type(exc).__name__}: {exc}")[:500], last_start)
+                self._failed(redact(f"{type(exc).__name__}: {exc}")[:500], started)
+            last_end = time.monotonic()
 
     def follow(self) -> bool:
         """One partial build and publish; True when the snapshot (or the marts) now show the
