@@ -222,7 +222,8 @@ def _listen_parser(commands: Any) -> None:
         default=DEFAULT_FOLLOW_MARTS_SECONDS,
         metavar="SECONDS",
         help="after events changed projects, rebuild the models that depend on them and"
-        " republish the BI snapshot, at most this often; 0 leaves that to the scheduled run"
+        " republish the BI snapshot, with at least this long between two builds; 0 leaves"
+        " that to the scheduled run"
         f" (default {DEFAULT_FOLLOW_MARTS_SECONDS:g})",
     )
     _snapshot_arguments(listen)

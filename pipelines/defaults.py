@@ -24,4 +24,4 @@ DEFAULT_FLEET_PARALLEL = 4
 DEFAULT_APPLY_SECONDS = 1.0
 """How often `drone-sync listen` applies what it received (docs/events.md, "Applying events")."""
 DEFAULT_FOLLOW_MARTS_SECONDS = 15.0
-"""How often at most `drone-sync listen` rebuilds the marts that follow applied events."""
+"""Seconds between two partial model builds of `drone-sync listen` following applied events."""
