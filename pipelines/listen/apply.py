@@ -219,11 +219,19 @@ class Applier:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                while self.tick() and not self._stop.is_set():
+                while self._tick_between_builds() and not self._stop.is_set():
                     pass
             except Exception as exc:  # a batch failed: it stays in the spool for the next tick
                 self.stats.last_error = redact(f"{type(exc).__name__}: {exc}")[:500]
                 log.warning("applying events failed, will retry: %s", self.stats.last_error)
+
+    def _tick_between_builds(self) -> bool:
+        """A tick, unless the marts follower is building (`MartsFollower.between_builds`):
+        the batch is then applied at a tick after the build."""
+        if self.follower is None:
+            return self.tick()
+        with self.follower.between_builds() as free:
+            return free and self.tick()
 
     def tick(self) -> bool:
         """Applies what the spool holds beyond the mark; True when there was a batch.

@@ -28,6 +28,8 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -75,6 +77,7 @@ class MartsFollower:
         self.snapshot = snapshot
         self.every = every
         self.stats = FollowerStats(every_seconds=every)
+        self._building = threading.Lock()
         self._changed = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="marts-follower", daemon=True)
@@ -87,6 +90,22 @@ class MartsFollower:
         self._stop.set()
         self._changed.set()
         self._thread.join(timeout)
+
+    @contextmanager
+    def between_builds(self) -> Iterator[bool]:
+        """Yields False while a build runs, else True, holding builds off for the block.
+
+        The applier applies a batch only between builds: its batch takes the run lock (as a
+        brief holder) before the file's access lock, so waiting for a build's file lock it
+        would hold the run lock for the build's seconds, and a `drone-sync run` starting then
+        would be refused after its 5 s wait for a brief holder."""
+        if not self._building.acquire(blocking=False):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self._building.release()
 
     def changed(self) -> None:
         """Called by the applier after a batch that applied project versions."""
@@ -120,7 +139,8 @@ class MartsFollower:
         self.stats.skipped = None
         started = time.monotonic()
         self.stats.last_started_at = datetime.now(UTC).isoformat(timespec="seconds")
-        with models_turn(self.target):
+        # the order: this process's batches held off, the models lock, the file's access lock
+        with self._building, models_turn(self.target):
             error, models = self._build()
             if error is None and self.snapshot is not None:
                 error = self._publish(self.snapshot)
