@@ -195,7 +195,8 @@ def run_models(spec: dict[str, Any], destination: str = "duckdb") -> dict[str, A
 def publish_snapshots(database: Path) -> dict[str, Any]:
     """The BI snapshot the CLI publishes after a model build, marts only and with the raw
     tables: seconds and bytes of each."""
-    from drone_ops_sync.pipelines.publish.snapshot import default_snapshot_path, publish_snapshot
+    from drone_ops_sync.pipelines.publish.snapshot import publish_snapshot
+    from drone_ops_sync.pipelines.publish.snapshot_plan import default_snapshot_path
 
     published: dict[str, Any] = {}
     for key, include_raw in (("marts", False), ("with_raw", True)):

@@ -21,7 +21,7 @@ from .exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_OK
 if TYPE_CHECKING:
     from .console.output import Output
     from .observe.watch import RunWatch
-    from .publish.snapshot import SnapshotPlan
+    from .publish.snapshot_plan import SnapshotPlan
     from .run.signals import SignalStop
     from .run.target import Target
 
@@ -68,6 +68,7 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
     """Runs the command; every error a user can fix ends as one line and its exit code."""
     from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, redact
 
+    from .run.disk_full import DiskFull
     from .run.lock import WarehouseBusy
 
     try:
@@ -97,6 +98,8 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
         return output.fail("configuration error", redact(str(exc)), EXIT_CONFIG)
     except WarehouseBusy as exc:
         return output.fail("warehouse busy", redact(str(exc)), EXIT_BUSY)
+    except DiskFull as exc:
+        return output.fail("disk full", redact(str(exc)), EXIT_FAILED)
     except DroneOpsError as exc:
         return output.fail("error", redact(str(exc)), EXIT_FAILED)
     except KeyboardInterrupt:

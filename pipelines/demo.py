@@ -62,7 +62,8 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     from .publish.dashboard import write_dashboard
     from .publish.dbt_build import build_models
     from .publish.questions import answer_questions
-    from .publish.snapshot import default_snapshot_path, publish_snapshot
+    from .publish.snapshot import publish_snapshot
+    from .publish.snapshot_plan import default_snapshot_path
     from .run.dlt_tooling import link_for_dlt_cli
     from .session import run_sync
 

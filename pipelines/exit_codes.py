@@ -10,7 +10,8 @@ from __future__ import annotations
 
 EXIT_OK = 0
 EXIT_FAILED = 1
-"""Some table failed or was refused, the API could not be reached, or dbt failed."""
+"""Some table failed or was refused, the API could not be reached, a disk was full (the run
+stopped at the refused write, `run/disk_full.py`), or dbt failed."""
 EXIT_STALE = 1
 """`drone-sync status`: some table's last successful sync is older than `--max-age` (or there
 is none), or the warehouse could not be read."""

@@ -32,7 +32,8 @@ from .publish.build_record import (
 )
 from .publish.dashboard import DashboardError, write_dashboard
 from .publish.dbt_build import ModelsResult, dbt_target
-from .publish.snapshot import SnapshotError, SnapshotPlan, publish_snapshot, snapshot_plan
+from .publish.snapshot import SnapshotError, publish_snapshot
+from .publish.snapshot_plan import SnapshotPlan, snapshot_plan
 from .run.lock import (
     ACCESS_WAIT_SECONDS,
     WarehouseBusy,

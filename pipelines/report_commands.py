@@ -32,7 +32,7 @@ def report_command(args: argparse.Namespace, output: Output, target: Target | No
 def snapshot_path(target: Target, flag: Path | None) -> Path:
     """`--snapshot`, else the snapshot the warehouse's runs publish (docs/bi.md: the setting
     `destination.duckdb.bi_snapshot`, or `<warehouse stem>_bi.duckdb` beside it)."""
-    from .publish.snapshot import snapshot_plan
+    from .publish.snapshot_plan import snapshot_plan
 
     if flag is not None:
         return flag

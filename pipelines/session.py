@@ -8,8 +8,10 @@ models, publish the snapshot. `drone-sync run`, `drone-sync models`, `run_sync` 
 benchmarks, the demo and Dagster's partitions) are each a few lines over it, so they cannot
 differ in what they lock, repair or record.
 
-The event applier (`listen/apply.py`) takes no turn: it writes one batch inside the file's
-access lock, between a turn's loads, so a scheduled run never holds events back.
+The event applier (`listen/apply.py`) takes no turn for a batch it writes in one SQL
+transaction: only the dataset's write turn (`Target.write_turn`), between a turn's loads, so a
+scheduled run never holds events back. A batch that needs a dlt load (a warehouse not synced
+yet, a new column) takes a brief turn here, like any other load of the pipeline.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from drone_ops_sync.sources.drone_ops import (
 from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 from .console.output import Output
-from .publish.snapshot import SnapshotPlan
+from .publish.snapshot_plan import SnapshotPlan
 from .publishing import build_models_step, finish_success
+from .run.disk_full import disk_full_as_error
 from .run.lock import duckdb_busy_as_warehouse_busy, ensure_duckdb_free, warehouse_lock
 from .run.reachable import ensure_destination_reachable
 from .run.recovery import (
@@ -52,16 +55,22 @@ class Session:
     """A workspace's turn: `with Session(target) as session:` takes the run lock (or raises
     `WarehouseBusy` naming its holder, before anything changes) and releases it when the block
     ends, however it ends. Notes for the run's summary (a lock taken over, a repair) collect
-    in `notes`."""
+    in `notes`. A `brief` turn (the event receiver's dlt load of one batch) is waited for by
+    a run that starts meanwhile, and gives way to a run already waiting (`run/lock.py`)."""
 
-    def __init__(self, target: Target, notes: list[str] | None = None) -> None:
+    def __init__(
+        self, target: Target, notes: list[str] | None = None, *, brief: bool = False
+    ) -> None:
         self.target = target
+        self.brief = brief
         self.notes: list[str] = notes if notes is not None else []
         self._stack = ExitStack()
         self._pipeline: dlt.Pipeline | None = None
 
     def __enter__(self) -> Session:
-        self._stack.enter_context(warehouse_lock(self.target.lock_path(), self.notes))
+        lock = warehouse_lock(self.target.lock_path(), self.notes, brief=self.brief)
+        with disk_full_as_error(self.target):
+            self._stack.enter_context(lock)
         return self
 
     def __exit__(
@@ -78,7 +87,11 @@ class Session:
         if self._pipeline is None:
             target = self.target
             database = target.resolved_database() if target.destination == "duckdb" else None
-            with duckdb_busy_as_warehouse_busy(database), target.file_access():
+            with (
+                disk_full_as_error(target),
+                duckdb_busy_as_warehouse_busy(database),
+                target.file_access(),
+            ):
                 if database is not None:
                     ensure_duckdb_free(database)
                 ensure_destination_reachable(target)
@@ -176,7 +189,8 @@ def run_sync(
     the demo, Dagster's partitions); never raises for a failed table.
 
     Raises `ConfigError` for a bad setting and `WarehouseBusy` when another run or process
-    holds the warehouse, in both cases before anything is changed."""
+    holds the warehouse, in both cases before anything is changed, and `DiskFull` when a disk
+    refused a write (`run/disk_full.py`: the run stopped there, nothing half-loaded)."""
     apply_runtime_defaults()
     config = config if config is not None else read_source_config()
     options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)

@@ -312,3 +312,21 @@ def test_installed_packages_are_imported_under_the_namespace() -> None:
                 if name.split(".")[0] in INSTALLED
             ]
     assert not bare, "imported without drone_ops_sync.:\n" + "\n".join(bare)
+
+
+def test_the_run_lock_is_taken_at_one_site() -> None:
+    """A workspace's turn has one owner (`pipelines/session.py`): no other module of the
+    package takes the run lock, so no driver can lock, repair or record differently."""
+    callers = set()
+    for path in sorted(REPO.glob("*/**/*.py")):
+        relative = path.relative_to(REPO)
+        if relative.parts[0] not in ("sources", "pipelines", "orchestration", "simulator"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name == "warehouse_lock":
+                    callers.add(str(relative))
+    assert callers == {"pipelines/session.py"}, callers

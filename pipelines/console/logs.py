@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 
 from drone_ops_sync.sources.drone_ops import redact
 
+from ..run.errors import is_disk_full, root_cause
+
 # dlt warnings about choices we made on purpose: our JSON columns are declared `json` while
 # Arrow carries them as text; PostgreSQL loads by INSERT from Arrow (see Target.loader_file_format)
 _BENIGN_DLT_WARNINGS = (
@@ -31,14 +33,37 @@ class _ThroughOurHandlers(_BenignDltWarnings):
     """Sends dlt's records to the root logger's handlers (ours: redacting, text or JSON)
     and never to dlt's own. dlt re-adds a stderr handler to its logger whenever it
     re-initialises its runtime, which a one-time removal cannot prevent; a filter on the
-    logger itself runs before any handler, so it holds."""
+    logger itself runs before any handler, so it holds.
+
+    Without `-v`, a dlt record carries no traceback (its cause is added to its line), and
+    one caused by a full disk is not shown at all: dlt logs several per refused write ("Failed
+    to create trace dump via pickle", "worker ... died in uncontrollable manner") before the
+    run stops and says so in one line (`run/disk_full.py`)."""
+
+    def __init__(self, verbose: bool) -> None:
+        super().__init__()
+        self.verbose = verbose
 
     def filter(self, record: logging.LogRecord) -> bool:
         if super().filter(record):
+            shown = record if self.verbose else _without_traceback(record)
             for handler in logging.getLogger().handlers:
-                if record.levelno >= handler.level:
-                    handler.handle(record)
+                if shown is not None and shown.levelno >= handler.level:
+                    handler.handle(shown)
         return False
+
+
+def _without_traceback(record: logging.LogRecord) -> logging.LogRecord | None:
+    """The record as one line (its error's cause appended), or None for a full disk's."""
+    error = record.exc_info[1] if record.exc_info else None
+    if error is None:
+        return record
+    if is_disk_full(error):
+        return None
+    line = logging.makeLogRecord(record.__dict__)
+    line.msg, line.args = f"{record.getMessage()}: {root_cause(error)}", None
+    line.exc_info, line.exc_text = None, None
+    return line
 
 
 class _Redacting(logging.Formatter):
@@ -82,6 +107,6 @@ def setup_logging(verbose: bool, *, json_lines: bool = False) -> None:
     dlt_logger.propagate = False
     for existing_filter in list(dlt_logger.filters):
         dlt_logger.removeFilter(existing_filter)
-    dlt_logger.addFilter(_ThroughOurHandlers())
+    dlt_logger.addFilter(_ThroughOurHandlers(verbose))
     if not verbose:
         logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -45,7 +45,11 @@ if TYPE_CHECKING:
 # Wide enough for the summary table and for error lines, so a log file gets them whole.
 PLAIN_WIDTH = 240
 # the summary's `outcome` for a command that ended before its summary
-_FAILED_OUTCOMES = {"configuration error": "config_error", "warehouse busy": "busy"}
+_FAILED_OUTCOMES = {
+    "configuration error": "config_error",
+    "warehouse busy": "busy",
+    "disk full": "failed",
+}
 
 
 def make_console() -> Console:

@@ -1,17 +1,20 @@
 """Spooled events into the warehouse within seconds (docs/events.md, "Applying events").
 
 A thread of `drone-sync listen` reads the spool from where it last applied, every
-`--apply-every` seconds, and loads the batch through each workspace's own dlt pipeline: the
-project versions the events carry (only ones newer than the warehouse's, `sources.drone_ops`
-`newest_versions`) and one `_webhook_events` row per delivery. Each batch takes the
-workspace's run lock as a brief holder (a run that starts meanwhile waits for the batch,
-never fails: `lock.py`) and, on DuckDB, the file's access lock for its load only.
+`--apply-every` seconds, and writes the batch into each workspace's dataset in one SQL
+transaction (`write.py`): the project versions the events carry (only ones newer than the
+warehouse's, `sources.drone_ops` `newest_versions`) and one `_webhook_events` row per
+delivery. Each batch takes only the dataset's write turn (`Target.write_turn`: the DuckDB
+file's access lock, or `<run lock>.write` on a server), which a run holds only during each of
+its loads, so events land between a run's loads rather than after the run. A batch the
+transaction cannot write (a warehouse not synced yet, a new column) is a dlt load, under the
+run lock as a brief holder (a run that starts meanwhile waits for it, never fails: `lock.py`).
 
 How far the spool is applied is `applied.json` beside it (a segment and an offset in it),
-written (atomically) after the batch's load committed; only then are the segments wholly
-before it removed. A crash between the load and the mark applies the batch again: harmless,
+written (atomically) after the batch's write committed; only then are the segments wholly
+before it removed. A crash between the write and the mark applies the batch again: harmless,
 since a version already held is not newer and `_webhook_events` is merged on `delivery_id`.
-A batch that cannot be applied now (a run holds the workspace, the warehouse is unreachable)
+A batch that cannot be applied now (a BI tool holds the file, the warehouse is unreachable)
 stays in the spool and is tried again next tick; a record that can never be applied is
 quarantined instead (`quarantine.py`), so it cannot hold back the ones after it. The batch
 run repairs whatever events miss.
@@ -27,8 +30,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
+from dlt.destinations.sql_client import SqlClientBase
 
 from drone_ops_sync.sources.drone_ops import (
     UNROUTED,
@@ -44,17 +49,22 @@ from drone_ops_sync.sources.drone_ops import (
     redact,
 )
 
-from ..run.lock import WarehouseBusy, warehouse_lock
-from ..run.recovery import finish_pending, open_pipeline
+from ..run.lock import WarehouseBusy, busy_message
+from ..run.recovery import open_pipeline
 from ..run.run_trace import RunLoads
 from ..run.target import Target
+from ..session import Session
 from .marts import MartsFollower
 from .quarantine import Quarantine, sort_lines
 from .spool import Position, Spool, read_from
+from .write import write_batch
 
 APPLIED_FILE = "applied.json"
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 """At most this much spool per batch, so a backlog is applied in bounded steps."""
+
+BACKLOG_BYTES = MAX_BATCH_BYTES // 2
+"""A batch at least this large means the spool holds more: the next is applied at once."""
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +103,14 @@ class Router:
     def __init__(self, base: Target) -> None:
         self.base = base
         self.owners: dict[str, str] = {}
+        self._clients: dict[str, SqlClientBase[Any]] = {}
+
+    def sql_client(self, target: Target) -> SqlClientBase[Any]:
+        """The workspace pipeline's SQL client, made once and opened for each batch: making it
+        resolves dlt's configuration (about 70 ms of CPU), the largest fixed cost of a batch."""
+        if target.workspace not in self._clients:
+            self._clients[target.workspace] = open_pipeline(target)[0].sql_client()
+        return self._clients[target.workspace]
 
     def route(self, events: Sequence[ReceivedEvent]) -> dict[str, list[ReceivedEvent]]:
         """The events by workspace; those of no known workspace under `UNROUTED`."""
@@ -146,26 +164,56 @@ def apply_batch(router: Router, events: Sequence[ReceivedEvent]) -> dict[str, in
                 sorted({e.workspace_id or "?" for e in batch}),
             )
             continue
-        for outcome, count in _apply_to(base.for_workspace(name), batch).items():
+        for outcome, count in _apply_to(router, base.for_workspace(name), batch).items():
             counts[outcome] = counts.get(outcome, 0) + count
     return counts
 
 
-def _apply_to(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
-    with warehouse_lock(target.lock_path(), brief=True):
-        with target.file_access():
-            pipeline, _ = open_pipeline(target)
-            finish_pending(pipeline)
-            held = held_versions(
-                pipeline, (str(p["id"]) for e in batch if (p := e.project()) is not None)
-            )
-        applied, outcomes = newest_versions(batch, held)
-        versions = project_versions(applied.values(), new_run_id())
-        RunLoads(target, pipeline).run(applied_events(versions, event_rows(batch, outcomes)))
+def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
+    """One workspace's batch: one SQL transaction in the dataset's short write turn
+    (`Target.write_turn`, the turn each load of a run takes too), not the run lock, so a
+    scheduled run holds events back only while one of its loads writes. A batch that
+    transaction cannot write as dlt would (a warehouse not synced yet, a new column) goes
+    through a dlt load under the run lock, as a run's own load would."""
+    try:
+        with target.write_turn():
+            outcomes = write_batch(router.sql_client(target), batch)
+        if outcomes is None:
+            outcomes = _load_with_dlt(target, batch)
+    except DroneOpsError:
+        raise
+    except Exception as exc:
+        message = (
+            busy_message(target.resolved_database(), exc)
+            if target.destination == "duckdb"
+            else None
+        )
+        if message is None:
+            raise
+        raise FileHeld(message) from None
     counts: dict[str, int] = {}
     for outcome in outcomes.values():
         counts[outcome] = counts.get(outcome, 0) + 1
     return counts
+
+
+class FileHeld(DroneOpsError):
+    """Another program (a BI tool, a notebook) holds the DuckDB file: the batch waits."""
+
+
+def _load_with_dlt(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, str]:
+    """The batch as a dlt load through the workspace's pipeline, in a brief turn of the
+    workspace (the pipeline's working folder is the runs' too: `session.py`) and the write
+    turn."""
+    with Session(target, brief=True) as session, target.write_turn():
+        pipeline = session.pipeline()
+        held = held_versions(
+            pipeline, (str(p["id"]) for e in batch if (p := e.project()) is not None)
+        )
+        applied, outcomes = newest_versions(batch, held)
+        versions = project_versions(applied.values(), new_run_id())
+        RunLoads(target, pipeline).run(applied_events(versions, event_rows(batch, outcomes)))
+    return outcomes
 
 
 @dataclass
@@ -205,6 +253,7 @@ class Applier:
         self._show(self.position)
         # a crash between a mark and its removal left applied segments: remove them now
         self.spool.release(self.position.segment)
+        self._backlog = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="event-applier", daemon=True)
 
@@ -219,7 +268,9 @@ class Applier:
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                while self._tick_between_builds() and not self._stop.is_set():
+                # again at once only while a backlog remains: a batch per interval otherwise,
+                # since each batch pays a fixed cost (opening the warehouse, a commit)
+                while self._tick_between_builds() and self._backlog and not self._stop.is_set():
                     pass
             except Exception as exc:  # a batch failed: it stays in the spool for the next tick
                 self.stats.last_error = redact(f"{type(exc).__name__}: {exc}")[:500]
@@ -239,6 +290,7 @@ class Applier:
         Bad records are set aside only once the batch's load committed: a batch that fails
         (the warehouse's fault) is read again next tick, and quarantines nothing meanwhile."""
         batch = read_from(self.spool.directory, self.position, MAX_BATCH_BYTES)
+        self._backlog = sum(len(line.data) for line in batch.lines) >= BACKLOG_BYTES
         if batch.end == self.position:
             return False
         events, bad = sort_lines(batch.lines)
@@ -247,7 +299,10 @@ class Applier:
         except WarehouseBusy:
             return False
         except DroneOpsError as exc:
-            self.stats.last_error = redact(str(exc))
+            error = redact(str(exc))
+            if error != self.stats.last_error:  # once while the cause lasts, not every tick
+                log.warning("events not applied yet, will retry: %s", error)
+            self.stats.last_error = error
             return False
         for line, reason in bad:
             self.quarantine.add(line, reason)

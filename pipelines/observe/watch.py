@@ -28,7 +28,7 @@ logger = logging.getLogger("drone_sync.observe")
 
 @dataclass
 class Observers:
-    """Several `RunObserver`s as one: `sync_locked` takes one."""
+    """Several `RunObserver`s as one: `Session.sync` takes one."""
 
     observers: list[RunObserver] = field(default_factory=list)
 

@@ -26,16 +26,13 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-import dlt
 import duckdb
 
-from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
+from drone_ops_sync.sources.drone_ops import DroneOpsError
 
-from ..defaults import SNAPSHOT_CONFIG_KEY
 from ..run.lock import busy_message
-from ..run.target import check_creatable
+from .history_macros import copy_table_macros
 from .snapshot_freshness import (
     RUNS_TABLE,
     has_runs_table,
@@ -45,13 +42,10 @@ from .snapshot_freshness import (
     refresh_copy,
     write_info,
 )
+from .snapshot_plan import marts_schema
 
 log = logging.getLogger(__name__)
 
-CONFIG_KEY = SNAPSHOT_CONFIG_KEY
-RUNS_CONFIG_KEY = "destination.duckdb.bi_snapshot_sync_runs"
-"""Whether the snapshot carries `<dataset>._sync_runs` (default true), for freshness tiles."""
-DEFAULT_SUFFIX = "_bi"
 TMP_MARK = ".tmp-"
 SPILL_SUFFIX = ".spill"
 # Writing DuckDB's 1.0 storage format buffers whole row groups of text: at `large` the
@@ -66,21 +60,10 @@ default, which no older DuckDB can open, and BI tools bundle their own (often ol
 driver; the 1.0 format is readable by every DuckDB from 1.0 on and holds every type we use."""
 _ALIAS = "drone_sync_bi_snapshot"
 """The name the snapshot being written is attached under in the warehouse's connection."""
-_OFF_WORDS = frozenset({"false", "off", "no"})
-_ON_WORDS = frozenset({"true", "on", "yes"})
 
 
 class SnapshotError(DroneOpsError):
     """The snapshot could not be published; the previous one, and the warehouse, are as before."""
-
-
-@dataclass(frozen=True)
-class SnapshotPlan:
-    """Where a command publishes its snapshot, decided (and checked) before it changes anything."""
-
-    path: Path
-    include_raw: bool
-    include_runs: bool = True
 
 
 @dataclass(frozen=True)
@@ -99,86 +82,6 @@ class SnapshotResult:
     """Only `_sync_runs` and `_snapshot_info` were refreshed; the marts are the previous file's."""
     dashboard: Path | None = None
     """The dashboard page written beside the snapshot after it (publish/dashboard.py)."""
-
-
-def marts_schema(dataset: str) -> str:
-    """The dbt marts' schema (models/macros/generate_schema_name.sql)."""
-    return f"{dataset}_marts"
-
-
-def default_snapshot_path(database: Path) -> Path:
-    """`<warehouse stem>_bi.duckdb` beside the warehouse: found next to it, and named so that
-    `*.duckdb` ignore rules and file pickers treat it like the warehouse."""
-    return database.with_name(f"{database.stem}{DEFAULT_SUFFIX}{database.suffix or '.duckdb'}")
-
-
-def snapshot_plan(
-    database: Path,
-    dataset: str,
-    *,
-    path_flag: Path | None = None,
-    off_flag: bool = False,
-    include_raw: bool = False,
-) -> SnapshotPlan | None:
-    """The snapshot a command on a DuckDB warehouse publishes, or None when it is off.
-
-    `--no-snapshot` wins, then `--snapshot PATH`, then `destination.duckdb.bi_snapshot` (a path,
-    or false), then the default beside the warehouse. Raises `ConfigError` naming the flag or
-    setting for a path that cannot work, so a scheduler gets exit 2 before any sync starts."""
-    configured: Any = None if off_flag or path_flag is not None else dlt.config.get(CONFIG_KEY)
-    if off_flag or _is_off(configured):
-        if include_raw:
-            setting = "--no-snapshot" if off_flag else CONFIG_KEY
-            raise ConfigError(
-                "--snapshot-raw",
-                f"the BI snapshot is turned off ({setting}), so there is nothing to add the raw"
-                " tables to: drop --snapshot-raw, or turn the snapshot on",
-            )
-        return None
-    if path_flag is not None:
-        setting, path = "--snapshot", path_flag
-    elif configured is None or _is_on(configured):
-        setting, path = CONFIG_KEY, default_snapshot_path(database)
-    elif isinstance(configured, str) and configured.strip():
-        setting, path = CONFIG_KEY, Path(configured.strip())
-    else:
-        raise ConfigError(
-            CONFIG_KEY,
-            f"{configured!r} is not a file path; expected the path of the snapshot file, or"
-            " false to publish none",
-        )
-    check_snapshot_path(setting, path, database, dataset)
-    include_runs = not _is_off(dlt.config.get(RUNS_CONFIG_KEY))
-    return SnapshotPlan(path=path, include_raw=include_raw, include_runs=include_runs)
-
-
-def _is_off(value: Any) -> bool:
-    return value is False or (isinstance(value, str) and value.strip().lower() in _OFF_WORDS)
-
-
-def _is_on(value: Any) -> bool:
-    return value is True or (isinstance(value, str) and value.strip().lower() in _ON_WORDS)
-
-
-def check_snapshot_path(setting: str, snapshot: Path, database: Path, dataset: str) -> None:
-    """Refuses a snapshot path that would overwrite the warehouse, that cannot be written, or
-    whose name DuckDB would confuse with a schema in queries."""
-    if snapshot.absolute().resolve() == database.absolute().resolve():
-        raise ConfigError(
-            setting, f"{snapshot} is the warehouse itself; the snapshot needs a file of its own"
-        )
-    if snapshot.is_dir():
-        raise ConfigError(setting, f"{snapshot} is a folder; give the path of a file")
-    # DuckDB names a file's catalog after its stem; `drone_ops_marts.dim_jobs` would then be
-    # ambiguous in the snapshot (DuckDB 2.0 refuses such a query)
-    schemas = {dataset, marts_schema(dataset), f"{dataset}_stg", "main"}
-    if snapshot.stem in schemas:
-        raise ConfigError(
-            setting,
-            f"the file {snapshot.name} would name the DuckDB catalog {snapshot.stem!r}, the same"
-            " as a schema in it; DuckDB cannot tell them apart in queries: rename the file",
-        )
-    check_creatable(setting, snapshot)
 
 
 def publish_snapshot(
@@ -344,6 +247,7 @@ def _copy_all(
             )
         except duckdb.Error as exc:
             raise SnapshotError(f"copying {schema}.{name}: {_cause(exc)}") from None
+    copy_table_macros(con, catalog, _ALIAS, marts_schema(dataset))
     now = datetime.now(UTC)
     write_info(
         con,

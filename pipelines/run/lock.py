@@ -6,14 +6,16 @@ a later one never waits for an earlier one, so no two holders can wait for each 
 
 1. the spool folder (`drone-sync listen` only, for the receiver's life: `listen/spool.py`);
 2. the run lock, `<warehouse>.lock` (`warehouse_lock`): one turn of a workspace at a time,
-   taken by `pipelines/session.py` and nowhere else; refused, not waited for, when another
-   run holds it;
+   taken by `pipelines/session.py` and nowhere else; refused at once when another turn holds
+   it, waited for (up to `BRIEF_WAIT_SECONDS`) while a brief turn holds it (the receiver's dlt
+   load of one batch), and a brief taker gives way to a run already waiting (`.waiting`);
 3. the models lock, `models.lock` in the warehouse's sync folder (`waiting_turn`): one model
    build of a warehouse at a time, waited for (`publishing.models_turn`);
-4. the DuckDB file's access lock, `<file>.access.lock` (`duckdb_access`): held by every step
-   while it has the file open, and waited for, so the workspaces sharing a file (a fleet,
-   Dagster partitions) and the event applier take turns at it while their walks overlap.
-   Nothing on a server destination.
+4. the write turn (`Target.write_turn`, `held_turn`): on DuckDB the file's access lock,
+   `<file>.access.lock` (`duckdb_access`), held by every step while it has the file open; on a
+   server `<run lock>.write`, held by each load. Waited for, re-entrant per thread, so the
+   workspaces sharing a file (a fleet, Dagster partitions) take turns while their walks
+   overlap, and the event receiver writes a batch between a run's loads.
 
 The run lock file is never deleted (deleting it would let a waiting run and a new one each
 lock a different file), only emptied on release; it names its holder, so the next run can say
@@ -38,6 +40,8 @@ from typing import IO, Any
 import duckdb
 
 from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
+
+from .errors import is_disk_full
 
 
 class WarehouseBusy(DroneOpsError):
@@ -208,13 +212,22 @@ def duckdb_access(
     database: Path | None, wait_seconds: float = ACCESS_WAIT_SECONDS
 ) -> Iterator[None]:
     """Holds the DuckDB file's access lock for the block; a no-op for a server destination
-    (None). Each taking opens its own descriptor, so it excludes other threads of the same
-    process as well as other processes; a thread that already holds it takes it again without
-    waiting (the steps nest: a run's repairs load pending packages)."""
+    (None)."""
     if database is None:
         yield
         return
-    key = str(database.resolve())
+    path = Path(str(database.resolve()) + ".access.lock")
+    with held_turn(path, "the DuckDB file", wait_seconds):
+        yield
+
+
+@contextmanager
+def held_turn(path: Path, what: str, wait_seconds: float = ACCESS_WAIT_SECONDS) -> Iterator[None]:
+    """`waiting_turn` that a thread already holding it takes again without waiting (the steps
+    nest: a run's repairs load pending packages, a load inside a batch's turn). Each first
+    taking opens its own descriptor, so it excludes other threads of the same process as well
+    as other processes."""
+    key = str(path.resolve())
     depth: dict[str, int] = getattr(_held, "depth", None) or {}
     _held.depth = depth
     if depth.get(key):
@@ -226,7 +239,7 @@ def duckdb_access(
         return
     depth[key] = 1
     try:
-        with waiting_turn(Path(key + ".access.lock"), wait_seconds, "the DuckDB file"):
+        with waiting_turn(path, wait_seconds, what):
             yield
     finally:
         depth[key] = 0
@@ -265,6 +278,8 @@ def ensure_duckdb_free(database: Path) -> None:
         duckdb.connect(str(database)).close()
     except duckdb.Error as exc:
         message = busy_message(database, exc)
+        if message is None and is_disk_full(exc):
+            raise  # said as such by the turn (`disk_full.py`), not as a file that cannot open
         if message is None:
             raise ConfigError(
                 "--database / destination.duckdb.credentials",

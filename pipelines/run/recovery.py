@@ -3,8 +3,8 @@ data it extracted but never loaded, half-moved load packages, spill and dbt scra
 
 from __future__ import annotations
 
-import errno
 import logging
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +16,7 @@ from dlt.pipeline.exceptions import CannotRestorePipelineException
 
 from drone_ops_sync.sources.drone_ops import SPILL_PREFIX
 
-from .errors import innermost, root_cause
+from .errors import innermost, is_disk_full, root_cause
 from .target import PIPELINE_HASH_LENGTH, PIPELINE_PREFIX, Target, make_pipeline
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ def finish_pending(pipeline: dlt.Pipeline) -> str | None:
         return "loaded the data an interrupted run had left pending"
     except Exception as exc:
         log.debug("pending data of an interrupted run could not be finished: %s", root_cause(exc))
-        why = _why_unfinished(innermost(exc))
+        why = _why_unfinished(exc)
     try:
         pipeline.abort_packages()
     except Exception:
@@ -132,9 +132,9 @@ def _pending_load_ids(working_dir: Path) -> set[str]:
 def _why_unfinished(error: BaseException) -> str:
     """Why a pending package could not be finished, in words (the error itself is logged at
     DEBUG: its paths and errno say nothing an operator can act on)."""
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+    if is_disk_full(error):
         return "the disk is full"
-    if isinstance(error, OSError):
+    if isinstance(innermost(error), OSError):
         return "its files were left half-moved between dlt's folders"
     return "dlt could not normalize or load what it holds"
 
@@ -160,9 +160,9 @@ def _remove_pending_folders(
 
 def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
     """Removes what killed runs left, under the lock (so no other run is using it): spill and
-    dbt scratch folders, and packages half-moved into dlt's `load/new` (a package is written
+    dbt scratch folders, packages half-moved into dlt's `load/new` (a package is written
     there and then moved on, so one still there was never loaded; its changes are re-derived
-    by this run's comparison)."""
+    by this run's comparison), and dlt's unfinished saves (`remove_unfinished_saves`)."""
     removed: list[str] = []
     spill_root = target.spill_root()
     if spill_root.is_dir():
@@ -170,4 +170,38 @@ def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
             for leftover in spill_root.glob(f"{prefix}*"):
                 shutil.rmtree(leftover, ignore_errors=True)
                 removed.append(leftover.name)
-    return removed + _remove_pending_folders(Path(pipeline.working_dir), queues=("load/new",))
+    working = Path(pipeline.working_dir)
+    remove_unfinished_saves(working)
+    return removed + _remove_pending_folders(working, queues=("load/new",))
+
+
+def drop_unloaded(pipeline: dlt.Pipeline) -> None:
+    """Deletes every package not yet loaded and dlt's unfinished saves, without asking dlt to
+    abort them: dlt's abort completes the package through a load, which writes to the
+    destination and to the working folder, and after a full disk neither may be written. The
+    next run re-derives the packages' changes by comparing the API with the warehouse."""
+    working = Path(pipeline.working_dir)
+    _remove_pending_folders(working)
+    remove_unfinished_saves(working)
+
+
+UNFINISHED_SAVE = re.compile(r"[0-9a-f]{16}|[0-9a-f]{32}")
+"""dlt writes a file (or a package's folder) under a random hex name beside it, then renames it
+(`FileStorage.save_atomic`, `move_atomic_to_file`); a write the disk refused leaves it behind."""
+
+
+def remove_unfinished_saves(working_dir: Path) -> None:
+    """Removes the temporary files and package folders of dlt's saves that never finished,
+    in the working folder, its schema folder and its queues' roots (packages in the queues go
+    whole, `_remove_pending_folders`)."""
+    for name in ("", "schemas", "normalize", "load"):
+        folder = working_dir / name
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            if not UNFINISHED_SAVE.fullmatch(path.name):
+                continue
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)

@@ -22,6 +22,7 @@ from dlt.pipeline.trace import PipelineStepTrace, PipelineTrace, save_trace
 
 from drone_ops_sync.sources.drone_ops import settings as source_settings
 
+from .disk_full import disk_full_as_error
 from .target import Target
 
 
@@ -46,8 +47,9 @@ class RunLoads:
         pipeline = self.pipeline
         file_format: Any = self.target.loader_file_format()
         # the whole call: dlt opens the destination to sync its state and again to load, and a
-        # group's extract reads what its walk stage already spilled
-        with self.target.file_access():
+        # group's extract reads what its walk stage already spilled; the write turn (the file's
+        # access lock on DuckDB) is the event receiver's too
+        with self.target.write_turn(), disk_full_as_error(self.target, pipeline):
             if pipeline.has_pending_data:  # a failed load's package: dlt's run loads it first
                 try:
                     pipeline.run(data, schema=schema, loader_file_format=file_format)  # type: ignore[arg-type]
@@ -62,7 +64,7 @@ class RunLoads:
             finally:
                 self._keep_trace()
             if not any(info.jobs.get("new_jobs") for info in extracted.load_packages):
-                pipeline.drop_pending_packages()
+                pipeline.abort_packages()  # only this empty extract is pending: it is deleted
                 return
             for step in (pipeline.normalize, pipeline.load):
                 try:
@@ -81,9 +83,15 @@ class RunLoads:
         return Schema(name)
 
     def _keep_trace(self) -> None:
+        """Keeps the pipeline's last trace; dlt merges the steps called one by one into one
+        trace (same transaction id), so a newer copy replaces the one kept before."""
         trace = self.pipeline.last_trace
-        if trace is None or any(t.transaction_id == trace.transaction_id for t in self.traces):
+        if trace is None:
             return
+        for index, kept in enumerate(self.traces):
+            if kept.transaction_id == trace.transaction_id:
+                self.traces[index] = trace
+                return
         self.traces.append(trace)
 
     def save_trace(self) -> set[str]:

@@ -30,7 +30,7 @@ from drone_ops_sync.sources.drone_ops import (
 )
 
 from ..defaults import DEFAULT_DATASET
-from .lock import duckdb_access
+from .lock import duckdb_access, held_turn
 
 PIPELINE_PREFIX = "drone_ops"
 """Every pipeline name starts with this (the dlt source itself is named `drone_ops` too)."""
@@ -166,6 +166,17 @@ class Target:
         """The DuckDB file's access lock, held by every step that opens the file, so the
         workspaces sharing it take turns (`lock.py`); nothing for a server destination."""
         return duckdb_access(self.resolved_database() if self.destination == "duckdb" else None)
+
+    def write_turn(self) -> AbstractContextManager[None]:
+        """The short turn every write of this dataset takes: each load of a run, and each
+        batch the event receiver writes (docs/events.md, "Applying events"). On DuckDB it is
+        the file's access lock; on a server, an advisory `flock` beside the run lock
+        (`<run lock>.write`), one per dataset, so a batch of events lands between two loads
+        of a run, never inside one, and never after a run read what it is about to load."""
+        if self.destination == "duckdb":
+            return self.file_access()
+        path = self.lock_path()
+        return held_turn(path.with_name(path.name + ".write"), "a write")
 
     def spill_root(self) -> Path:
         """Where a run's walk spills: in the warehouse's sync folder, not in the system temp

@@ -45,7 +45,7 @@ from .exceptions import (
     RetriesExhaustedError,
 )
 from .http import DroneOpsClient, Urllib3Transport
-from .known import DeliveryMark, KnownState, held_versions, read_known_state
+from .known import DeliveryMark, KnownState, held_versions, held_versions_in, read_known_state
 from .report import SyncReport, TableResult
 from .run import RunOptions, Seams, SyncRun, new_run_id
 from .run_state import (
@@ -146,6 +146,7 @@ __all__ = [
     "empty_events_table",
     "event_rows",
     "held_versions",
+    "held_versions_in",
     "is_loopback_host",
     "marks_resource",
     "missing_setting",

@@ -107,6 +107,24 @@ def newest_versions(
     return applied, outcomes
 
 
+def drop_older_versions(batch: pa.Table, held: Mapping[str, int]) -> pa.Table:
+    """The batch's project rows whose `updated` is not older than the warehouse's current row
+    (`held`, unix ms per id). A run compares with what the warehouse held when it started; an
+    event applied meanwhile may have landed a newer version than the run's listing, and
+    loading the listing's would make the older version current again (until the next run).
+    Read and loaded in the same turn on the warehouse as the event applier's writes."""
+    if not held or not batch.num_rows:
+        return batch
+    updated = batch.column("updated").cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())
+    keep = [
+        value is None or value >= held.get(str(project_id), value)
+        for project_id, value in zip(
+            batch.column("id").to_pylist(), updated.to_pylist(), strict=True
+        )
+    ]
+    return batch.filter(pa.array(keep, pa.bool_()))
+
+
 def project_versions(events: Iterable[ReceivedEvent], run_id: str) -> pa.Table:
     """The projects rows of the applied events, typed like the walk's (breaches dropped: the
     batch run reports them in `_sync_issues`)."""

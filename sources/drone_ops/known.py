@@ -139,20 +139,30 @@ def held_versions(pipeline: dlt.Pipeline, project_ids: Iterable[str]) -> dict[st
     """The `updated` (unix ms) of the current warehouse row of each of `project_ids`: what a
     received event's version must beat (`events.newest_versions`). Empty before any sync has
     created `projects`: every event's version is then newer."""
+    with pipeline.sql_client() as client:
+        return held_versions_in(client, project_ids)
+
+
+def held_versions_in(client: Any, project_ids: Iterable[str]) -> dict[str, int]:
+    """`held_versions` through an open SQL client, so a caller can read and then write in
+    one connection (the event applier's transaction, the run's projects load)."""
     ids = sorted(set(project_ids))
     if not ids:
         return {}
     placeholders = ", ".join(["%s"] * len(ids))
     try:
-        with pipeline.sql_client() as client:
-            rows = client.execute_sql(
-                f"SELECT id, updated FROM {client.make_qualified_table_name('projects')}"
-                f" WHERE _dlt_valid_to IS NULL AND id IN ({placeholders})",
-                *ids,
-            )
+        rows = client.execute_sql(
+            f"SELECT id, updated FROM {client.make_qualified_table_name('projects')}"
+            f" WHERE _dlt_valid_to IS NULL AND id IN ({placeholders})",
+            *ids,
+        )
     except DatabaseUndefinedRelation:
         return {}
-    return {str(row[0]): int(row[1].timestamp() * 1000) for row in rows or () if row[1]}
+    return {
+        str(row[0]): _epoch_ms(row[1] if row[1].tzinfo else row[1].replace(tzinfo=UTC))
+        for row in rows or ()
+        if row[1]
+    }
 
 
 def _from_epoch_ms(ms: int) -> datetime:

@@ -99,7 +99,7 @@ def test_build_passes_every_model_and_test(built: tuple[pathlib.Path, ModelsResu
     assert result.error is None
     assert result.failures == []
     assert result.ok
-    assert result.models_built == 28
+    assert result.models_built == 36
     assert result.tests_failed == 0
     assert result.tests_passed >= 100  # data tests plus the occurrence and status unit tests
 
@@ -112,7 +112,7 @@ def test_models_land_in_stg_and_marts_schemas(con: duckdb.DuckDBPyConnection) ->
             "where table_schema like 'drone_ops%' group by table_schema",
         )
     )
-    assert counts == {"drone_ops": 8, "drone_ops_stg": 15, "drone_ops_marts": 13}
+    assert counts == {"drone_ops": 8, "drone_ops_stg": 18, "drone_ops_marts": 18}
 
 
 def test_without_the_workspaces_var_every_row_is_workspace_default(
@@ -125,7 +125,7 @@ def test_without_the_workspaces_var_every_row_is_workspace_default(
         "select table_schema, table_name, column_name from information_schema.columns"
         " where table_schema in ('drone_ops_stg', 'drone_ops_marts') and ordinal_position = 1",
     )
-    assert len(firsts) == 28
+    assert len(firsts) == 36
     for schema, table, column in firsts:
         assert column == "workspace", table
         values = rows(con, f"select distinct workspace from {schema}.{table}")

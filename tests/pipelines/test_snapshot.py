@@ -32,14 +32,13 @@ import duckdb
 import pytest
 
 from drone_ops_sync.pipelines.cli import EXIT_CONFIG, _snapshot_plan, build_parser, main
-from drone_ops_sync.pipelines.publish.snapshot import (
+from drone_ops_sync.pipelines.publish.snapshot import SnapshotError, publish_snapshot
+from drone_ops_sync.pipelines.publish.snapshot_freshness import INFO_TABLE
+from drone_ops_sync.pipelines.publish.snapshot_plan import (
     CONFIG_KEY,
-    SnapshotError,
     default_snapshot_path,
-    publish_snapshot,
     snapshot_plan,
 )
-from drone_ops_sync.pipelines.publish.snapshot_freshness import INFO_TABLE
 from drone_ops_sync.pipelines.run.target import DEFAULT_DATABASE, Target
 from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import ConfigError, read_source_config

@@ -19,12 +19,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from drone_ops_sync.pipelines.publish.snapshot import (
-    RUNS_CONFIG_KEY,
-    publish_snapshot,
-    snapshot_plan,
-)
+from drone_ops_sync.pipelines.publish.snapshot import publish_snapshot
 from drone_ops_sync.pipelines.publish.snapshot_freshness import INFO_TABLE
+from drone_ops_sync.pipelines.publish.snapshot_plan import RUNS_CONFIG_KEY, snapshot_plan
 from drone_ops_sync.pipelines.run.target import DEFAULT_DATABASE
 from testkit.simulator_process import running_simulator
 

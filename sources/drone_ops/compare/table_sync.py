@@ -12,15 +12,17 @@ import logging
 import time
 from collections.abc import Iterator
 
+import dlt
 import pyarrow as pa
 from dlt.common.schema.typing import DEFAULT_VALIDITY_COLUMN_NAMES
 
 from .. import settings
+from ..events import drop_older_versions
 from ..exceptions import DroneOpsError, Interrupted
-from ..known import KnownState
+from ..known import KnownState, held_versions
 from ..report import TableResult
 from ..run import SyncRun
-from ..tables.entities import ENTITIES, JOBS, USERS
+from ..tables.entities import ENTITIES, JOBS, PROJECTS, USERS
 from ..tables.rows import to_arrow, user_row
 from ..tables.schema import ARROW_TYPES
 from ..walk import WalkStats, WorkspaceWalk
@@ -107,7 +109,9 @@ class TableSync:
                 return
             if changes.new or changes.changed:
                 only = None if changes.current == 0 else changes.load_ids
-                if table in known.existing:
+                if table == PROJECTS.table and table in known.existing:
+                    yield from _not_older(snapshot.batches(only))
+                elif table in known.existing:
                     yield from snapshot.batches(only)
                 else:
                     yield from map(self._first_versions, snapshot.batches(only))
@@ -233,3 +237,15 @@ def _record_failure(result: TableResult, error: DroneOpsError | None, prefix: st
     """A table that loads nothing this run: interrupted by a signal, or failed with a cause."""
     result.status = "interrupted" if isinstance(error, Interrupted) else "failed"
     result.error = f"{result.table}: {prefix}{error or type(error).__name__}"
+
+
+def _not_older(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """Project versions not older than what the warehouse holds when dlt extracts them, read
+    through the pipeline dlt is running: extract and load happen in one turn on the
+    warehouse (the DuckDB file's access lock, a server dataset's write turn), the turn the
+    event applier writes in, so an event applied during the walk is never overwritten."""
+    pipeline = dlt.current.pipeline()
+    for batch in batches:
+        kept = drop_older_versions(batch, held_versions(pipeline, batch.column("id").to_pylist()))
+        if kept.num_rows:
+            yield kept

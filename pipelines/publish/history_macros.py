@@ -1,0 +1,44 @@
+"""The marts' table macros, copied into the BI snapshot beside the marts.
+
+Why: the dbt build creates, in the marts schema, table macros that answer as-of questions in
+one call (`projects_as_of(at)`, `projects_changed(from, to)`: models/macros/history_functions.sql,
+docs/as-of.md). The snapshot copies tables with `CREATE TABLE ... AS`, which copies no macro, so
+a BI tool reading the snapshot would have the versions marts but not the calls. The macros are
+copied as DuckDB keeps them (their parameters and their parsed body, printed back as SQL): the
+dbt project stays their one definition. Their bodies name the marts without a catalog, so they
+read the snapshot's own marts when a tool opens the snapshot file.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from .snapshot_freshness import quote
+
+
+def copy_table_macros(
+    con: duckdb.DuckDBPyConnection, catalog: str, alias: str, schema: str
+) -> tuple[str, ...]:
+    """Creates in the attached snapshot `alias` every table macro of `catalog`.`schema` (the
+    warehouse's marts schema), when the snapshot has that schema; returns their names."""
+    has_schema = con.execute(
+        "SELECT count(*) FROM duckdb_schemas() WHERE database_name = ? AND schema_name = ?",
+        [alias, schema],
+    ).fetchone()
+    if not has_schema or not has_schema[0]:
+        return ()
+    rows = con.execute(
+        "SELECT function_name, parameters, macro_definition FROM duckdb_functions()"
+        " WHERE database_name = ? AND schema_name = ? AND function_type = 'table_macro'"
+        " ORDER BY function_name",
+        [catalog, schema],
+    ).fetchall()
+    for name, parameters, body in rows:
+        con.execute(
+            f"CREATE MACRO {alias}.{quote(schema)}.{quote(name)}"
+            f"({', '.join(quote(str(p)) for p in parameters)}) AS TABLE {body}"
+        )
+    return tuple(str(name) for name, _, _ in rows)
+
+
+__all__ = ["copy_table_macros"]

@@ -1,0 +1,245 @@
+"""As-of and what-changed, end to end, against the simulator's own history.
+
+A tiny workspace is synced, churned (projects and jobs updated and deleted, a job type
+created) and synced again, three times. After each sync the test notes the time and lists the
+API: that capture is what the workspace was at that moment. Then `<table>_as_of(moment)` must
+return exactly the capture, for every history table, and `<table>_changed(a, b)` exactly the
+difference of the two captures (new ids, retired ids, and per changed id the fields that
+differ). A moment taken after a churn but before its sync returns the previous capture: as-of
+means what the sync had seen by then (the load times, docs/as-of.md), not the API's `updated`.
+
+Checked on DuckDB (the warehouse and the BI snapshot) and on PostgreSQL, through the functions
+the dbt build creates, and through the dbt macros `as_of`/`changed_between` given a raw table.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drone_ops_sync.pipelines.publish.dbt_build import (
+    _release_duckdb,
+    build_models,
+    dbt_args,
+    dbt_environment,
+    dbt_target,
+    profile_env,
+)
+from drone_ops_sync.pipelines.publish.snapshot import publish_snapshot
+from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.pipelines.session import run_sync
+from drone_ops_sync.sources.drone_ops import read_source_config
+from testkit.simulator_process import SimulatorHandle
+from tests.pipelines.warehouse_check import Warehouse, api_snapshot, mismatches, query
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+# history table -> the key column of its versions mart
+HISTORY = {
+    "projects": "project_id",
+    "jobs": "job_id",
+    "job_types": "job_type_id",
+    "team_members": "team_member_id",
+    "webhooks": "webhook_id",
+}
+MART_OF = {
+    "projects": "dim_project_versions",
+    "jobs": "dim_job_versions",
+    "job_types": "dim_job_type_versions",
+    "team_members": "dim_team_member_versions",
+    "webhooks": "dim_webhook_versions",
+}
+# the marts' names of API fields that the marts rename (docs/data-dictionary.md)
+MART_COLUMN = {
+    "created": "created_at",
+    "updated": "updated_at",
+    "archived": "is_archived",
+    "type": "job_type_id",
+    "created_by": "created_by_id",
+}
+ROUNDS = 3
+
+Capture = dict[str, dict[str, dict[str, Any]]]
+"""table -> id -> the API's record."""
+
+
+@dataclass(frozen=True)
+class Moment:
+    at: datetime
+    api: Capture
+
+
+@dataclass(frozen=True)
+class History:
+    before_first_sync: datetime
+    synced: list[Moment]
+    """Right after each sync: the API then and the warehouse agree."""
+    unsynced: list[Moment]
+    """After a churn, before its sync, with the capture of the sync before."""
+
+
+def _capture(handle: SimulatorHandle) -> Capture:
+    api = api_snapshot(handle.base_url, handle.read_key)
+    return {table: api[table] for table in HISTORY}
+
+
+def _churned_history(handle: SimulatorHandle, target: Target) -> History:
+    config = read_source_config({"base_url": handle.base_url, "api_key": handle.read_key})
+
+    def sync() -> Moment:
+        outcome = run_sync(target, config=config)
+        assert outcome.ok, outcome.load_error
+        return Moment(datetime.now(UTC), _capture(handle))
+
+    before = datetime.now(UTC)
+    synced = [sync()]
+    unsynced = []
+    for round_number in range(1, ROUNDS + 1):
+        handle.churn(seed=round_number, update_fraction=0.3, delete_fraction=0.05)
+        # churn creates nothing: a new entity in the middle of the history, too
+        with handle.client(full=True) as client:
+            client.post("/v1/job-types", json={"name": f"Round {round_number}"}).raise_for_status()
+        unsynced.append(Moment(datetime.now(UTC), synced[-1].api))
+        synced.append(sync())
+    # the churn changed something every round, so the comparisons below are not vacuous
+    for earlier, later in itertools.pairwise(synced):
+        assert earlier.api != later.api
+    return History(before, synced, unsynced)
+
+
+def _as_api_fields(table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A versions mart row under the API's field names, for `mismatches`."""
+    renamed = {api: MART_COLUMN[api] for api in MART_COLUMN if api != "created_by"}
+    fields = {api: row[mart] for api, mart in renamed.items() if mart in row}
+    return {**row, **fields, "id": row[HISTORY[table]]}
+
+
+Changes = dict[str, tuple[str, frozenset[str] | None]]
+"""id -> (change, the names of the columns that changed, or None for new and retired)."""
+
+
+def _expected_changes(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], names: dict[str, str]
+) -> Changes:
+    """The difference of two captures, the fields named as `names` says (others as they are)."""
+    changes: Changes = {}
+    for entity_id in after.keys() - before.keys():
+        changes[entity_id] = ("new", None)
+    for entity_id in before.keys() - after.keys():
+        changes[entity_id] = ("retired", None)
+    for entity_id in before.keys() & after.keys():
+        old, new = before[entity_id], after[entity_id]
+        fields = {f for f in old.keys() | new.keys() if old.get(f) != new.get(f)}
+        if fields:
+            changes[entity_id] = ("changed", frozenset(names.get(f, f) for f in fields))
+    return changes
+
+
+def _literal(moment: datetime) -> str:
+    return f"cast('{moment.isoformat()}' as timestamp with time zone)"
+
+
+def _changed_rows(rows: list[dict[str, Any]], key: str) -> Changes:
+    found: Changes = {}
+    for row in rows:
+        columns = row["changed_columns"]
+        assert row[key] not in found, row
+        found[row[key]] = (row["change"], None if columns is None else frozenset(columns))
+    return found
+
+
+def _check_functions(warehouse: Warehouse, marts: str, history: History) -> None:
+    """Every `<table>_as_of` and `<table>_changed` against the captures."""
+    for table, key in HISTORY.items():
+        calls = f"{marts}.{table}"
+        before = _literal(history.before_first_sync)
+        assert query(warehouse, f"select * from {calls}_as_of({before})") == [], table
+        for moment in [*history.synced, *history.unsynced]:
+            rows = query(warehouse, f"select * from {calls}_as_of({_literal(moment.at)})")
+            stored = {row[key]: _as_api_fields(table, row) for row in rows}
+            assert len(stored) == len(rows), (table, "one row per id")
+            assert mismatches(moment.api[table], stored) == [], (table, moment.at)
+        moments = [Moment(history.before_first_sync, {t: {} for t in HISTORY}), *history.synced]
+        for i, earlier in enumerate(moments):
+            for later in moments[i + 1 :]:
+                rows = query(
+                    warehouse,
+                    f"select * from {calls}_changed({_literal(earlier.at)}, {_literal(later.at)})",
+                )
+                expected = _expected_changes(earlier.api[table], later.api[table], MART_COLUMN)
+                assert _changed_rows(rows, key) == expected, (table, earlier.at, later.at)
+
+
+def _check_dbt_macros(
+    warehouse: Warehouse, target: Target, tmp_path: Path, history: History
+) -> None:
+    """The dbt macros given a raw table's name (raw columns, dlt's validity): compiled once
+    with placeholders by `dbt compile --inline`, then run with the moments put in."""
+    from dbt.cli.main import dbtRunner
+
+    inline = (
+        "select 'as_of' as call, id, null as change, null as changed_columns"
+        " from ({{ as_of('jobs', '__AT__') }}) as a union all"
+        " select 'changed', id, change, changed_columns"
+        " from ({{ changed_between('jobs', '__FROM__', '__TO__') }}) as c"
+    )
+    dbt = dbt_target(target)
+    # the build's target folder: dbt parses only what changed since
+    args = [*dbt_args("compile", tmp_path / "dbt"), "--target", dbt.name]
+    with dbt_environment(profile_env(dbt, target.dataset)):
+        try:
+            outcome = dbtRunner().invoke([*args, "--inline", inline])
+        finally:
+            if dbt.name == "duckdb":
+                _release_duckdb()
+    assert outcome.success, outcome.exception
+    result: Any = outcome.result
+    compiled = str(result.results[0].node.compiled_code)
+    first, last = history.synced[0], history.synced[-1]
+    sql = (
+        compiled.replace("__AT__", _literal(first.at))
+        .replace("__FROM__", _literal(first.at))
+        .replace("__TO__", _literal(last.at))
+    )
+    rows = query(warehouse, sql)
+    assert {r["id"] for r in rows if r["call"] == "as_of"} == set(first.api["jobs"])
+    changed = _changed_rows([r for r in rows if r["call"] == "changed"], "id")
+    # raw columns: the API's own names, but the creator's id column
+    raw_names = {"created_by": "created_by_id"}
+    assert changed == _expected_changes(first.api["jobs"], last.api["jobs"], raw_names)
+
+
+def _build_history_marts(target: Target, tmp_path: Path) -> None:
+    result = build_models(
+        dbt_target(target),
+        target.dataset,
+        run_tests=False,
+        target_path=tmp_path / "dbt",
+        select=[f"+{mart}" for mart in MART_OF.values()],
+    )
+    assert result.ok, result.failures or result.error
+
+
+def test_as_of_and_changed_agree_with_the_simulators_history(
+    tiny_sim: SimulatorHandle, any_target: Target, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    history = _churned_history(tiny_sim, any_target)
+    _build_history_marts(any_target, tmp_path)
+    marts = f"{any_target.dataset}_marts"
+    if any_target.destination == "postgres":
+        warehouse: Warehouse = request.getfixturevalue("postgres_dsn")
+        _check_functions(warehouse, marts, history)
+        _check_dbt_macros(warehouse, any_target, tmp_path, history)
+        return
+    assert any_target.database is not None
+    _check_functions(any_target.database, marts, history)
+    _check_dbt_macros(any_target.database, any_target, tmp_path, history)
+    # the BI snapshot carries the versions marts and the functions, and answers alike
+    snapshot = tmp_path / "warehouse_bi.duckdb"
+    publish_snapshot(any_target.database, any_target.dataset, snapshot, include_raw=False)
+    _check_functions(snapshot, marts, history)
