@@ -38,7 +38,8 @@ from drone_ops_sync.sources.drone_ops import redact
 from ..publish.build_plan import SOURCE
 from ..publish.build_record import dbt_folder, forget_build, project_fingerprint, read_record
 from ..publish.dashboard import DashboardError, write_dashboard
-from ..publish.snapshot import SnapshotError, SnapshotPlan, publish_snapshot
+from ..publish.snapshot import SnapshotError, publish_snapshot
+from ..publish.snapshot_plan import SnapshotPlan
 from ..publishing import fleet_vars, models_turn
 from ..run.lock import ensure_duckdb_free
 from ..run.reachable import ensure_destination_reachable
