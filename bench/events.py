@@ -11,10 +11,16 @@ into the burst. Measured:
   scheduled run held the warehouse;
 - events per second the receiver took and applied; its CPU seconds and peak RSS;
 - the scheduled run: its wall time and how long it waited for the receiver's batch (its note);
+- with `--follow-marts N` (the receiver's marts follower, docs/events.md "Marts that follow"):
+  the warehouse is built with its models and snapshot first, and event-to-snapshot latency is
+  measured too: from each PATCH's answer to the first poll of the BI snapshot's `dim_projects`
+  (read-only, as a BI tool reads it) that shows that update or a later one; also each partial
+  build's seconds (from the receiver's log), the time it holds the file's access lock;
 - correctness: after the burst, every updated project's current row equals the API, and no
   project's row ever went back to an older update (a poll seeing a lower update number).
 
     python -m bench.events --scale tenth --rate 50 --seconds 60 --run-at 30
+    python -m bench.events --scale small --rate 50 --seconds 60 --run-at 30 --follow-marts 15
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from drone_ops_sync.pipelines.run.lock import duckdb_access
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 MARKER = re.compile(r"^burst (\d+)$")
+FOLLOWED = re.compile(r"marts followed the events: (\d+) models rebuilt.* in ([\d.]+) s")
 POLL_SECONDS = 0.5
 
 
@@ -55,6 +62,7 @@ class Burst:
     visible_at: dict[int, float] = field(default_factory=dict)
     newest_seen: dict[str, int] = field(default_factory=dict)
     went_back: int = 0
+    in_snapshot_at: dict[int, float] = field(default_factory=dict)
     receiver_rss: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -64,19 +72,13 @@ def cli(*args: str) -> list[str]:
 
 
 def sync(
-    env: dict[str, str], root: Path, database: Path, timeout: float
+    env: dict[str, str], root: Path, database: Path, timeout: float, *, models: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """One `drone-sync run` of the warehouse, without models or snapshot, JSON output."""
+    """One `drone-sync run` of the warehouse, JSON output; without models or snapshot unless
+    `models`."""
+    skip = () if models else ("--no-models", "--no-snapshot")
     return subprocess.run(
-        cli(
-            "run",
-            "--database",
-            str(database),
-            "--no-models",
-            "--no-snapshot",
-            "--log-format",
-            "json",
-        ),
+        cli("run", "--database", str(database), *skip, "--log-format", "json"),
         env=env,
         cwd=root,
         capture_output=True,
@@ -126,6 +128,25 @@ def poll(database: Path, burst: Burst, receiver: psutil.Process, stop: threading
                         burst.visible_at[marker] = now
 
 
+def poll_snapshot(snapshot: Path, burst: Burst, stop: threading.Event) -> None:
+    """Records when each update became visible in the BI snapshot's projects mart."""
+    while not stop.wait(POLL_SECONDS):
+        try:
+            with duckdb.connect(str(snapshot), read_only=True) as con:
+                rows = con.execute(
+                    "SELECT project_id, name FROM drone_ops_marts.dim_projects"
+                    " WHERE name LIKE 'burst %'"
+                ).fetchall()
+        except duckdb.Error:  # renamed over between two polls: the next one reads it
+            continue
+        now = time.monotonic()
+        newest = {pid: int(m.group(1)) for pid, name in rows if (m := MARKER.match(name))}
+        with burst.lock:
+            for marker, owner in burst.project_of.items():
+                if marker not in burst.in_snapshot_at and marker <= newest.get(owner, -1):
+                    burst.in_snapshot_at[marker] = now
+
+
 def run_burst(api: httpx.Client, ids: list[str], rate: float, seconds: float, burst: Burst) -> None:
     started = time.monotonic()
     total = int(rate * seconds)
@@ -145,9 +166,9 @@ def run_burst(api: httpx.Client, ids: list[str], rate: float, seconds: float, bu
         list(pool.map(one, range(total)))
 
 
-def scheduled_run(env: dict[str, str], database: Path, root: Path) -> dict[str, Any]:
+def scheduled_run(env: dict[str, str], database: Path, root: Path, models: bool) -> dict[str, Any]:
     started = time.monotonic()
-    done = sync(env, root, database, 900)
+    done = sync(env, root, database, 900, models=models)
     waited = 0.0
     for line in done.stdout.splitlines():
         found = re.search(r"waited ([\d.]+) s for the event receiver", line)
@@ -180,7 +201,8 @@ def measure(args: argparse.Namespace, root: Path, sim: SimulatorHandle) -> dict[
         SOURCES__DRONE_OPS__API_KEY=sim.read_key,
         DLT_DATA_DIR=str(root / "dlt"),
     )
-    first = sync(env, root, database, 1800)
+    follow = args.follow_marts > 0
+    first = sync(env, root, database, 1800, models=follow)
     if first.returncode != 0:
         raise SystemExit(f"the initial sync failed: {first.stdout[-2000:]}")
     listen = subprocess.Popen(
@@ -192,6 +214,8 @@ def measure(args: argparse.Namespace, root: Path, sim: SimulatorHandle) -> dict[
             str(database),
             "--apply-every",
             str(args.apply_every),
+            "--follow-marts",
+            str(args.follow_marts),
         ),
         env=env,
         cwd=root,
@@ -215,9 +239,16 @@ def measure(args: argparse.Namespace, root: Path, sim: SimulatorHandle) -> dict[
             cpu_before = sum(receiver.cpu_times()[:2])
             poller = threading.Thread(target=poll, args=(database, burst, receiver, stop))
             poller.start()
+            snapshot = root / "w_bi.duckdb"
+            snapshot_poller = threading.Thread(
+                target=poll_snapshot, args=(snapshot, burst, stop), daemon=True
+            )
+            if follow:
+                snapshot_poller.start()
             run_result: dict[str, Any] = {}
             timer = threading.Timer(
-                args.run_at, lambda: run_result.update(scheduled_run(env, database, root))
+                args.run_at,
+                lambda: run_result.update(scheduled_run(env, database, root, follow)),
             )
             burst_started = time.monotonic()
             timer.start()
@@ -225,18 +256,56 @@ def measure(args: argparse.Namespace, root: Path, sim: SimulatorHandle) -> dict[
             burst_seconds = time.monotonic() - burst_started
             timer.join()
             sim.wait_for_deliveries(timeout=120)
-            deadline = time.monotonic() + 120
-            while len(burst.visible_at) < len(burst.patched_at) and time.monotonic() < deadline:
-                time.sleep(0.5)
+            _settle(burst, follow)
             stop.set()
             poller.join()
+            if follow:
+                snapshot_poller.join()
             cpu = sum(receiver.cpu_times()[:2]) - cpu_before
             health = httpx.get(f"{url}/health", timeout=10).json()
             lost = _lost(api, database, burst)
     finally:
         stop.set()
         stop_process(listen)
-    return _report(args, burst, burst_seconds, run_result, cpu, health, lost)
+    report = _report(args, burst, burst_seconds, run_result, cpu, health, lost)
+    if follow:
+        report["snapshot"] = _snapshot_report(burst, health, (root / "listen.log").read_text())
+    return report
+
+
+def _snapshot_report(burst: Burst, health: dict[str, Any], log: str) -> dict[str, Any]:
+    """Event-to-snapshot latency, and what each partial build cost (its file lock hold)."""
+    latency = [
+        burst.in_snapshot_at[n] - burst.patched_at[n]
+        for n in burst.patched_at
+        if n in burst.in_snapshot_at
+    ]
+    builds = [(int(m), float(s)) for m, s in FOLLOWED.findall(log)]
+    seconds = [s for _, s in builds]
+    return {
+        "visible": len(latency),
+        "latency_p50": statistics.median(latency) if latency else None,
+        "latency_p95": percentile(latency, 0.95),
+        "latency_max": max(latency) if latency else None,
+        "partial_builds": len(builds),
+        "partial_build_seconds_p50": statistics.median(seconds) if seconds else None,
+        "partial_build_seconds_max": max(seconds) if seconds else None,
+        "models_per_build": sorted({m for m, _ in builds}),
+        "follower": health.get("marts"),
+    }
+
+
+def _settle(burst: Burst, follow: bool) -> None:
+    """Waits (bounded) until every update is seen in the warehouse, and in the snapshot."""
+    deadline = time.monotonic() + 120
+    while len(burst.visible_at) < len(burst.patched_at) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    while (
+        follow
+        and len(burst.in_snapshot_at) < len(burst.patched_at)
+        and time.monotonic() < deadline + 120
+    ):
+        time.sleep(0.5)
 
 
 def _lost(api: httpx.Client, database: Path, burst: Burst) -> int:
@@ -302,6 +371,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--run-at", type=float, default=30.0, help="scheduled run start, s")
     parser.add_argument("--apply-every", type=float, default=1.0)
+    parser.add_argument(
+        "--follow-marts",
+        type=float,
+        default=0.0,
+        help="the receiver's --follow-marts (0: off); on, event-to-snapshot latency is measured",
+    )
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     sim_scale, extra = simulator_scale(args.scale)

@@ -16,6 +16,7 @@ from .defaults import (
     DEFAULT_APPLY_SECONDS,
     DEFAULT_DATASET,
     DEFAULT_FLEET_PARALLEL,
+    DEFAULT_FOLLOW_MARTS_SECONDS,
     DEFAULT_HEARTBEAT_SECONDS,
     DEFAULT_LISTEN_HOST,
     DEFAULT_LISTEN_PORT,
@@ -215,6 +216,17 @@ def _listen_parser(commands: Any) -> None:
         help="apply received project events to the warehouse this often; 0 only spools them"
         f" (default {DEFAULT_APPLY_SECONDS:g})",
     )
+    listen.add_argument(
+        "--follow-marts",
+        type=float,
+        default=DEFAULT_FOLLOW_MARTS_SECONDS,
+        metavar="SECONDS",
+        help="after events changed projects, rebuild the models that depend on them and"
+        " republish the BI snapshot, with at least this long between two builds; 0 leaves"
+        " that to the scheduled run"
+        f" (default {DEFAULT_FOLLOW_MARTS_SECONDS:g})",
+    )
+    _snapshot_arguments(listen)
     _target_arguments(listen)
     _output_arguments(listen)
 

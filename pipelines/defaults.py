@@ -23,3 +23,5 @@ DEFAULT_FLEET_PARALLEL = 4
 """Workspaces synced at once by one `drone-sync run` (docs/fleet.md, the sizing table)."""
 DEFAULT_APPLY_SECONDS = 1.0
 """How often `drone-sync listen` applies what it received (docs/events.md, "Applying events")."""
+DEFAULT_FOLLOW_MARTS_SECONDS = 15.0
+"""Seconds between two partial model builds of `drone-sync listen` following applied events."""

@@ -116,6 +116,7 @@ def build_app(receiver: Receiver) -> Starlette:
                 ),
                 "signed": receiver.signed,
                 "applied": asdict(applier.stats) if applier else None,
+                "marts": (asdict(applier.follower.stats) if applier and applier.follower else None),
             }
         )
 

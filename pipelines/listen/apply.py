@@ -54,6 +54,7 @@ from ..run.recovery import open_pipeline
 from ..run.run_trace import RunLoads
 from ..run.target import Target
 from ..session import Session
+from .marts import MartsFollower
 from .quarantine import Quarantine, sort_lines
 from .spool import Position, Spool, read_from
 from .write import write_batch
@@ -238,6 +239,8 @@ class Applier:
         self.mark = AppliedMark(spool.directory)
         self.quarantine = Quarantine(spool.directory)
         self.interval = interval
+        self.follower: MartsFollower | None = None
+        """Told after each batch that applied project versions (`marts.py`); None: off."""
         self.position = self.mark.load()
         newest = spool.active_segment
         if self.position.segment > newest:  # the segments were removed by hand, not the mark
@@ -267,11 +270,19 @@ class Applier:
             try:
                 # again at once only while a backlog remains: a batch per interval otherwise,
                 # since each batch pays a fixed cost (opening the warehouse, a commit)
-                while self.tick() and self._backlog and not self._stop.is_set():
+                while self._tick_between_builds() and self._backlog and not self._stop.is_set():
                     pass
             except Exception as exc:  # a batch failed: it stays in the spool for the next tick
                 self.stats.last_error = redact(f"{type(exc).__name__}: {exc}")[:500]
                 log.warning("applying events failed, will retry: %s", self.stats.last_error)
+
+    def _tick_between_builds(self) -> bool:
+        """A tick, unless the marts follower is building (`MartsFollower.between_builds`):
+        the batch is then applied at a tick after the build."""
+        if self.follower is None:
+            return self.tick()
+        with self.follower.between_builds() as free:
+            return free and self.tick()
 
     def tick(self) -> bool:
         """Applies what the spool holds beyond the mark; True when there was a batch.
@@ -307,6 +318,8 @@ class Applier:
         self.stats.last_error = None
         if events:
             log.info("applied a batch of %d events: %s", len(events), counts)
+        if counts.get("applied", 0) and self.follower is not None:
+            self.follower.changed()
         return True
 
     def _show(self, position: Position) -> None:

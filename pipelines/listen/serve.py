@@ -18,10 +18,13 @@ import uvicorn
 
 from drone_ops_sync.sources.drone_ops import ConfigError, register_secret, setting_name
 
+from ..defaults import MODEL_DESTINATIONS
 from ..exit_codes import EXIT_BUSY, EXIT_OK
+from ..publishing import command_snapshot_plan
 from ..run.target import Target, check_target
 from .app import EVENTS_PATH, UNSIGNED_WARNING, Receiver, build_app
 from .apply import Applier
+from .marts import MartsFollower
 from .signing import signing_key
 from .spool import Spool, SpoolBusy
 
@@ -98,19 +101,39 @@ def listen_command(args: argparse.Namespace, output: Output, stop: SignalStop) -
         target = Target(destination=args.destination, database=args.database, dataset=args.dataset)
         check_target(target)
         receiver.applier = Applier(target, spool, args.apply_every)
+        receiver.applier.follower = marts_follower(target, args)
     try:
         sock = bind(args.host, args.port)
         with sock:
             if receiver.applier is not None:
                 receiver.applier.start()
+                if receiver.applier.follower is not None:
+                    receiver.applier.follower.start()
             _serve(receiver, sock, stop)
     finally:
         if receiver.applier is not None:
             # the batch in progress completes; what is left is applied at the next start
             receiver.applier.stop()
+            if receiver.applier.follower is not None:
+                receiver.applier.follower.stop()
         spool.close()
     log.info("receiver stopped; spool %s closed", spool.directory)
     return stop.exit_code if stop.received is not None else EXIT_OK
+
+
+def marts_follower(target: Target, args: argparse.Namespace) -> MartsFollower | None:
+    """The follower of `--follow-marts` (docs/events.md, "Marts that follow"), or None: turned
+    off (0), or a destination the models are not built on. Its snapshot is checked here, with
+    the other settings, so a wrong `--snapshot` stops the start (exit 2)."""
+    if args.follow_marts <= 0 or target.destination not in MODEL_DESTINATIONS:
+        return None
+    snapshot = command_snapshot_plan(
+        target.models_target(),
+        path_flag=args.snapshot,
+        off_flag=args.no_snapshot,
+        include_raw=args.snapshot_raw,
+    )
+    return MartsFollower(target, snapshot, args.follow_marts)
 
 
 def _serve(receiver: Receiver, sock: socket.socket, stop: SignalStop) -> None:

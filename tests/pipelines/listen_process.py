@@ -88,16 +88,18 @@ def applying_listener(
     name: str,
     port: int = 0,
     spool: Path | None = None,
+    extra: tuple[str, ...] = (),
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """`drone-sync listen` applying to `tmp_path/w.duckdb` every `apply_every` seconds (0:
-    spool only), its log in `tmp_path/<name>.log`; yields its URL and process, and stops it
-    by its own handle."""
+    spool only), with `extra` arguments, its log in `tmp_path/<name>.log`; yields its URL and
+    process, and stops it by its own handle."""
     command = listen_command(
         spool,
         "--database",
         str(tmp_path / "w.duckdb"),
         "--apply-every",
         str(apply_every),
+        *extra,
         port=port,
     )
     with (tmp_path / f"{name}.log").open("w") as log:

@@ -1,0 +1,221 @@
+"""The marts and the BI snapshot follow applied events (docs/events.md, "Marts that follow").
+
+After a batch applied project versions, the applier tells the follower (`changed`); a thread
+of `drone-sync listen` then rebuilds only the models downstream of the tables events write
+(`source:drone_ops.projects+` and `source:drone_ops._webhook_events+`, with their tests) and,
+on DuckDB, republishes the BI snapshot and its dashboard page. At most one build at a time, and
+`--follow-marts` seconds between the end of one and the start of the next, so a burst of events
+costs one build per interval, not one per batch, and the file is free between builds.
+
+Why it writes no build record: the record says which data versions the marts were built from
+(`publish/build_record.py`), and a partial build of the projects' dependents does not bring
+the jobs' marts up to date. So the record is left as the last scheduled build wrote it: the
+next `drone-sync run` still sees projects changed since then and builds their dependents
+itself (a few seconds more, never a mart skipped). A failed partial build removes the record,
+so the next run builds every model (the repair), and leaves the previous snapshot in place;
+`/health` shows it.
+
+It follows only a warehouse whose models a passing build made (a record exists, of this
+dataset and this dbt project): before that, or after the dbt project changed, the scheduled
+run's full build comes first. The build takes the same turn as every model build (the models
+lock, then on DuckDB the file's access lock: `publishing.models_turn`), so event batches and a
+run's loads wait for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from drone_ops_sync.sources.drone_ops import redact
+
+from ..publish.build_plan import SOURCE
+from ..publish.build_record import dbt_folder, forget_build, project_fingerprint, read_record
+from ..publish.dashboard import DashboardError, write_dashboard
+from ..publish.snapshot import SnapshotError, publish_snapshot
+from ..publish.snapshot_plan import SnapshotPlan
+from ..publishing import fleet_vars, models_turn
+from ..run.lock import ensure_duckdb_free
+from ..run.reachable import ensure_destination_reachable
+from ..run.target import Target
+
+FOLLOWED_TABLES = ("projects", "_webhook_events")
+"""The raw tables an event batch writes: the partial build selects what depends on them."""
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FollowerStats:
+    """What `/health` shows of the follower: its last partial build and how many ran."""
+
+    every_seconds: float = 0.0
+    builds: int = 0
+    failed: int = 0
+    pending: bool = False
+    last_started_at: str | None = None
+    """UTC, ISO 8601."""
+    last_ok: bool | None = None
+    last_seconds: float | None = None
+    last_models: int = 0
+    last_snapshot: str | None = None
+    last_error: str | None = None
+    skipped: str | None = None
+    """Why the last change was not followed (no passing build yet, another dbt project)."""
+
+
+class MartsFollower:
+    """The thread that rebuilds the events' dependents after batches, debounced."""
+
+    def __init__(self, base: Target, snapshot: SnapshotPlan | None, every: float) -> None:
+        self.target = base.models_target()
+        self.snapshot = snapshot
+        self.every = every
+        self.stats = FollowerStats(every_seconds=every)
+        self._building = threading.Lock()
+        self._changed = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="marts-follower", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 120.0) -> None:
+        """Ends the loop after the build in progress (dbt cannot be cut short cleanly)."""
+        self._stop.set()
+        self._changed.set()
+        self._thread.join(timeout)
+
+    @contextmanager
+    def between_builds(self) -> Iterator[bool]:
+        """Yields False while a build runs, else True, holding builds off for the block.
+
+        The applier applies a batch only between builds: a batch that goes through a dlt load
+        takes the run lock (as a brief holder) before the file's access lock, so waiting for a
+        build's file lock it would hold the run lock for the build's seconds, and a `drone-sync
+        run` starting then would be refused after its 5 s wait for a brief holder."""
+        if not self._building.acquire(blocking=False):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self._building.release()
+
+    def changed(self) -> None:
+        """Called by the applier after a batch that applied project versions."""
+        self.stats.pending = True
+        self._changed.set()
+
+    def _loop(self) -> None:
+        last_end = -math.inf
+        while not self._stop.is_set():
+            self._changed.wait()
+            # the interval runs from the end of the last build: the file is free that long
+            # for the applier's batches and a run's loads, however long builds take
+            if self._stop.wait(max(0.0, last_end + self.every - time.monotonic())):
+                return
+            self._changed.clear()
+            started = time.monotonic()
+            try:
+                self.follow()
+            except Exception as exc:  # the warehouse busy or unreachable: the next change retries
+                self._failed(redact(f"{type(exc).__name__}: {exc}")[:500], started)
+            last_end = time.monotonic()
+
+    def follow(self) -> bool:
+        """One partial build and publish; True when the snapshot (or the marts) now show the
+        events applied before it started."""
+        self.stats.pending = False
+        reason = self._not_followable()
+        if reason is not None:
+            self.stats.skipped = reason
+            return False
+        self.stats.skipped = None
+        started = time.monotonic()
+        self.stats.last_started_at = datetime.now(UTC).isoformat(timespec="seconds")
+        # the order: this process's batches held off, the models lock, the file's access lock
+        with self._building, models_turn(self.target):
+            error, models = self._build()
+            if error is None and self.snapshot is not None:
+                error = self._publish(self.snapshot)
+        if error is not None:
+            self._failed(error, started)
+            return False
+        self.stats.builds += 1
+        self.stats.last_ok, self.stats.last_error = True, None
+        self.stats.last_seconds = round(time.monotonic() - started, 2)
+        self.stats.last_models = models
+        log.info(
+            "marts followed the events: %d models rebuilt%s in %.1f s",
+            models,
+            " and the snapshot republished" if self.snapshot is not None else "",
+            self.stats.last_seconds,
+        )
+        return True
+
+    def _not_followable(self) -> str | None:
+        record = read_record(dbt_folder(self.target.sync_dir()))
+        if record is None:
+            return "no passing model build recorded yet: the scheduled run builds them first"
+        if record.dataset != self.target.dataset:
+            return "the last model build was of another dataset"
+        if record.project != project_fingerprint():
+            return "the dbt project or its engine changed: the scheduled run builds every model"
+        return None
+
+    def _build(self) -> tuple[str | None, int]:
+        """The partial dbt build inside the models' turn: (the error or None, models built)."""
+        from ..publish.dbt_build import build_models, dbt_target
+
+        target = self.target
+        if target.destination == "duckdb":
+            ensure_duckdb_free(target.resolved_database().resolve())
+        ensure_destination_reachable(target)
+        folder = dbt_folder(target.sync_dir())
+        result = build_models(
+            dbt_target(target),
+            target.dataset,
+            run_tests=True,
+            target_path=folder / "target",
+            scratch_root=target.spill_root(),
+            dbt_vars=fleet_vars(target),
+            select=[f"source:{SOURCE}.{table}+" for table in FOLLOWED_TABLES],
+            unit_tests=False,
+            write_json=False,
+        )
+        if result.ok:
+            return None, result.models_built
+        # marts may be half rebuilt: the next run builds every model (the record is gone)
+        forget_build(folder)
+        failed = ", ".join(f.node for f in result.failures[:5])
+        return redact(result.error or f"dbt build failed: {failed}")[:500], result.models_built
+
+    def _publish(self, plan: SnapshotPlan) -> str | None:
+        """The snapshot and its page, as `--snapshot`/`--snapshot-raw` say; the error, the
+        previous snapshot kept."""
+        try:
+            publish_snapshot(
+                self.target.resolved_database().resolve(),
+                self.target.dataset,
+                plan.path,
+                include_raw=plan.include_raw,
+                include_runs=plan.include_runs,
+            )
+            write_dashboard(plan.path, self.target.dataset)
+        except (SnapshotError, DashboardError) as exc:
+            return redact(str(exc))[:500]
+        self.stats.last_snapshot = str(plan.path)
+        return None
+
+    def _failed(self, error: str, started: float) -> None:
+        self.stats.failed += 1
+        self.stats.last_ok, self.stats.last_error = False, error
+        self.stats.last_seconds = round(time.monotonic() - started, 2)
+        log.warning("the marts did not follow the events (the next run repairs them): %s", error)
