@@ -103,6 +103,26 @@ def prepare_models_build(target: Target) -> Path:
     return folder
 
 
+def dbt_build(
+    target: Target, *, select: list[str] | None, run_tests: bool, unit_tests: bool
+) -> ModelsResult:
+    """The one way a warehouse's models are built, by a run or the receiver's marts follower:
+    in-process dbt on the warehouse's dbt folder, over every configured workspace."""
+    from .publish.dbt_build import build_models
+
+    return build_models(
+        dbt_target(target),
+        target.dataset,
+        run_tests=run_tests,
+        target_path=dbt_folder(target.sync_dir()) / "target",
+        scratch_root=target.spill_root(),
+        dbt_vars=fleet_vars(target),
+        select=select,
+        unit_tests=unit_tests,
+        write_json=False,
+    )
+
+
 def fleet_vars(target: Target) -> dict[str, Any]:
     """The dbt var naming every configured workspace and the schema of its raw tables."""
     return {
@@ -124,8 +144,6 @@ def _build_models_step(
     outcome: SyncOutcome | None,
     snapshot: SnapshotPlan | None,
 ) -> int:
-    from .publish.dbt_build import build_models
-
     folder = dbt_folder(target.sync_dir())
     plan = plan_build(folder, data_version, target.dataset, full=not reuse_current)
     if plan.scope == "none" and plan.previous is not None:
@@ -139,16 +157,8 @@ def _build_models_step(
         return finish_success(target, snapshot, output, outcome, reused, reuse_marts=reuse)
     prepare_models_build(target)
     with output.status("building dbt models"):
-        result = build_models(
-            dbt_target(target),
-            target.dataset,
-            run_tests=run_tests,
-            target_path=folder / "target",
-            scratch_root=target.spill_root(),
-            dbt_vars=fleet_vars(target),
-            select=plan.select or None,
-            unit_tests=plan.unit_tests,
-            write_json=False,
+        result = dbt_build(
+            target, select=plan.select or None, run_tests=run_tests, unit_tests=plan.unit_tests
         )
     result.scope, result.reason = plan.scope, plan.reason
     result.changed_tables = plan.changed_tables

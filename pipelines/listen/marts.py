@@ -40,7 +40,7 @@ from ..publish.build_record import dbt_folder, forget_build, project_fingerprint
 from ..publish.dashboard import DashboardError, write_dashboard
 from ..publish.snapshot import SnapshotError, publish_snapshot
 from ..publish.snapshot_plan import SnapshotPlan
-from ..publishing import fleet_vars, models_turn
+from ..publishing import dbt_build, models_turn
 from ..run.lock import ensure_duckdb_free
 from ..run.reachable import ensure_destination_reachable
 from ..run.target import Target
@@ -172,24 +172,13 @@ class MartsFollower:
 
     def _build(self) -> tuple[str | None, int]:
         """The partial dbt build inside the models' turn: (the error or None, models built)."""
-        from ..publish.dbt_build import build_models, dbt_target
-
         target = self.target
         if target.destination == "duckdb":
             ensure_duckdb_free(target.resolved_database().resolve())
         ensure_destination_reachable(target)
         folder = dbt_folder(target.sync_dir())
-        result = build_models(
-            dbt_target(target),
-            target.dataset,
-            run_tests=True,
-            target_path=folder / "target",
-            scratch_root=target.spill_root(),
-            dbt_vars=fleet_vars(target),
-            select=[f"source:{SOURCE}.{table}+" for table in FOLLOWED_TABLES],
-            unit_tests=False,
-            write_json=False,
-        )
+        select = [f"source:{SOURCE}.{table}+" for table in FOLLOWED_TABLES]
+        result = dbt_build(target, select=select, run_tests=True, unit_tests=False)
         if result.ok:
             return None, result.models_built
         # marts may be half rebuilt: the next run builds every model (the record is gone)
