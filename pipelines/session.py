@@ -66,6 +66,7 @@ class Session:
         self.notes: list[str] = notes if notes is not None else []
         self._stack = ExitStack()
         self._pipeline: dlt.Pipeline | None = None
+        self._ready = False
 
     def __enter__(self) -> Session:
         lock = warehouse_lock(self.target.lock_path(), self.notes, brief=self.brief)
@@ -81,10 +82,28 @@ class Session:
     ) -> None:
         self._stack.close()
 
+    def ready(self) -> None:
+        """Checks, once per turn, that the warehouse is free (no other program holds the DuckDB
+        file) and reachable, before the turn changes anything."""
+        if self._ready:
+            return
+        target = self.target
+        database = target.resolved_database() if target.destination == "duckdb" else None
+        with (
+            disk_full_as_error(target),
+            duckdb_busy_as_warehouse_busy(database),
+            target.file_access(),
+        ):
+            if database is not None:
+                ensure_duckdb_free(database)
+            ensure_destination_reachable(target)
+        self._ready = True
+
     def pipeline(self) -> dlt.Pipeline:
-        """The workspace's dlt pipeline, opened once per turn, after checking that the
-        warehouse is free and reachable and repairing what a crashed turn left."""
+        """The workspace's dlt pipeline, opened once per turn, once the warehouse is `ready`
+        and what a crashed turn left is repaired."""
         if self._pipeline is None:
+            self.ready()
             target = self.target
             database = target.resolved_database() if target.destination == "duckdb" else None
             with (
@@ -92,9 +111,6 @@ class Session:
                 duckdb_busy_as_warehouse_busy(database),
                 target.file_access(),
             ):
-                if database is not None:
-                    ensure_duckdb_free(database)
-                ensure_destination_reachable(target)
                 self._pipeline = self._repaired()
         return self._pipeline
 
@@ -126,9 +142,11 @@ class Session:
         observer: RunObserver | None = None,
     ) -> SyncOutcome:
         """One sync in this turn; never raises for a failed table (its outcome says)."""
+        self.ready()
+        # the run is told started before the repairs, which the pipeline's opening makes
         outcome = sync_in_turn(
             self.target,
-            self.pipeline(),
+            self.pipeline,
             config,
             options,
             progress=progress,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,7 +80,7 @@ class RunObserver(Protocol):
 
 def sync_in_turn(
     target: Target,
-    pipeline: dlt.Pipeline,
+    pipeline: Callable[[], dlt.Pipeline],
     config: SourceConfig,
     options: RunOptions,
     *,
@@ -90,8 +90,9 @@ def sync_in_turn(
     seams: Seams | None = None,
     observer: RunObserver | None = None,
 ) -> SyncOutcome:
-    """One sync, in a turn (`pipelines/session.py`) that holds the run lock, has checked the
-    settings and opened and repaired `pipeline`.
+    """One sync, in a turn (`pipelines/session.py`) that holds the run lock and has checked
+    the settings; `pipeline()` opens the turn's pipeline (repairing what a crashed turn left),
+    called once the observer heard the run start.
 
     `cancel`, once set (by a signal handler), interrupts the run: tables whose walk had not
     finished load nothing and are recorded as `interrupted`. `delivery_wave_rows` is how many
@@ -110,7 +111,7 @@ def sync_in_turn(
         observer.run_started(run.report, run.options.tables)
     database = target.resolved_database() if target.destination == "duckdb" else None
     with duckdb_busy_as_warehouse_busy(database):
-        return _locked_run(target, pipeline, run, delivery_wave_rows, observer)
+        return _locked_run(target, pipeline(), run, delivery_wave_rows, observer)
 
 
 def _locked_run(

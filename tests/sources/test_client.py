@@ -16,12 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from drone_ops_sync.sources.drone_ops import settings
-from drone_ops_sync.sources.drone_ops.config import (
-    checked_api_key,
-    read_source_config,
-    validate_base_url,
-)
+from drone_ops_sync.sources.drone_ops import read_source_config, settings
+from drone_ops_sync.sources.drone_ops.config import checked_api_key, validate_base_url
 from drone_ops_sync.sources.drone_ops.exceptions import (
     ApiError,
     AuthError,
