@@ -7,7 +7,7 @@ published, so a failed or interrupted run never publishes half-updated data.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -104,7 +104,7 @@ def prepare_models_build(target: Target) -> Path:
 
 
 def dbt_build(
-    target: Target, *, select: list[str] | None, run_tests: bool, unit_tests: bool
+    target: Target, *, select: Sequence[str] | None, run_tests: bool, unit_tests: bool
 ) -> ModelsResult:
     """The one way a warehouse's models are built, by a run or the receiver's marts follower:
     in-process dbt on the warehouse's dbt folder, over every configured workspace."""
