@@ -37,7 +37,7 @@ from .console.output import Output
 from .publish.snapshot_plan import SnapshotPlan
 from .publishing import build_models_step, finish_success
 from .run.disk_full import disk_full_as_error
-from .run.lock import duckdb_busy_as_warehouse_busy, ensure_duckdb_free, warehouse_lock
+from .run.lock import duckdb_busy_as, ensure_duckdb_free, warehouse_lock
 from .run.reachable import ensure_destination_reachable
 from .run.recovery import (
     finish_pending,
@@ -88,14 +88,9 @@ class Session:
         if self._ready:
             return
         target = self.target
-        database = target.resolved_database() if target.destination == "duckdb" else None
-        with (
-            disk_full_as_error(target),
-            duckdb_busy_as_warehouse_busy(database),
-            target.file_access(),
-        ):
-            if database is not None:
-                ensure_duckdb_free(database)
+        with self._opening():
+            if target.destination == "duckdb":
+                ensure_duckdb_free(target.resolved_database())
             ensure_destination_reachable(target)
         self._ready = True
 
@@ -104,15 +99,20 @@ class Session:
         and what a crashed turn left is repaired."""
         if self._pipeline is None:
             self.ready()
-            target = self.target
-            database = target.resolved_database() if target.destination == "duckdb" else None
-            with (
-                disk_full_as_error(target),
-                duckdb_busy_as_warehouse_busy(database),
-                target.file_access(),
-            ):
+            with self._opening():
                 self._pipeline = self._repaired()
         return self._pipeline
+
+    def _opening(self) -> ExitStack:
+        """What a step that opens the warehouse is inside: a full disk and a held DuckDB file
+        each end as one line, and the file's access lock is held."""
+        target = self.target
+        database = target.resolved_database() if target.destination == "duckdb" else None
+        stack = ExitStack()
+        stack.enter_context(disk_full_as_error(target))
+        stack.enter_context(duckdb_busy_as(database))
+        stack.enter_context(target.file_access())
+        return stack
 
     def _repaired(self) -> dlt.Pipeline:
         self.notes.extend(forget_moved_working_folders(self.target))

@@ -49,7 +49,7 @@ from drone_ops_sync.sources.drone_ops import (
     redact,
 )
 
-from ..run.lock import WarehouseBusy, busy_message
+from ..run.lock import WarehouseBusy, duckdb_busy_as
 from ..run.recovery import open_pipeline
 from ..run.run_trace import RunLoads
 from ..run.target import Target
@@ -175,22 +175,12 @@ def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) ->
     scheduled run holds events back only while one of its loads writes. A batch that
     transaction cannot write as dlt would (a warehouse not synced yet, a new column) goes
     through a dlt load under the run lock, as a run's own load would."""
-    try:
+    database = target.resolved_database() if target.destination == "duckdb" else None
+    with duckdb_busy_as(database, FileHeld):
         with target.write_turn():
             outcomes = write_batch(router.sql_client(target), batch)
         if outcomes is None:
             outcomes = _load_with_dlt(target, batch)
-    except DroneOpsError:
-        raise
-    except Exception as exc:
-        message = (
-            busy_message(target.resolved_database(), exc)
-            if target.destination == "duckdb"
-            else None
-        )
-        if message is None:
-            raise
-        raise FileHeld(message) from None
     counts: dict[str, int] = {}
     for outcome in outcomes.values():
         counts[outcome] = counts.get(outcome, 0) + 1

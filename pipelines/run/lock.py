@@ -289,9 +289,13 @@ def ensure_duckdb_free(database: Path) -> None:
 
 
 @contextmanager
-def duckdb_busy_as_warehouse_busy(database: Path | None) -> Iterator[None]:
+def duckdb_busy_as(
+    database: Path | None, kind: type[DroneOpsError] = WarehouseBusy
+) -> Iterator[None]:
     """Turns DuckDB's cross-process lock error, raised anywhere in the block (deep inside dlt
-    as often as not), into the one-line `WarehouseBusy`; other errors pass unchanged."""
+    as often as not), into the one line of `busy_message` as `kind` (`WarehouseBusy` for a
+    run, exit 75; the event applier's own kind, retried next tick); other errors pass
+    unchanged. No-op for a server destination (None)."""
     try:
         yield
     except DroneOpsError:
@@ -299,5 +303,5 @@ def duckdb_busy_as_warehouse_busy(database: Path | None) -> Iterator[None]:
     except Exception as exc:
         message = busy_message(database, exc) if database is not None else None
         if message is not None:
-            raise WarehouseBusy(message) from None
+            raise kind(message) from None
         raise

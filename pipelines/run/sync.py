@@ -37,7 +37,7 @@ from drone_ops_sync.sources.drone_ops import settings as source_settings
 from .delivery_waves import DeliveryWaves, record_marks_first
 from .errors import root_cause
 from .loaded_packages import prune_loaded_packages
-from .lock import duckdb_busy_as_warehouse_busy
+from .lock import duckdb_busy_as
 from .run_trace import RunLoads
 from .target import Target
 from .warehouse import read_data_version
@@ -110,7 +110,7 @@ def sync_in_turn(
     if observer is not None:
         observer.run_started(run.report, run.options.tables)
     database = target.resolved_database() if target.destination == "duckdb" else None
-    with duckdb_busy_as_warehouse_busy(database):
+    with duckdb_busy_as(database):
         return _locked_run(target, pipeline(), run, delivery_wave_rows, observer)
 
 
