@@ -56,11 +56,12 @@ class ResetResponse(Response):
 
 def guarded(rt: Runtime, e: Endpoint) -> Route:
     """One API operation behind what every request goes through: it is counted, its key and
-    scope checked, and the configured latency and faults applied (faults on reads only)."""
+    scope checked, held while the admin gate is closed, and the configured latency and faults
+    applied (faults on reads only)."""
     write = e.method != "GET"
     stat_key = f"{e.method} {e.path}"
     forbidden = f"This API key has read_only scope; {e.method} {e.path} requires full_access"
-    stats, faults, handler = rt.stats, rt.faults, e.handler
+    stats, faults, handler, gate = rt.stats, rt.faults, e.handler, rt.gate
 
     async def endpoint(request: Request) -> Response:
         stats[stat_key] = stats.get(stat_key, 0) + 1
@@ -69,6 +70,7 @@ def guarded(rt: Runtime, e: Endpoint) -> Route:
             return error(401, "Missing or invalid API key")
         if write and scope != FULL_ACCESS:
             return error(403, forbidden)
+        await gate.pass_through()
         delay = faults.delay()
         if delay:
             await asyncio.sleep(delay)

@@ -41,6 +41,14 @@ class SimulatorHandle(HandleBase):
     def set_faults(self, spec: str | None) -> None:
         self._admin("PUT", names.ADMIN_FAULTS_PATH, {"faults": spec})
 
+    def set_gate(self, closed: bool) -> dict[str, Any]:
+        """Close (hold every API request) or open the simulator's gate; `{"closed", "held"}`."""
+        return dict(self._admin("PUT", names.ADMIN_GATE_PATH, {"closed": closed}))
+
+    def gate(self) -> dict[str, Any]:
+        """`{"closed", "held"}`: held counts the requests held since the gate closed."""
+        return dict(self._admin("GET", names.ADMIN_GATE_PATH))
+
     def wait_for_deliveries(self, timeout: float = DELIVERIES_SETTLE_S) -> None:
         res = self._admin("POST", names.ADMIN_WAIT_PATH, {"timeout": timeout}, timeout=timeout + 5)
         if res["pending"]:

@@ -1,8 +1,9 @@
 """The admin API: test and benchmark controls outside /v1, mounted only with --admin.
 
-Faults (of the API and of webhook deliveries) can be switched, the webhook signing secret set
-or rotated, deliveries awaited and every attempt of each read back, request counts read and
-reset, the workspace churned and its rows counted; every call needs the full_access key.
+Faults (of the API and of webhook deliveries) can be switched, the API's answers held, the
+webhook signing secret set or rotated, deliveries awaited and every attempt of each read back,
+request counts read and reset, the workspace churned and its rows counted; every call needs the
+full_access key.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..names import (
     ADMIN_DELIVERY_FAULTS_PATH,
     ADMIN_DELIVERY_RETRIES_PATH,
     ADMIN_FAULTS_PATH,
+    ADMIN_GATE_PATH,
     ADMIN_STATS_PATH,
     ADMIN_STATS_RESET_PATH,
     ADMIN_WAIT_PATH,
@@ -52,6 +54,8 @@ class AdminRoutes:
             Endpoint(ADMIN_WEBHOOK_SECRET_PATH, "PUT", self.set_webhook_secret),
             Endpoint(ADMIN_DELIVERIES_PATH, "GET", self.get_deliveries),
             Endpoint(ADMIN_DELIVERIES_RESET_PATH, "POST", self.reset_deliveries),
+            Endpoint(ADMIN_GATE_PATH, "PUT", self.set_gate),
+            Endpoint(ADMIN_GATE_PATH, "GET", self.get_gate),
         ]
 
     def routes(self) -> list[BaseRoute]:
@@ -163,3 +167,18 @@ class AdminRoutes:
 
     async def reset_deliveries(self, _: Request) -> Response:
         return json_response({"forgotten": self.rt.worker.journal.clear()})
+
+    async def set_gate(self, r: Request) -> Response:
+        """`{"closed": true|false}`: hold every API request from now on, or let them all go."""
+        closed = (await read_json(r)).get("closed")
+        if not isinstance(closed, bool):
+            raise ApiError(400, "closed must be true or false")
+        gate = self.rt.gate
+        if closed:
+            gate.close()
+        else:
+            gate.closed = False
+        return await self.get_gate(r)
+
+    async def get_gate(self, _: Request) -> Response:
+        return json_response({"closed": self.rt.gate.closed, "held": self.rt.gate.held})

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,12 +74,21 @@ def finish_partition_run(process: subprocess.Popen[str], timeout: float = 180) -
 
 
 def run_partitions(
-    workspaces: list[str], warehouse: dict[str, Any], busy_wait_seconds: float = 0.5
+    workspaces: list[str],
+    warehouse: dict[str, Any],
+    busy_wait_seconds: float = 0.5,
+    meanwhile: Callable[[], None] | None = None,
 ) -> list[PartitionRun]:
     """Runs of the given partitions, all started at once as a schedule tick starts them (a
-    workspace named twice is run twice)."""
+    workspace named twice is run twice); `meanwhile` is called once they are all started, and
+    the runs are awaited after it returns (or raises)."""
     processes = [start_partition_run(name, warehouse, busy_wait_seconds) for name in workspaces]
-    return [finish_partition_run(process) for process in processes]
+    try:
+        if meanwhile is not None:
+            meanwhile()
+    finally:
+        runs = [finish_partition_run(process) for process in processes]
+    return runs
 
 
 def _plain(value: Any) -> Any:

@@ -7,11 +7,15 @@ the warehouse the last one left (and each API is compared right after the run th
 before the next change): a first run with one workspace's key refused, a run after fixing the
 key and changing every workspace's data, and a quiet run in which one workspace is started
 twice at once. The tests then read the chapters.
+
+What must happen at the same time is made to, by conditions rather than the machine's timing:
+the simulators' gates hold the API's answers until north's and south's syncs are both waiting
+on one (so they overlap), and until the second run of north has been told to wait its turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,7 @@ from drone_ops_sync.orchestration.raw_assets import build_sync_assets, workspace
 from drone_ops_sync.orchestration.warehouse import DroneSyncWarehouse
 from testkit.simulator_process import SimulatorHandle
 
+from ..pipelines.cli_helpers import wait_until
 from ..pipelines.warehouse_check import (
     Warehouse,
     api_snapshot,
@@ -40,6 +45,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 NETGUARD = REPO / "tests" / "pipelines" / "netguard"
 NETGUARD_LOG_ENV = "DRONE_SYNC_NETGUARD_LOG"
+HELD_LIMIT_S = 180.0
+"""How long a closed gate may wait for its condition: minutes, a bound for runs that never
+come (each run is a Dagster process that may take many seconds to start on a loaded machine)."""
 
 
 @dataclass
@@ -110,13 +118,56 @@ def tell(story: Story, fleet: dict[str, SimulatorHandle], patch: pytest.MonkeyPa
         handle.churn(
             seed=seed, update_fraction=0.2, delete_fraction=0.02, new_deliveries_per_webhook=2
         )
-    story.runs["churned"] = by_workspace(run_partitions(names, story.warehouse))
+    both = [fleet["north"], fleet["south"]]
+    story.runs["churned"] = by_workspace(
+        run_partitions(
+            names,
+            story.warehouse,
+            meanwhile=held_until(both, lambda: all(h.gate()["held"] for h in both)),
+        )
+    )
     compare_with_apis(story, fleet, "churned")
 
-    quiet = run_partitions(["north", *names], story.warehouse)
+    north, retried = fleet["north"], busy_retries("north")
+    told_to_wait = held_until(
+        [north], lambda: north.gate()["held"] > 0 and busy_retries("north") > retried
+    )
+    quiet = run_partitions(["north", *names], story.warehouse, meanwhile=told_to_wait)
     story.twice = [run for run in quiet if run.workspace == "north"]
     story.runs["quiet"] = by_workspace(quiet)
     compare_with_apis(story, fleet, "quiet")
+
+
+def held_until(gates: list[SimulatorHandle], condition: Callable[[], bool]) -> Callable[[], None]:
+    """Closes the simulators' gates now; the returned call (run once the runs started) waits
+    for the condition, then opens them, whether or not it came."""
+    for handle in gates:
+        handle.set_gate(True)
+
+    def meanwhile() -> None:
+        try:
+            assert wait_until(condition, HELD_LIMIT_S, interval=0.2), "the gate's condition"
+        finally:
+            for handle in gates:
+                handle.set_gate(False)
+
+    return meanwhile
+
+
+def busy_retries(workspace: str) -> int:
+    """Steps of a workspace's runs that Dagster put up for retry, in the instance the runs
+    share: a run of it that found it busy."""
+    with dg.DagsterInstance.get() as instance:
+        records = instance.get_event_records(
+            dg.EventRecordsFilter(event_type=dg.DagsterEventType.STEP_UP_FOR_RETRY)
+        )
+        runs = {record.run_id for record in records}
+        return sum(
+            1
+            for run_id in runs
+            if (run := instance.get_run_by_id(run_id)) is not None
+            and run.tags.get("dagster/partition") == workspace
+        )
 
 
 def by_workspace(runs: list[PartitionRun]) -> dict[str, PartitionRun]:
@@ -173,9 +224,9 @@ def overlap(first: tuple[float, float], second: tuple[float, float]) -> bool:
 
 
 def test_different_workspaces_run_at_the_same_time(story: Story) -> None:
-    """Measured from the recorded start and end of each sync, not from configuration. Only
-    the churned runs must overlap: a quiet sync takes about as long as a Dagster step takes to
-    start, so on a loaded machine one quiet run may end before the other begins."""
+    """Measured from the recorded start and end of each sync, not from configuration. The
+    churned runs of north and south must overlap (their gates held both until each was
+    waiting on its API); the quiet runs are not held, so one may end before another begins."""
     for chapter in ("churned", "quiet"):
         runs = story.runs[chapter]
         intervals = {name: run.interval() for name, run in runs.items()}

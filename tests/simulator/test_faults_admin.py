@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 
@@ -160,3 +162,21 @@ def test_churn_is_deterministic_and_cascades() -> None:
     assert first == second and rows1 == rows2
     assert first["projects_updated"] == 6 and first["projects_deleted"] == 3
     assert first["jobs_deleted_by_cascade"] > 0 and first["logs_added"] == 14
+
+
+def test_a_closed_gate_holds_requests_until_it_opens(sim: SimulatorHandle) -> None:
+    """A request sent while the gate is closed gets no answer until the gate opens."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    assert sim.set_gate(True) == {"closed": True, "held": 0}
+    with ThreadPoolExecutor(1) as pool, sim.client() as c:
+        try:
+            pending = pool.submit(c.get, "/v1/team")
+            deadline = time.monotonic() + 60
+            while sim.gate()["held"] < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert sim.gate() == {"closed": True, "held": 1}
+            assert not pending.done(), "answered through a closed gate"
+        finally:
+            assert sim.set_gate(False)["closed"] is False
+        assert pending.result(timeout=60).status_code == 200
