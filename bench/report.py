@@ -22,6 +22,8 @@ COMPARED_WITH = {
     "tuned": "ours_initial",
     "ours_nochange": "ours_nochange",
     "floor_nochange": "ours_nochange",
+    "dltfloor": "ours_initial",
+    "dltfloor_nochange": "ours_nochange",
     "ours_churn": "ours_churn",
     "ours_rolling": "ours_nochange",
     # the same sync into PostgreSQL: "vs ours" is then postgres / duckdb
@@ -33,14 +35,16 @@ COMPARED_WITH = {
     "cli_nochange": "cli_nochange",
     "cli_churn": "cli_churn",
 }
-FULL_WALKS = ("ours_initial", "floor", "baseline", "tuned", "postgres_initial")
+FULL_WALKS = ("ours_initial", "floor", "dltfloor", "baseline", "tuned", "postgres_initial")
 ORDER = (
     "ours_initial",
     "floor",
+    "dltfloor",
     "tuned",
     "baseline",
     "ours_nochange",
     "floor_nochange",
+    "dltfloor_nochange",
     "ours_rolling",
     "ours_churn",
     "postgres_initial",
@@ -207,10 +211,15 @@ def ratios(variants: dict[str, dict[str, Any]]) -> dict[str, float | None]:
         "ours/baseline": _ratio(ours, variants.get("baseline")),
         "ours/tuned": _ratio(ours, variants.get("tuned")),
         "ours/floor": _ratio(ours, variants.get("floor")),
+        "ours/dlt floor": _ratio(ours, variants.get("dltfloor")),
+        "dlt floor/floor": _ratio(variants.get("dltfloor"), variants.get("floor")),
         "baseline/ours (speedup)": _ratio(variants.get("baseline"), ours),
         "tuned/ours (speedup)": _ratio(variants.get("tuned"), ours),
         "ours_nochange/floor_nochange": _ratio(
             variants.get("ours_nochange"), variants.get("floor_nochange")
+        ),
+        "ours_nochange/dlt floor_nochange": _ratio(
+            variants.get("ours_nochange"), variants.get("dltfloor_nochange")
         ),
         **{
             f"postgres/duckdb {phase}": _ratio(variants.get(pg), variants.get(duck))

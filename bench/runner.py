@@ -230,6 +230,11 @@ class Bench:
                 self._measure_postgres("postgres_nochange", last_postgres)
             if "floor" in only:
                 self.measure("floor_nochange", "floor_nochange")
+            if "dltfloor" in only:
+                # the floor's pages loaded by the simplest dlt pipeline: once fresh, once again
+                # with nothing changed (bench/dlt_floor.py)
+                loaded = Path(self.measure("dltfloor", "dltfloor").detail["database"])
+                self.measure("dltfloor_nochange", "dltfloor_nochange", self._same_db(loaded))
             if "cli" in only:
                 # a scheduled run's whole cost: a new process, the sync, the models, the snapshot
                 last_cli_db = Path(self.measure("cli", "cli_initial").detail["database"])

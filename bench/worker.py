@@ -28,6 +28,8 @@ VARIANTS = (
     "tuned",
     "floor",
     "floor_nochange",
+    "dltfloor",
+    "dltfloor_nochange",
     "models",
     "models_postgres",
 )
@@ -222,6 +224,10 @@ def dispatch(spec: dict[str, Any]) -> dict[str, Any]:
         return run_floor(spec, log_pages=None)
     if variant == "floor_nochange":
         return run_floor(spec, log_pages=1)
+    if variant in ("dltfloor", "dltfloor_nochange"):
+        from .dlt_floor import run_dlt_floor
+
+        return run_dlt_floor(spec, log_pages=1 if variant == "dltfloor_nochange" else None)
     if variant == "models":
         return run_models(spec)
     if variant == "models_postgres":

@@ -22,7 +22,7 @@ from .command import run_bench
 @pytest.mark.slow
 def test_bench_small_smoke(tmp_path: Path) -> None:
     arguments = ["--scale", "small", "--runs", "1", "--latency-ms", "0", "--no-models"]
-    arguments += ["--only", "ours,baseline,tuned,floor,postgres,cli"]
+    arguments += ["--only", "ours,baseline,tuned,floor,dltfloor,postgres,cli"]
     document, printed = run_bench(arguments, tmp_path / "small.json", timeout=600)
     variants = document["variants"]
     for label in (
@@ -32,6 +32,8 @@ def test_bench_small_smoke(tmp_path: Path) -> None:
         "ours_rolling",
         "floor",
         "floor_nochange",
+        "dltfloor",
+        "dltfloor_nochange",
         "baseline",
         "tuned",
         "postgres_initial",
@@ -48,6 +50,10 @@ def test_bench_small_smoke(tmp_path: Path) -> None:
     assert variants["ours_nochange"]["requests"] == variants["floor_nochange"]["requests"]
     assert variants["baseline"]["requests"] == variants["floor"]["requests"]
     assert variants["tuned"]["requests"] == variants["floor"]["requests"]
+    # the dlt floor loads exactly the floor's pages
+    assert variants["dltfloor"]["requests"] == variants["floor"]["requests"]
+    assert variants["dltfloor_nochange"]["requests"] == variants["floor_nochange"]["requests"]
+    assert document["ratios"]["ours/dlt floor"] is not None
     # a re-sync with no change asks each webhook's log once
     hooks = document["workspace"]["webhooks"]
     assert variants["ours_nochange"]["delivery_requests"] == [hooks]
