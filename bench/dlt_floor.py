@@ -3,10 +3,10 @@
 What it answers: how much of our sync's cost is dlt's machinery and how much is our code. It
 walks exactly the floor's pages, parses each body, batches each table's items into Arrow tables
 of 1,000 rows under one schema per table (dlt costs about 1.8 ms per yielded Arrow table), and
-loads them into a fresh DuckDB with one `pipeline.run` after the walk: the entity tables as scd2 merges, the
-delivery logs merged on their id. Nothing else: no typing to a contract, no flattening of
-`created_by`, no millisecond timestamps, no spill, no change set, no deletion checks, no run
-record, no overlap of walk and load.
+loads them into a fresh DuckDB with one `pipeline.run` after the walk: the entity tables as
+scd2 merges, the delivery logs merged on their id. Nothing else: no typing to a contract, no
+flattening of `created_by`, no millisecond timestamps, no spill, no change set, no deletion
+checks, no run record, no overlap of walk and load.
 
 scd2 on Arrow rows needs a content hash (dlt's `_dlt_id` on Arrow input is random, so every
 row would look changed): each item's canonical JSON is hashed into `_row_hash`, the table's
