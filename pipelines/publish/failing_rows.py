@@ -6,8 +6,8 @@ whatever the rows (docs/performance.md). Such a test returns one row per column 
 null, but dbt's message for a failed test only counts rows ("Got 1 result, configured to fail
 if != 0"). So when one fails, its compiled SQL runs once more through `dbt show` (the same
 profile, target folder and partial parse as the build) and the rows it returns, column and
-null count, are added to the message: `null in job_id (3 rows)`, as the per-column test's name
-said it before. A build whose checks pass pays nothing for this.
+null count, are added to the message: `null in job_id (3 rows)`. A build whose checks pass pays
+nothing for this.
 """
 
 from __future__ import annotations
