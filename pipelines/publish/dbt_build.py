@@ -25,6 +25,7 @@ from drone_ops_sync.sources.drone_ops import ConfigError
 from ..defaults import MODEL_DESTINATIONS
 from ..run.recovery import SCRATCH_PREFIX
 from ..run.target import Target, destination_credentials
+from .failing_rows import failed_not_null_tests, null_columns
 
 PROJECT_DIR = pathlib.Path(str(importlib.resources.files("drone_ops_sync.models")))
 """The dbt project: package data in a wheel, `models/` in the repository (pyproject.toml)."""
@@ -121,8 +122,11 @@ def dbt_args(
     return args
 
 
-def _summarise(result: Any, ok: bool, started: float) -> ModelsResult:
-    """Count models and tests from dbt's run results and keep every failure's message."""
+def _summarise(
+    result: Any, ok: bool, started: float, notes: Mapping[str, str] | None = None
+) -> ModelsResult:
+    """Count models and tests from dbt's run results and keep every failure's message, with
+    what `notes` adds to it (the columns a failed not-null check found null)."""
     summary = ModelsResult(ok=ok, seconds=time.perf_counter() - started)
     if result is None or not hasattr(result, "results"):
         return summary
@@ -144,12 +148,15 @@ def _summarise(result: Any, ok: bool, started: float) -> ModelsResult:
             summary.models_built += 1
             summary.built.append(node.name)
         if status in ("error", "fail"):
+            message = str(node_result.message or status)
+            if notes and node.unique_id in notes:
+                message = f"{message}: {notes[node.unique_id]}"
             summary.failures.append(
                 NodeFailure(
                     node=node.unique_id,
                     resource_type=resource_type,
                     status=status,
-                    message=str(node_result.message or status),
+                    message=message,
                 )
             )
     summary.ok = ok and not summary.failures
@@ -246,16 +253,12 @@ def build_models(
         scratch_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, dir=scratch_root) as scratch:
         folder = pathlib.Path(target_path) if target_path is not None else pathlib.Path(scratch)
-        args = dbt_args(
-            "build" if run_tests else "run",
-            folder,
-            dbt_vars,
-            quiet=quiet,
-            log_path=pathlib.Path(scratch) / "logs",
-        )
         # dbt's debug log would go to the scratch folder removed below: not writing it saves
         # the formatting of every event (docs/performance.md)
-        args += ["--target", target.name, "--log-level-file", "none"]
+        options = ["--target", target.name, "--log-level-file", "none"]
+        log_path = pathlib.Path(scratch) / "logs"
+        command = "build" if run_tests else "run"
+        args = [*dbt_args(command, folder, dbt_vars, quiet=quiet, log_path=log_path), *options]
         if select:
             args += ["--select", *([select] if isinstance(select, str) else select)]
         if run_tests and not unit_tests:
@@ -265,10 +268,12 @@ def build_models(
         with dbt_environment(profile_env(target, dataset)):
             try:
                 outcome = dbtRunner().invoke(args)
+                show = [*dbt_args("show", folder, dbt_vars, log_path=log_path), *options]
+                notes = null_columns(dbtRunner(), show, failed_not_null_tests(outcome.result))
             finally:
                 if target.name == "duckdb":
                     _release_duckdb()
-    summary = _summarise(outcome.result, outcome.success, started)
+    summary = _summarise(outcome.result, outcome.success, started, notes)
     if outcome.exception is not None:
         summary.ok = False
         summary.error = f"{type(outcome.exception).__name__}: {outcome.exception}"

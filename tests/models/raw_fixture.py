@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
@@ -488,3 +489,26 @@ def create_raw_warehouse(path: pathlib.Path, dataset: str = "drone_ops") -> path
     finally:
         con.close()
     return path
+
+
+def postgres_ddl(ddl: str) -> str:
+    """DuckDB's column types in the fixture's DDL as PostgreSQL (and dlt on it) names them."""
+    return re.sub(r"\bjson\b", "jsonb", re.sub(r"\bdouble\b", "double precision", ddl))
+
+
+def write_postgres_tables(
+    cursor: Any,
+    schema: str,
+    tables: Mapping[str, Sequence[dict[str, Any]]],
+    ddl: Mapping[str, str],
+) -> None:
+    """Create and fill the raw tables in an existing PostgreSQL schema (`write_raw_tables` on
+    the other adapter)."""
+    for table, rows in tables.items():
+        cursor.execute(f'create table "{schema}"."{table}" ({postgres_ddl(ddl[table])})')
+        columns = list(rows[0])
+        placeholders = ", ".join("%s" for _ in columns)
+        cursor.executemany(
+            f'insert into "{schema}"."{table}" ({", ".join(columns)}) values ({placeholders})',
+            [[row[c] for c in columns] for row in rows],
+        )

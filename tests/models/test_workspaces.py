@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import pathlib
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ from drone_ops_sync.pipelines.publish.dbt_build import (
 )
 from drone_ops_sync.pipelines.publish.metrics import FLEET_SQL
 from testkit.postgres import create_database, running_postgres
-from tests.models.raw_fixture import DDL, TABLES, write_raw_tables
+from tests.models.raw_fixture import DDL, TABLES, write_postgres_tables, write_raw_tables
 
 NORTH, SOUTH = "north", "south"
 # the north schema is named like the DuckDB file, so its tables need source_in_view
@@ -139,27 +139,6 @@ def _duckdb_fleet(root: pathlib.Path) -> Iterator[Fleet]:
     yield Fleet("duckdb", fleet, alone, root / "target-fleet", query)
 
 
-def _postgres_ddl(ddl: str) -> str:
-    """DuckDB's column types in the fixture's DDL as PostgreSQL (and dlt on it) names them."""
-    return re.sub(r"\bjson\b", "jsonb", re.sub(r"\bdouble\b", "double precision", ddl))
-
-
-def _write_postgres_tables(
-    cursor: Any,
-    schema: str,
-    tables: Mapping[str, Sequence[dict[str, Any]]],
-    ddl: Mapping[str, str],
-) -> None:
-    for table, rows in tables.items():
-        cursor.execute(f'create table "{schema}"."{table}" ({_postgres_ddl(ddl[table])})')
-        columns = list(rows[0])
-        placeholders = ", ".join("%s" for _ in columns)
-        cursor.executemany(
-            f'insert into "{schema}"."{table}" ({", ".join(columns)}) values ({placeholders})',
-            [[row[c] for c in columns] for row in rows],
-        )
-
-
 def _postgres_fleet(root: pathlib.Path) -> Iterator[Fleet]:
     import psycopg2
 
@@ -170,7 +149,7 @@ def _postgres_fleet(root: pathlib.Path) -> Iterator[Fleet]:
             for name, schema in SCHEMAS.items():
                 cursor.execute(f'create schema "{schema}"')
                 tables, ddl = (south_tables(), south_ddl()) if name == SOUTH else (TABLES, DDL)
-                _write_postgres_tables(cursor, schema, tables, ddl)
+                write_postgres_tables(cursor, schema, tables, ddl)
         connection.close()
         target = DbtTarget.postgres(
             host=server.host,

@@ -1,7 +1,8 @@
 {#-
     `unique` for a fleet of workspaces: ids of different workspaces may collide (the same
     prj_1 in two workspaces is two projects), so a key is unique per (workspace, key). Nulls
-    are left to not_null, as in dbt's own unique.
+    are left to the model's not-null check (not_null_columns), as dbt's own unique leaves
+    them to not_null.
 -#}
 {% test unique_within_workspace(model, column_name) %}
 with
