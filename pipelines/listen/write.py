@@ -55,33 +55,32 @@ ARROW_VIEW = "_drone_ops_event_rows"
 
 
 def write_batch(
-    sql_client: SqlClientBase[Any], batch: Sequence[ReceivedEvent]
+    client: SqlClientBase[Any], batch: Sequence[ReceivedEvent]
 ) -> dict[str, str] | None:
     """Writes one workspace's batch in one transaction through the workspace pipeline's SQL
-    client (opened here, closed at the end, so the DuckDB file is free between batches);
+    client, open already (its owner, `connections.py`, decides how long it stays open);
     returns every delivery's outcome, or None when the batch must go through a dlt load
     instead (see the module's docstring)."""
-    with sql_client as client:
-        projects_columns = _columns(client, PROJECTS)
-        events_columns = _columns(client, EVENTS_TABLE)
-        if projects_columns is None or events_columns is None:
-            return None
-        ids = [str(p["id"]) for e in batch if (p := e.project()) is not None]
-        held = held_versions_in(client, ids)
-        applied, outcomes = newest_versions(batch, held)
-        versions = project_versions(applied.values(), new_run_id())
-        events = event_rows(batch, outcomes)
-        if not set(versions.column_names) <= set(projects_columns):
-            return None
-        if not set(events.column_names) <= set(events_columns):
-            return None
-        load_id = _load_id()
-        boundary = datetime.now(UTC)
-        with client.begin_transaction():
-            if versions.num_rows:
-                _retire_and_insert(client, versions, projects_columns, load_id, boundary)
-            _replace_events(client, events, events_columns, load_id)
-            _record_load(client, load_id, boundary)
+    projects_columns = _columns(client, PROJECTS)
+    events_columns = _columns(client, EVENTS_TABLE)
+    if projects_columns is None or events_columns is None:
+        return None
+    ids = [str(p["id"]) for e in batch if (p := e.project()) is not None]
+    held = held_versions_in(client, ids)
+    applied, outcomes = newest_versions(batch, held)
+    versions = project_versions(applied.values(), new_run_id())
+    events = event_rows(batch, outcomes)
+    if not set(versions.column_names) <= set(projects_columns):
+        return None
+    if not set(events.column_names) <= set(events_columns):
+        return None
+    load_id = _load_id()
+    boundary = datetime.now(UTC)
+    with client.begin_transaction():
+        if versions.num_rows:
+            _retire_and_insert(client, versions, projects_columns, load_id, boundary)
+        _replace_events(client, events, events_columns, load_id)
+        _record_load(client, load_id, boundary)
     return outcomes
 
 
