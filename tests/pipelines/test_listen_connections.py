@@ -5,11 +5,12 @@ the file between its batches, a program that does not take the access lock canno
 another process that waits for the access lock (as every step of a run does) gets the file and
 reads it while the events keep coming (the hold limit is set out of reach, so only its waiting
 can have freed the file); once the events stop, the file is free to anyone, and every event fed
-was applied.
+was applied. And a whole run while events keep coming completes, on DuckDB and PostgreSQL.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -29,6 +30,7 @@ from drone_ops_sync.sources.drone_ops import read_source_config
 from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import wait_until
+from .warehouse_check import Warehouse, query
 
 pytestmark = pytest.mark.e2e
 
@@ -57,6 +59,13 @@ def _opens(database: Path) -> bool:
         check=False,
     )
     return opened.returncode == 0
+
+
+def _warehouse(target: Target) -> Warehouse:
+    if target.destination == "postgres":
+        return os.environ["DESTINATION__POSTGRES__CREDENTIALS"]
+    assert target.database is not None
+    return target.database
 
 
 class Feeder:
@@ -133,3 +142,45 @@ def test_the_applier_keeps_the_file_between_batches_and_hands_it_to_a_waiting_st
     finally:
         applier.stop()
         spool.close()
+
+
+def test_a_run_between_kept_batches_completes_on_both_destinations(
+    tiny_sim: SimulatorHandle, any_target: Target, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole run while events keep coming: on DuckDB each of its steps gets the file from
+    the applier that keeps it; on PostgreSQL the kept connection and the run's loads take
+    turns on the write turn. Every event fed is counted, and no project ends up with two
+    current rows."""
+    overrides = {"base_url": tiny_sim.base_url, "api_key": tiny_sim.read_key}
+    config = read_source_config(overrides)
+    assert run_sync(any_target, config=config).ok
+    headers = {"Authorization": f"Bearer {tiny_sim.full_key}"}
+    with httpx.Client(base_url=tiny_sim.base_url, headers=headers, timeout=60) as api:
+        projects = api.get("/v1/projects").json()["projects"]
+    monkeypatch.setattr(connections, "HOLD_SECONDS", 3600.0)
+    spool = Spool(tmp_path / "spool")
+    applier = Applier(any_target, spool, interval=0.2)
+    outcome: list[bool] = []
+    try:
+        with Feeder(spool, projects) as feeder:
+            applier.start()
+            assert wait_until(lambda: applier.stats.batches >= 2, WAIT_S)
+            run = threading.Thread(
+                target=lambda: outcome.append(run_sync(any_target, config=config).ok)
+            )
+            run.start()
+            run.join(WAIT_S)
+            assert outcome == [True]
+            batches_before = applier.stats.batches
+            assert wait_until(lambda: applier.stats.batches > batches_before, WAIT_S)
+        outcomes = applier.stats.outcomes
+        assert wait_until(lambda: sum(outcomes.values()) == feeder.fed, WAIT_S)
+    finally:
+        applier.stop()
+        spool.close()
+    current = query(
+        _warehouse(any_target),
+        f"SELECT id, count(*) AS n FROM {any_target.dataset}.projects"
+        " WHERE _dlt_valid_to IS NULL GROUP BY id HAVING count(*) > 1",
+    )
+    assert current == []
