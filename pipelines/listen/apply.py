@@ -6,7 +6,9 @@ transaction (`write.py`): the project versions the events carry (only ones newer
 warehouse's, `sources.drone_ops` `newest_versions`) and one `_webhook_events` row per
 delivery. Each batch takes only the dataset's write turn (`Target.write_turn`: the DuckDB
 file's access lock, or `<run lock>.write` on a server), which a run holds only during each of
-its loads, so events land between a run's loads rather than after the run. A batch the
+its loads, so events land between a run's loads rather than after the run. Between batches
+the applier keeps the connection open, and on DuckDB the file with it, until another step waits
+for the file, events pause, or `HOLD_SECONDS` pass (`connections.py`). A batch the
 transaction cannot write (a warehouse not synced yet, a new column) is a dlt load, under the
 run lock as a brief holder (a run that starts meanwhile waits for it, never fails: `lock.py`).
 
@@ -30,10 +32,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
-from dlt.destinations.sql_client import SqlClientBase
 
 from drone_ops_sync.sources.drone_ops import (
     UNROUTED,
@@ -50,10 +50,10 @@ from drone_ops_sync.sources.drone_ops import (
 )
 
 from ..run.lock import WarehouseBusy, duckdb_busy_as
-from ..run.recovery import open_pipeline
 from ..run.run_trace import RunLoads
 from ..run.target import Target
 from ..session import Session
+from .connections import WANT_POLL_SECONDS, KeptConnections
 from .marts import MartsFollower
 from .quarantine import Quarantine, sort_lines
 from .spool import Position, Spool, read_from
@@ -100,17 +100,12 @@ class Router:
     ids are read from the warehouse once, and again only when an event names an id not seen
     yet (a workspace's first run may have brought it), not for every batch."""
 
-    def __init__(self, base: Target) -> None:
+    def __init__(self, base: Target, *, keep_open: bool = False) -> None:
         self.base = base
         self.owners: dict[str, str] = {}
-        self._clients: dict[str, SqlClientBase[Any]] = {}
-
-    def sql_client(self, target: Target) -> SqlClientBase[Any]:
-        """The workspace pipeline's SQL client, made once and opened for each batch: making it
-        resolves dlt's configuration (about 70 ms of CPU), the largest fixed cost of a batch."""
-        if target.workspace not in self._clients:
-            self._clients[target.workspace] = open_pipeline(target)[0].sql_client()
-        return self._clients[target.workspace]
+        self.connections = KeptConnections(keep=keep_open)
+        """Each workspace's SQL client; with `keep_open` (the applier) kept open between
+        batches (`connections.py`), else closed after each batch."""
 
     def route(self, events: Sequence[ReceivedEvent]) -> dict[str, list[ReceivedEvent]]:
         """The events by workspace; those of no known workspace under `UNROUTED`."""
@@ -177,9 +172,11 @@ def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) ->
     through a dlt load under the run lock, as a run's own load would."""
     database = target.resolved_database() if target.destination == "duckdb" else None
     with duckdb_busy_as(database, FileHeld):
-        with target.write_turn():
-            outcomes = write_batch(router.sql_client(target), batch)
+        with router.connections.batch(target) as client:
+            outcomes = write_batch(client, batch)
         if outcomes is None:
+            # the dlt load takes the run lock, which comes before the file's in the lock order
+            router.connections.release()
             outcomes = _load_with_dlt(target, batch)
     counts: dict[str, int] = {}
     for outcome in outcomes.values():
@@ -224,7 +221,7 @@ class Applier:
     removes the segments it has wholly applied, through the spool (their owner)."""
 
     def __init__(self, base: Target, spool: Spool, interval: float) -> None:
-        self.router = Router(base)
+        self.router = Router(base, keep_open=True)
         self.spool = spool
         self.mark = AppliedMark(spool.directory)
         self.quarantine = Quarantine(spool.directory)
@@ -244,6 +241,7 @@ class Applier:
         # a crash between a mark and its removal left applied segments: remove them now
         self.spool.release(self.position.segment)
         self._backlog = False
+        self._idle = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="event-applier", daemon=True)
 
@@ -256,15 +254,38 @@ class Applier:
         self._thread.join(timeout)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                # again at once only while a backlog remains: a batch per interval otherwise,
-                # since each batch pays a fixed cost (opening the warehouse, a commit)
-                while self._tick_between_builds() and self._backlog and not self._stop.is_set():
-                    pass
-            except Exception as exc:  # a batch failed: it stays in the spool for the next tick
-                self.stats.last_error = redact(f"{type(exc).__name__}: {exc}")[:500]
-                log.warning("applying events failed, will retry: %s", self.stats.last_error)
+        connections = self.router.connections
+        try:
+            while not self._rest():
+                try:
+                    # again at once only while a backlog remains: a batch per interval
+                    # otherwise, since each batch pays a fixed cost (its queries, a commit)
+                    while self._tick_between_builds() and self._backlog and not self._stop.is_set():
+                        pass
+                except Exception as exc:  # a batch failed: it stays in the spool for next tick
+                    connections.release()
+                    self.stats.last_error = redact(f"{type(exc).__name__}: {exc}")[:500]
+                    log.warning("applying events failed, will retry: %s", self.stats.last_error)
+                if self._idle:  # events are quiet: the warehouse is let go until they come
+                    connections.release()
+        finally:
+            connections.release()
+
+    def _rest(self) -> bool:
+        """Waits `interval` for the next tick; True once stopped. While a DuckDB file is kept
+        open (`connections.py`), it asks every `WANT_POLL_SECONDS` whether another step waits
+        for the file, and hands the file over at once."""
+        deadline = time.monotonic() + self.interval
+        connections = self.router.connections
+        while connections.holds_file:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return self._stop.is_set()
+            if self._stop.wait(min(WANT_POLL_SECONDS, left)):
+                return True
+            if connections.wanted():
+                connections.release()
+        return self._stop.wait(max(0.0, deadline - time.monotonic()))
 
     def _tick_between_builds(self) -> bool:
         """A tick, unless the marts follower is building (`MartsFollower.between_builds`):
@@ -281,7 +302,8 @@ class Applier:
         (the warehouse's fault) is read again next tick, and quarantines nothing meanwhile."""
         batch = read_from(self.spool.directory, self.position, MAX_BATCH_BYTES)
         self._backlog = sum(len(line.data) for line in batch.lines) >= BACKLOG_BYTES
-        if batch.end == self.position:
+        self._idle = batch.end == self.position
+        if self._idle:
             return False
         events, bad = sort_lines(batch.lines)
         try:

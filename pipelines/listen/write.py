@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 from dlt.common.utils import uniq_id_base64
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
+from dlt.destinations.impl.duckdb.sql_client import DuckDbSqlClient
 from dlt.destinations.sql_client import SqlClientBase
 
 from drone_ops_sync.sources.drone_ops import (
@@ -49,36 +50,37 @@ INSERT_ROWS = 500
 of bounded size, well inside both databases' limits on one statement."""
 DLT_ID_BYTES = 10
 """The length dlt gives the `_dlt_id` it adds to Arrow rows (`uniq_id_base64(10)`)."""
+ARROW_VIEW = "_drone_ops_event_rows"
+"""The name the batch's Arrow rows are registered under on DuckDB, for one INSERT only."""
 
 
 def write_batch(
-    sql_client: SqlClientBase[Any], batch: Sequence[ReceivedEvent]
+    client: SqlClientBase[Any], batch: Sequence[ReceivedEvent]
 ) -> dict[str, str] | None:
     """Writes one workspace's batch in one transaction through the workspace pipeline's SQL
-    client (opened here, closed at the end, so the DuckDB file is free between batches);
+    client, open already (its owner, `connections.py`, decides how long it stays open);
     returns every delivery's outcome, or None when the batch must go through a dlt load
     instead (see the module's docstring)."""
-    with sql_client as client:
-        projects_columns = _columns(client, PROJECTS)
-        events_columns = _columns(client, EVENTS_TABLE)
-        if projects_columns is None or events_columns is None:
-            return None
-        ids = [str(p["id"]) for e in batch if (p := e.project()) is not None]
-        held = held_versions_in(client, ids)
-        applied, outcomes = newest_versions(batch, held)
-        versions = project_versions(applied.values(), new_run_id())
-        events = event_rows(batch, outcomes)
-        if not set(versions.column_names) <= set(projects_columns):
-            return None
-        if not set(events.column_names) <= set(events_columns):
-            return None
-        load_id = _load_id()
-        boundary = datetime.now(UTC)
-        with client.begin_transaction():
-            if versions.num_rows:
-                _retire_and_insert(client, versions, projects_columns, load_id, boundary)
-            _replace_events(client, events, events_columns, load_id)
-            _record_load(client, load_id, boundary)
+    projects_columns = _columns(client, PROJECTS)
+    events_columns = _columns(client, EVENTS_TABLE)
+    if projects_columns is None or events_columns is None:
+        return None
+    ids = [str(p["id"]) for e in batch if (p := e.project()) is not None]
+    held = held_versions_in(client, ids)
+    applied, outcomes = newest_versions(batch, held)
+    versions = project_versions(applied.values(), new_run_id())
+    events = event_rows(batch, outcomes)
+    if not set(versions.column_names) <= set(projects_columns):
+        return None
+    if not set(events.column_names) <= set(events_columns):
+        return None
+    load_id = _load_id()
+    boundary = datetime.now(UTC)
+    with client.begin_transaction():
+        if versions.num_rows:
+            _retire_and_insert(client, versions, projects_columns, load_id, boundary)
+        _replace_events(client, events, events_columns, load_id)
+        _record_load(client, load_id, boundary)
     return outcomes
 
 
@@ -151,6 +153,9 @@ def _insert(
     """Inserts `rows` into `columns`, each row with a fresh `_dlt_id` and the `constants`."""
     if not rows.num_rows:
         return
+    if isinstance(client, DuckDbSqlClient):
+        _insert_arrow(client, table, rows, columns, constants)
+        return
     values: list[list[Any]] = []
     present = {name: rows.column(name).to_pylist() for name in columns if name in rows.schema.names}
     for index in range(rows.num_rows):
@@ -173,23 +178,51 @@ def _insert(
         )
 
 
+def _insert_arrow(
+    client: DuckDbSqlClient,
+    table: str,
+    rows: pa.Table,
+    columns: Sequence[str],
+    constants: dict[str, Any],
+) -> None:
+    """`_insert` on DuckDB: the rows stay Arrow, which DuckDB scans in place, as it reads the
+    parquet of a dlt load. Binding each cell as a parameter cost about half the batch's
+    query CPU (measured: 15 of 29 ms for 50 events at `tenth`). A constant that is None is
+    left out of the INSERT: the column is null, as a bound None would make it."""
+    names: list[str] = []
+    arrays: list[pa.Array | pa.ChunkedArray] = []
+    for name in columns:
+        if name in rows.schema.names:
+            arrays.append(rows.column(name))
+        elif name == "_dlt_id":
+            ids = [uniq_id_base64(DLT_ID_BYTES) for _ in range(rows.num_rows)]
+            arrays.append(pa.array(ids, pa.string()))
+        elif constants.get(name) is not None:
+            arrays.append(pa.array([constants[name]] * rows.num_rows))
+        else:
+            continue
+        names.append(name)
+    quoted = ", ".join(client.escape_column_name(name) for name in names)
+    connection = client.native_connection
+    connection.register(ARROW_VIEW, pa.table(arrays, names=names))
+    try:
+        client.execute_sql(f"INSERT INTO {table} ({quoted}) SELECT {quoted} FROM {ARROW_VIEW}")
+    finally:
+        connection.unregister(ARROW_VIEW)
+
+
 def _record_load(client: Any, load_id: str, boundary: datetime) -> None:
     """The batch's load id in `_dlt_loads`, as a completed load of the source's schema (the
     schema hash of the newest load recorded), so a join of rows to their load finds it."""
     table = client.make_qualified_table_name("_dlt_loads")
-    newest = client.execute_sql(
-        f"SELECT schema_version_hash FROM {table} WHERE schema_name = %s"
-        " ORDER BY load_id DESC LIMIT 1",
-        source_settings.SOURCE_NAME,
-    )
-    schema_hash = newest[0][0] if newest else None
     client.execute_sql(
         f"INSERT INTO {table} (load_id, schema_name, status, inserted_at, schema_version_hash)"
-        " VALUES (%s, %s, 0, %s, %s)",
+        f" SELECT %s, %s, 0, %s, (SELECT schema_version_hash FROM {table}"
+        " WHERE schema_name = %s ORDER BY load_id DESC LIMIT 1)",
         load_id,
         source_settings.SOURCE_NAME,
         boundary,
-        schema_hash,
+        source_settings.SOURCE_NAME,
     )
 
 

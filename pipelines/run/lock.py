@@ -17,6 +17,11 @@ a later one never waits for an earlier one, so no two holders can wait for each 
    workspaces sharing a file (a fleet, Dagster partitions) take turns while their walks
    overlap, and the event receiver writes a batch between a run's loads.
 
+A step that has to wait for a lock says so while it waits: it shares a `flock` on
+`<lock>.want` beside it (`waiting_turn`). A holder that keeps a turn between uses (the event
+receiver keeps the DuckDB file open between its batches: `listen/connections.py`) asks
+`turn_wanted` and hands the turn over at once; a waiter that dies drops its share with it.
+
 The run lock file is never deleted (deleting it would let a waiting run and a new one each
 lock a different file), only emptied on release; it names its holder, so the next run can say
 whose lock it took over.
@@ -196,7 +201,11 @@ def waiting_turn(path: Path, wait_seconds: float, what: str) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:
         deadline = time.monotonic() + wait_seconds
-        if take_flock(handle.fileno(), lambda: time.monotonic() < deadline) is None:
+        waited = take_flock(handle.fileno())
+        if waited is None:
+            with _wanting(path):
+                waited = take_flock(handle.fileno(), lambda: time.monotonic() < deadline)
+        if waited is None:
             raise WarehouseBusy(
                 f"waited {wait_seconds:g} s for {what} ({path}): another step held it"
                 " the whole time; run again later"
@@ -205,6 +214,42 @@ def waiting_turn(path: Path, wait_seconds: float, what: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _want_path(path: Path) -> Path:
+    return path.with_name(path.name + ".want")
+
+
+@contextmanager
+def _wanting(path: Path) -> Iterator[None]:
+    """Shares the lock on `<path>.want` for the block: the waiter's sign to a holder that
+    keeps its turn between uses (`turn_wanted`). Taken blocking: `turn_wanted` holds it
+    exclusively for two system calls only. The file is never deleted, so every waiter and
+    every holder meet on one inode."""
+    with open(_want_path(path), "a", encoding="utf-8") as want:
+        fcntl.flock(want.fileno(), fcntl.LOCK_SH)
+        yield
+
+
+def turn_wanted(path: Path) -> bool:
+    """Whether another step waits for the lock on `path` (`waiting_turn` shares `<path>.want`
+    while it waits): a holder that keeps the turn between uses then hands it over."""
+    try:
+        fd = os.open(_want_path(path), os.O_RDONLY)
+    except FileNotFoundError:
+        return False  # nobody has ever waited for this lock
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the probe's own lock, if it took it
+    return False
+
+
+def access_lock_path(database: Path) -> Path:
+    """The DuckDB file's access lock: `<file>.access.lock`, beside the file."""
+    return Path(str(database.resolve()) + ".access.lock")
 
 
 @contextmanager
@@ -216,8 +261,7 @@ def duckdb_access(
     if database is None:
         yield
         return
-    path = Path(str(database.resolve()) + ".access.lock")
-    with held_turn(path, "the DuckDB file", wait_seconds):
+    with held_turn(access_lock_path(database), "the DuckDB file", wait_seconds):
         yield
 
 

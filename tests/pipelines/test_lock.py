@@ -4,6 +4,8 @@ another process would)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,7 +15,9 @@ import pytest
 from drone_ops_sync.pipelines.run.lock import (
     BRIEF_WAIT_SECONDS,
     WarehouseBusy,
+    access_lock_path,
     duckdb_access,
+    turn_wanted,
     waiting_turn,
     warehouse_lock,
 )
@@ -154,3 +158,47 @@ def test_a_turn_that_never_comes_is_busy_after_its_wait(tmp_path: Path) -> None:
         thread.start()
         thread.join(WAIT_S)
     assert result and "waited 0.2 s for the model build" in str(result[0])
+
+
+WAIT_FOR_FILE = (
+    "import sys; from pathlib import Path;"
+    " from drone_ops_sync.pipelines.run.lock import duckdb_access;"
+    " access = duckdb_access(Path(sys.argv[1])); access.__enter__(); print('got it', flush=True)"
+)
+
+
+def test_a_waiter_says_it_waits_until_it_has_the_turn_or_dies(tmp_path: Path) -> None:
+    """`turn_wanted` is what tells the event receiver to hand the DuckDB file over: true only
+    while a step waits for the access lock, false once it has it, and false when a waiter is
+    killed (the kernel drops its share of `<lock>.want`), so a dead waiter cannot keep the
+    holder closing the file for nobody."""
+    database = tmp_path / "w.duckdb"
+    lock = access_lock_path(database)
+    assert not turn_wanted(lock)  # nobody ever waited: no file
+    got_it = threading.Event()
+
+    def waiter() -> None:
+        with duckdb_access(database):
+            got_it.set()
+
+    with duckdb_access(database):
+        assert not turn_wanted(lock)
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        assert wait_until(lambda: turn_wanted(lock), WAIT_S)
+        assert not got_it.is_set()
+    thread.join(WAIT_S)
+    assert got_it.is_set() and not turn_wanted(lock)
+
+    with duckdb_access(database):
+        child = subprocess.Popen(
+            [sys.executable, "-c", WAIT_FOR_FILE, str(database)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert wait_until(lambda: turn_wanted(lock), WAIT_S)
+        finally:
+            child.kill()
+            child.wait(WAIT_S)
+        assert wait_until(lambda: not turn_wanted(lock), WAIT_S)
