@@ -13,7 +13,9 @@ workspace pipeline's own SQL client (the same credentials and dataset), in one t
   for the ids of a load (`destination_scope`), so dlt's next merge sees an ordinary history;
 - the `_webhook_events` rows replace any of the same `delivery_id` (dlt's delete-insert);
 - every row carries a fresh `_dlt_id` and the batch's `_dlt_load_id`, which is recorded in
-  `_dlt_loads` as a completed load of the source's schema, so lineage joins find it.
+  `_dlt_loads` as a completed load of the source's schema, so lineage joins find it (the
+  column lookup, the INSERTs and the load record are `run/sql_load.py`'s, shared with the run
+  record's writer).
 
 A batch this path cannot write exactly as dlt would (no `projects` or `_webhook_events` table
 yet, or a version carrying a column the table does not have: schema evolution is dlt's) is
@@ -27,9 +29,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
-from dlt.common.utils import uniq_id_base64
-from dlt.destinations.exceptions import DatabaseUndefinedRelation
-from dlt.destinations.impl.duckdb.sql_client import DuckDbSqlClient
 from dlt.destinations.sql_client import SqlClientBase
 
 from drone_ops_sync.sources.drone_ops import (
@@ -43,15 +42,17 @@ from drone_ops_sync.sources.drone_ops import (
 )
 from drone_ops_sync.sources.drone_ops import settings as source_settings
 
+from ..run.sql_load import (
+    fits,
+    insert_rows,
+    new_load_id,
+    placeholders,
+    record_load,
+    table_columns,
+)
+
 PROJECTS = "projects"
 VALID_FROM, VALID_TO = "_dlt_valid_from", "_dlt_valid_to"
-INSERT_ROWS = 500
-"""Rows per INSERT statement: a backlog's batch (up to 8 MiB of spool) stays a few statements
-of bounded size, well inside both databases' limits on one statement."""
-DLT_ID_BYTES = 10
-"""The length dlt gives the `_dlt_id` it adds to Arrow rows (`uniq_id_base64(10)`)."""
-ARROW_VIEW = "_drone_ops_event_rows"
-"""The name the batch's Arrow rows are registered under on DuckDB, for one INSERT only."""
 
 
 def write_batch(
@@ -61,8 +62,8 @@ def write_batch(
     client, open already (its owner, `connections.py`, decides how long it stays open);
     returns every delivery's outcome, or None when the batch must go through a dlt load
     instead (see the module's docstring)."""
-    projects_columns = _columns(client, PROJECTS)
-    events_columns = _columns(client, EVENTS_TABLE)
+    projects_columns = table_columns(client, PROJECTS)
+    events_columns = table_columns(client, EVENTS_TABLE)
     if projects_columns is None or events_columns is None:
         return None
     ids = [str(p["id"]) for e in batch if (p := e.project()) is not None]
@@ -70,35 +71,16 @@ def write_batch(
     applied, outcomes = newest_versions(batch, held)
     versions = project_versions(applied.values(), new_run_id())
     events = event_rows(batch, outcomes)
-    if not set(versions.column_names) <= set(projects_columns):
+    if not fits(versions, projects_columns) or not fits(events, events_columns):
         return None
-    if not set(events.column_names) <= set(events_columns):
-        return None
-    load_id = _load_id()
+    load_id = new_load_id()
     boundary = datetime.now(UTC)
     with client.begin_transaction():
         if versions.num_rows:
             _retire_and_insert(client, versions, projects_columns, load_id, boundary)
         _replace_events(client, events, events_columns, load_id)
-        _record_load(client, load_id, boundary)
+        record_load(client, load_id, boundary)
     return outcomes
-
-
-def _columns(client: Any, table: str) -> list[str] | None:
-    """The table's columns in order, or None when it does not exist yet."""
-    try:
-        with client.execute_query(
-            f"SELECT * FROM {client.make_qualified_table_name(table)} WHERE 1 = 0"
-        ) as cursor:
-            return [str(column[0]) for column in cursor.description]
-    except DatabaseUndefinedRelation:
-        return None
-
-
-def _load_id() -> str:
-    """A load id in dlt's form (unix seconds with microseconds, as text), so load ids keep
-    sorting by time whichever path wrote a row."""
-    return str(datetime.now(UTC).timestamp())
 
 
 def _retire_and_insert(
@@ -108,7 +90,7 @@ def _retire_and_insert(
     quoted = client.escape_column_name
     ids = versions.column("id").to_pylist()
     hashes = versions.column(source_settings.ROW_HASH_COLUMN).to_pylist()
-    id_marks, hash_marks = _marks(len(ids)), _marks(len(hashes))
+    id_marks, hash_marks = placeholders(len(ids)), placeholders(len(hashes))
     row_hash = quoted(source_settings.ROW_HASH_COLUMN)
     # dlt's scd2 retirement for the ids of a load: current rows whose hash the load lacks
     client.execute_sql(
@@ -125,13 +107,8 @@ def _retire_and_insert(
     )
     already = {row[0] for row in current or ()}
     written = versions.filter(pa.array([h not in already for h in hashes], pa.bool_()))
-    extra = {
-        "_dlt_load_id": load_id,
-        VALID_FROM: boundary,
-        VALID_TO: None,
-    }
-    names = set(written.schema.names) | set(extra) | {"_dlt_id"}
-    _insert(client, table, written, [c for c in columns if c in names], extra)
+    validity = {VALID_FROM: boundary, VALID_TO: None}
+    insert_rows(client, PROJECTS, written, columns, load_id, validity)
 
 
 def _replace_events(client: Any, events: pa.Table, columns: Sequence[str], load_id: str) -> None:
@@ -140,91 +117,7 @@ def _replace_events(client: Any, events: pa.Table, columns: Sequence[str], load_
     ids = events.column("delivery_id").to_pylist()
     client.execute_sql(
         f"DELETE FROM {table} WHERE {client.escape_column_name('delivery_id')}"
-        f" IN ({_marks(len(ids))})",
+        f" IN ({placeholders(len(ids))})",
         *ids,
     )
-    names = {*events.column_names, "_dlt_load_id", "_dlt_id"}
-    _insert(client, table, events, [c for c in columns if c in names], {"_dlt_load_id": load_id})
-
-
-def _insert(
-    client: Any, table: str, rows: pa.Table, columns: Sequence[str], constants: dict[str, Any]
-) -> None:
-    """Inserts `rows` into `columns`, each row with a fresh `_dlt_id` and the `constants`."""
-    if not rows.num_rows:
-        return
-    if isinstance(client, DuckDbSqlClient):
-        _insert_arrow(client, table, rows, columns, constants)
-        return
-    values: list[list[Any]] = []
-    present = {name: rows.column(name).to_pylist() for name in columns if name in rows.schema.names}
-    for index in range(rows.num_rows):
-        row = []
-        for name in columns:
-            if name in present:
-                row.append(present[name][index])
-            elif name == "_dlt_id":
-                row.append(uniq_id_base64(DLT_ID_BYTES))
-            else:
-                row.append(constants.get(name))
-        values.append(row)
-    names = ", ".join(client.escape_column_name(name) for name in columns)
-    one = f"({_marks(len(columns))})"
-    for start in range(0, len(values), INSERT_ROWS):
-        chunk = values[start : start + INSERT_ROWS]
-        client.execute_sql(
-            f"INSERT INTO {table} ({names}) VALUES {', '.join([one] * len(chunk))}",
-            *(value for row in chunk for value in row),
-        )
-
-
-def _insert_arrow(
-    client: DuckDbSqlClient,
-    table: str,
-    rows: pa.Table,
-    columns: Sequence[str],
-    constants: dict[str, Any],
-) -> None:
-    """`_insert` on DuckDB: the rows stay Arrow, which DuckDB scans in place, as it reads the
-    parquet of a dlt load. Binding each cell as a parameter cost about half the batch's
-    query CPU (measured: 15 of 29 ms for 50 events at `tenth`). A constant that is None is
-    left out of the INSERT: the column is null, as a bound None would make it."""
-    names: list[str] = []
-    arrays: list[pa.Array | pa.ChunkedArray] = []
-    for name in columns:
-        if name in rows.schema.names:
-            arrays.append(rows.column(name))
-        elif name == "_dlt_id":
-            ids = [uniq_id_base64(DLT_ID_BYTES) for _ in range(rows.num_rows)]
-            arrays.append(pa.array(ids, pa.string()))
-        elif constants.get(name) is not None:
-            arrays.append(pa.array([constants[name]] * rows.num_rows))
-        else:
-            continue
-        names.append(name)
-    quoted = ", ".join(client.escape_column_name(name) for name in names)
-    connection = client.native_connection
-    connection.register(ARROW_VIEW, pa.table(arrays, names=names))
-    try:
-        client.execute_sql(f"INSERT INTO {table} ({quoted}) SELECT {quoted} FROM {ARROW_VIEW}")
-    finally:
-        connection.unregister(ARROW_VIEW)
-
-
-def _record_load(client: Any, load_id: str, boundary: datetime) -> None:
-    """The batch's load id in `_dlt_loads`, as a completed load of the source's schema (the
-    schema hash of the newest load recorded), so a join of rows to their load finds it."""
-    table = client.make_qualified_table_name("_dlt_loads")
-    client.execute_sql(
-        f"INSERT INTO {table} (load_id, schema_name, status, inserted_at, schema_version_hash)"
-        f" SELECT %s, %s, 0, %s, (SELECT schema_version_hash FROM {table}"
-        " WHERE schema_name = %s ORDER BY load_id DESC LIMIT 1)",
-        load_id,
-        source_settings.SOURCE_NAME,
-        boundary,
-        source_settings.SOURCE_NAME,
-    )
-
-
-def _marks(count: int) -> str:
-    return ", ".join(["%s"] * count)
+    insert_rows(client, EVENTS_TABLE, events, columns, load_id)

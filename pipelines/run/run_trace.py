@@ -1,22 +1,26 @@
 """Every load of one sync run goes through `RunLoads`, which keeps their dlt traces and saves
 them as one, so `dlt pipeline <name> trace` (and the dashboard) show the run's data loads.
 
-Why: a sync makes several `pipeline.run` calls (delivery waves, one per load group, then the
-bookkeeping load of `_sync_runs`, `_sync_issues` and `_sync_delivery_marks`), and dlt keeps
-only the last call's trace, so the tooling showed the 0.5 s bookkeeping load and none of the
-data. The bookkeeping cannot join the last data group's `pipeline.run` instead: its rows carry
-each table's outcome, known only once that load has finished, and the delivery marks may be
-recorded only after every delivery load succeeded (`delivery_waves.py`). So the loads stay
-apart, and the trace saved at the end of the run is theirs together, in order: every extract,
-normalize and load step with its load id, row counts and timings, the bookkeeping last.
+Why: a sync makes several `pipeline.run` calls (delivery waves, one per load group, and on a
+new warehouse the load of its record, `_sync_runs`, `_sync_issues` and
+`_sync_delivery_marks`), and dlt keeps only the last call's trace, so the tooling showed the
+last load and none of the others. The record cannot join the last data group's load: its rows
+carry each table's outcome, known only once that load has finished, and the delivery marks
+may be recorded only after every delivery load succeeded (`delivery_waves.py`). So the loads
+stay apart, and the trace saved at the end of the run is theirs together, in order: every
+extract, normalize and load step with its load id, row counts and timings. Once dlt has made
+the record's tables, the record is written by SQL (`write`, `run_record.py`), which is no dlt
+load and has no step in the trace; a quiet run's trace then holds only its empty extracts.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import dlt
 from dlt.common.schema import Schema
+from dlt.destinations.sql_client import SqlClientBase
 from dlt.extract.source import DltSource
 from dlt.pipeline.trace import PipelineStepTrace, PipelineTrace, save_trace
 
@@ -24,6 +28,8 @@ from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 from .disk_full import disk_full_as_error
 from .target import Target
+
+T = TypeVar("T")
 
 
 class RunLoads:
@@ -71,6 +77,13 @@ class RunLoads:
                     step()
                 finally:
                     self._keep_trace()
+
+    def write(self, write: Callable[[SqlClientBase[Any]], T]) -> T:
+        """A write by SQL through the pipeline's SQL client (`write` opens and closes it), in
+        the turn a load takes: the write turn, a full disk as one line. Not a dlt load, so it
+        leaves no trace: what it writes, it records in `_dlt_loads` itself (`sql_load.py`)."""
+        with self.target.write_turn(), disk_full_as_error(self.target, self.pipeline):
+            return write(self.pipeline.sql_client())
 
     def _source_schema(self) -> Schema:
         """The source's schema (`drone_ops`) for the run's own tables (`_sync_runs`, marks),

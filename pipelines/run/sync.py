@@ -1,6 +1,6 @@
 """One sync in a workspace's turn (`pipelines/session.py` takes the lock and repairs): walk and
-compare, load, record the run (through the source's run-state resources,
-`sources/drone_ops/run_state.py`)."""
+compare, load, record the run (`run_record.py`: the rows of the source's run-state tables,
+`sources/drone_ops/run_state.py`, by SQL once dlt has made them)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from drone_ops_sync.sources.drone_ops import (
     ENTITIES,
     LISTS,
     LOAD_GROUPS,
-    RECORD_RESOURCES,
     WEBHOOKS,
     ProgressCallback,
     RunOptions,
@@ -38,6 +37,7 @@ from .delivery_waves import DeliveryWaves, record_marks_first
 from .errors import root_cause
 from .loaded_packages import prune_loaded_packages
 from .lock import duckdb_busy_as
+from .run_record import record_run
 from .run_trace import RunLoads
 from .target import Target
 from .warehouse import read_data_version
@@ -179,7 +179,13 @@ def _locked_run(
     outcome.load_seconds = time.monotonic() - load_started
     outcome.issues = report.issues = len(walk_issues)
     outcome.total_seconds = time.monotonic() - started
-    _record_run(loads, run, source, walk_issues, outcome, marks)
+    finished = datetime.now(UTC)
+    record = RunRecord(report, target.workspace, walk_issues, marks, finished)
+    note = record_run(loads, run, source, record)
+    if note is None:
+        outcome.finished_at = finished
+    else:
+        outcome.notes.append(note)
     traced = loads.save_trace()
     # after every run, not only a clean one: a table failing run after run would otherwise
     # let the packages grow as before; the newest, and every one this run's trace names, are kept
@@ -234,26 +240,3 @@ def _load(
         result = report.table(name)
         result.loaded = result.status == "success"
     return True
-
-
-def _record_run(
-    loads: RunLoads,
-    run: SyncRun,
-    source: Any,
-    issues: list[dict[str, str | None]],
-    outcome: SyncOutcome,
-    marks: dict[str, int],
-) -> None:
-    """Records the run through the source's own run-state resources (`RECORD_RESOURCES`), in
-    one load: one `_sync_runs` row per table as its load ended, the run's `_sync_issues`, the
-    delivery marks that moved (`delivery_waves.py`), and `_webhook_events` if it is missing."""
-    finished = datetime.now(UTC)
-    run.record = RunRecord(run.report, loads.target.workspace, issues, marks, finished)
-    try:
-        loads.run(source.with_resources(*RECORD_RESOURCES))
-    except PipelineStepFailed as exc:
-        outcome.notes.append(
-            f"could not record the run in {source_settings.RUNS_TABLE}: {root_cause(exc)}"
-        )
-    else:
-        outcome.finished_at = finished

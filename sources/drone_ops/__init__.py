@@ -58,6 +58,7 @@ from .run_state import (
     connection_reader,
     marks_resource,
     pipeline_reader,
+    record_tables,
 )
 from .secrets import redact, register_secret
 from .settings_files import check_settings_files
@@ -158,6 +159,7 @@ __all__ = [
     "read_source_config",
     "read_workspace_config",
     "read_workspaces",
+    "record_tables",
     "redact",
     "register_secret",
     "require_dlt_settings",

@@ -23,6 +23,7 @@ from typing import Any
 
 import dlt
 import duckdb
+import pyarrow as pa
 from dlt.common.schema.typing import TColumnSchema
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 from dlt.extract.resource import DltResource
@@ -98,7 +99,7 @@ def record_resources(record: Callable[[], RunRecord | None]) -> list[DltResource
     def issues() -> Iterator[Any]:
         done = record()
         if done is not None:
-            rows = [{**issue, "workspace": done.workspace} for issue in done.issues]
+            rows = issue_rows(done)
             yield issue_table(rows) if rows else dlt.mark.materialize_table_schema()
 
     def marks() -> Iterator[Any]:
@@ -150,15 +151,34 @@ def run_rows(record: RunRecord) -> list[dict[str, Any]]:
     ]
 
 
-def _mark_items(run_id: str, marks: Mapping[str, int]) -> Iterator[Any]:
+def issue_rows(record: RunRecord) -> list[dict[str, str | None]]:
+    """The run's `_sync_issues` rows: each issue with the run's workspace."""
+    return [{**issue, "workspace": record.workspace} for issue in record.issues]
+
+
+def mark_rows(run_id: str, marks: Mapping[str, int]) -> list[dict[str, Any]]:
+    """One `_sync_delivery_marks` row per webhook whose mark moved, recorded now."""
     recorded_at = datetime.now(UTC)
-    if not marks:
-        yield dlt.mark.materialize_table_schema()
-        return
-    yield [
+    return [
         {"run_id": run_id, "webhook_id": hook, "newest_ms": ms, "recorded_at": recorded_at}
         for hook, ms in sorted(marks.items())
     ]
+
+
+def record_tables(record: RunRecord) -> dict[str, pa.Table]:
+    """The record's rows per table, as Arrow: the rows `record_resources` yields, for a
+    writer that writes them without dlt once dlt has made the tables (`drone-sync run`,
+    `pipelines/run/run_record.py`). A table with no rows this run is an empty table."""
+    return {
+        RUNS_TABLE: pa.Table.from_pylist(run_rows(record)),
+        ISSUES_TABLE: issue_table(issue_rows(record)),
+        MARKS_TABLE: pa.Table.from_pylist(mark_rows(record.report.run_id, record.marks)),
+    }
+
+
+def _mark_items(run_id: str, marks: Mapping[str, int]) -> Iterator[Any]:
+    rows = mark_rows(run_id, marks)
+    yield rows if rows else dlt.mark.materialize_table_schema()
 
 
 @dataclass(frozen=True)

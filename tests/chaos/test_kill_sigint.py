@@ -22,13 +22,13 @@ from .results import ChaosResults
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-LISTS, WEBHOOKS, RECORD = 0, 1, 2
+LISTS, WEBHOOKS = 0, 1
 FRESH = seeded_points(
     31, [walk_requests(4, 2, 30), ("extract", WEBHOOKS), ("normalize", LISTS), ("wal", WEBHOOKS)]
 )
 INCREMENTAL = seeded_points(
     32,
-    [("load-mid", LISTS), ("extract", RECORD), ("normalized", WEBHOOKS), walk_requests(5, 2, 30)],
+    [("load-mid", LISTS), ("record", WEBHOOKS), ("normalized", WEBHOOKS), walk_requests(5, 2, 30)],
 )
 
 

@@ -1,7 +1,8 @@
 """kill -9 of a sync in a child process, at seeded points of the second load package
 (webhooks, deliveries, users: extracted while the first one loads) and of the run record:
-first on a fresh warehouse, then, after churn, on the incremental one. Each kill is followed
-by a clean run and the truth check."""
+first on a fresh warehouse (the record is a dlt load), then, after churn, on the incremental
+one (the record is a SQL transaction once the second package is loaded). Each kill is
+followed by a clean run and the truth check."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ INCREMENTAL = seeded_points(
         ("normalize", WEBHOOKS),
         ("load-started", WEBHOOKS),
         ("loaded", WEBHOOKS),
-        ("extract", RECORD),
+        ("record", WEBHOOKS),
     ],
 )
 

@@ -3,9 +3,11 @@ the simulator's request counter.
 
 dlt moves each load package through `normalize/extracted/<load_id>` (extract), `load/new`
 (normalize writing), `load/normalized` (waiting for and during the load: its jobs move from
-`new_jobs` to `started_jobs` to `completed_jobs`) and `load/loaded`. A run of the sync makes
+`new_jobs` to `started_jobs` to `completed_jobs`) and `load/loaded`. A first sync makes
 three packages: the list tables, then webhooks/deliveries/users, then the run record (with the
-delivery marks). On a warehouse whose delivery marks are not recorded yet (a first sync) a
+delivery marks); a later one makes the first two and writes its record by SQL, in one
+transaction after the second is loaded (`pipelines/run/run_record.py`), which leaves no
+package. On a warehouse whose delivery marks are not recorded yet (a first sync) a
 package holding only `_sync_delivery_marks` comes first; it is not counted, so the indexes
 name the same packages on fresh and incremental runs (deliveries loaded in waves would add
 packages too, but the chaos workspaces are far below a wave's 50,000 rows). A kill
@@ -152,7 +154,8 @@ def _stage_at_least(obs: Observation, index: int, stage: str) -> bool:
 
 
 def package_point(kind: str, index: int, delay: float = 0.0) -> KillPoint:
-    """A stage of the `index`-th package of the run (0 lists, 1 webhooks, 2 the run record)."""
+    """A stage of the `index`-th package of the run (0 lists, 1 webhooks, 2 the run record of a
+    first sync); `record`: the `index`-th package loaded, the record's SQL write next."""
 
     def loading(obs: Observation, done: bool) -> bool:
         if _stage_at_least(obs, index, "loaded"):
@@ -183,9 +186,12 @@ def package_point(kind: str, index: int, delay: float = 0.0) -> KillPoint:
             "between-groups" if index == 0 else "after-load",
             lambda obs: _stage_at_least(obs, index, "loaded"),
         ),
+        # a later run's last data package loaded: what follows is the record's SQL write
+        "record": ("record", lambda obs: _stage_at_least(obs, index, "loaded")),
     }
     phase, test = tests[kind]
-    name = f"{kind}#{PACKAGE_NAMES[index]}" + (f"+{delay * 1000:.0f}ms" if delay else "")
+    where = "sql" if kind == "record" else PACKAGE_NAMES[index]
+    name = f"{kind}#{where}" + (f"+{delay * 1000:.0f}ms" if delay else "")
     return KillPoint(name, phase if index < 2 else "record", test, delay=delay)
 
 

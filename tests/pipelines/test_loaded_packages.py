@@ -48,9 +48,13 @@ def test_completed_packages_stay_bounded_over_runs(
     assert max(counts) <= KEEP_LOADED_PACKAGES, counts
     assert counts[-1] == KEEP_LOADED_PACKAGES, counts
     kept = _loaded(target)
-    # the last run's data is what stays: its load is the warehouse's newest
+    # the last run's data is what stays: its load is the warehouse's newest dlt load (the
+    # records of the runs after the first are written by SQL and have no package)
     with duckdb.connect(str(target.resolved_database()), read_only=True) as connection:
-        [(newest,)] = connection.sql("SELECT max(load_id) FROM drone_ops._dlt_loads").fetchall()
+        [(newest,)] = connection.sql(
+            "SELECT max(load_id) FROM drone_ops._dlt_loads"
+            " WHERE load_id NOT IN (SELECT _dlt_load_id FROM drone_ops._sync_runs)"
+        ).fetchall()
     assert kept[-1].name == newest
     pipeline = dlt.attach(
         target.pipeline_name(), pipelines_dir=str(target.resolved_pipelines_dir())
@@ -63,24 +67,19 @@ def test_completed_packages_stay_bounded_over_runs(
 def test_what_dlt_reports_agrees_after_a_quiet_run(
     tiny_sim: Any, target: Target, sync: Any
 ) -> None:
-    """After pruning and a quiet run (whose empty extracts dlt drops), every load package the
-    saved trace names (what `dlt pipeline <name> show` lists) is one dlt can open
-    (`load-package <id>`), in the state the trace gives it; nothing is said to be pending
-    that the working folder does not hold. It used to list two `extracted` packages ("pending
-    to normalize") that no longer existed."""
+    """After pruning and a run with changes, every load package the saved trace names (what
+    `dlt pipeline <name> show` lists) is one dlt can open (`load-package <id>`), in the state
+    the trace gives it; after a quiet run (whose empty extracts dlt drops, and whose record is
+    written by SQL) the trace names none, and nothing is said to be pending. It used to list
+    two `extracted` packages ("pending to normalize") that no longer existed."""
     run: SyncFn = sync(tiny_sim)
     for _ in range(3):
         assert run().ok
-    pipeline = dlt.attach(
-        target.pipeline_name(), pipelines_dir=str(target.resolved_pipelines_dir())
-    )
-    trace = pipeline.last_trace
-    assert trace is not None
-    states: dict[str, str] = {}
-    for step in trace.steps:
-        for package in getattr(step.step_info, "load_packages", None) or []:
-            states[package.load_id] = package.state
+    tiny_sim.churn(seed=5, update_fraction=0.1, new_deliveries_per_webhook=2)
+    assert run().ok
+    states = _traced_states(target)
     assert states, "the trace names the run's packages"
+    pipeline = _attached(target)
     pending = set(pipeline.list_extracted_load_packages()) | set(
         pipeline.list_normalized_load_packages()
     )
@@ -89,3 +88,25 @@ def test_what_dlt_reports_agrees_after_a_quiet_run(
         info = pipeline.get_load_package_info(load_id)
         assert info.state == state, (load_id, info.state, state)
         assert load_id in (pending if state in ("extracted", "normalized") else completed)
+
+    assert run().ok
+    assert _traced_states(target) == {}, "a quiet run makes no dlt load"
+    pipeline = _attached(target)
+    assert pipeline.last_trace is not None
+    assert not pipeline.list_extracted_load_packages()
+    assert not pipeline.list_normalized_load_packages()
+
+
+def _attached(target: Target) -> dlt.Pipeline:
+    return dlt.attach(target.pipeline_name(), pipelines_dir=str(target.resolved_pipelines_dir()))
+
+
+def _traced_states(target: Target) -> dict[str, str]:
+    """The load packages the pipeline's saved trace names, with the state it gives each."""
+    trace = _attached(target).last_trace
+    assert trace is not None
+    states: dict[str, str] = {}
+    for step in trace.steps:
+        for package in getattr(step.step_info, "load_packages", None) or []:
+            states[package.load_id] = package.state
+    return states

@@ -1,0 +1,85 @@
+"""The run's record (`_sync_runs`, `_sync_issues`, `_sync_delivery_marks`), written when the
+run's loads are done: by SQL in one transaction once dlt has made its tables, else by dlt.
+
+Why: the record cannot join a data load (its rows carry each table's outcome, known only once
+that table's load ended, and the delivery marks may move only after every delivery load
+succeeded: `delivery_waves.py`), so it was a dlt load of its own, 0.3-0.6 s for a few rows and
+a quiet run's only load. It is now written as the event receiver writes a batch
+(`sql_load.py`): through the pipeline's SQL client, in the write turn, in one transaction,
+every row with a fresh `_dlt_id` and the record's `_dlt_load_id`, which is recorded in
+`_dlt_loads` as a completed load. So the readers that count only completed loads (the rolling
+refresh's job syncs, the delivery marks: `RunStateReader`) see it as before, and a run killed
+before the commit leaves nothing of its record, as a killed dlt load left nothing.
+
+dlt loads the record instead (`RECORD_RESOURCES`, with the empty `_webhook_events` the models
+read) whenever the SQL path could not write exactly what dlt would: on a new warehouse (no
+tables yet), when a table lacks a column the rows carry (a new column: schema evolution is
+dlt's), and when the transaction failed (rolled back; the dlt load's own failure, if it fails
+too, is the run's note).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from dlt.destinations.exceptions import DestinationException
+from dlt.destinations.sql_client import SqlClientBase
+from dlt.pipeline.exceptions import PipelineStepFailed
+
+from drone_ops_sync.sources.drone_ops import (
+    EVENTS_TABLE,
+    RECORD_RESOURCES,
+    RunRecord,
+    SyncRun,
+    record_tables,
+    redact,
+)
+from drone_ops_sync.sources.drone_ops import settings as source_settings
+
+from .errors import root_cause
+from .run_trace import RunLoads
+from .sql_load import fits, insert_rows, new_load_id, record_load, table_columns
+
+log = logging.getLogger(__name__)
+
+
+def record_run(loads: RunLoads, run: SyncRun, source: Any, record: RunRecord) -> str | None:
+    """Records the run: by SQL when it can (`write_record`), else through the source's own
+    run-state resources in one dlt load. Returns why the run could not be recorded, or None."""
+    run.record = record
+    if _written_by_sql(loads, record):
+        return None
+    try:
+        loads.run(source.with_resources(*RECORD_RESOURCES))
+    except PipelineStepFailed as exc:
+        return f"could not record the run in {source_settings.RUNS_TABLE}: {root_cause(exc)}"
+    return None
+
+
+def _written_by_sql(loads: RunLoads, record: RunRecord) -> bool:
+    try:
+        return loads.write(lambda client: write_record(client, record))
+    except DestinationException as exc:
+        # rolled back: the dlt load writes the record, or says why it cannot
+        log.info("the run record goes through a dlt load: %s", redact(str(exc)))
+        return False
+
+
+def write_record(sql_client: SqlClientBase[Any], record: RunRecord) -> bool:
+    """Writes the record's rows in one transaction through `sql_client` (opened here, closed
+    at the end); False, having written nothing, when a table (or `_webhook_events`, which the
+    dlt load would create) is missing or lacks a column the rows carry."""
+    tables = record_tables(record)
+    with sql_client as client:
+        columns = {name: table_columns(client, name) for name in (*tables, EVENTS_TABLE)}
+        if columns[EVENTS_TABLE] is None:
+            return False
+        if not all(fits(rows, columns[name]) for name, rows in tables.items()):
+            return False
+        load_id = new_load_id()
+        with client.begin_transaction():
+            for name, rows in tables.items():
+                insert_rows(client, name, rows, columns[name] or (), load_id)
+            record_load(client, load_id, record.finished_at)
+    return True
