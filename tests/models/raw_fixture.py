@@ -512,3 +512,17 @@ def write_postgres_tables(
             f'insert into "{schema}"."{table}" ({", ".join(columns)}) values ({placeholders})',
             [[row[c] for c in columns] for row in rows],
         )
+
+
+def postgres_dbt_target(server: Any, database: str = "warehouse") -> Any:
+    """The dbt target of a database on a test's PostgreSQL server (`testkit.postgres`)."""
+    from drone_ops_sync.pipelines.publish.dbt_build import DbtTarget
+
+    return DbtTarget.postgres(
+        host=server.host,
+        port=server.port,
+        user=server.user,
+        password=server.password,
+        database=database,
+        sslmode="disable",
+    )

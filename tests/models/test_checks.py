@@ -13,13 +13,18 @@ import duckdb
 import pytest
 
 from drone_ops_sync.pipelines.publish.dbt_build import (
-    DbtTarget,
     ModelsResult,
     NodeFailure,
     build_models,
 )
 from testkit.postgres import create_database, running_postgres
-from tests.models.raw_fixture import DDL, TABLES, create_raw_warehouse, write_postgres_tables
+from tests.models.raw_fixture import (
+    DDL,
+    TABLES,
+    create_raw_warehouse,
+    postgres_dbt_target,
+    write_postgres_tables,
+)
 
 JOB_WITHOUT_PATTERN = (
     "update {jobs} set job_pattern = null where id = 'j1' and _dlt_valid_to is null"
@@ -80,14 +85,7 @@ def test_the_failure_names_the_column_on_postgresql_too(tmp_path: pathlib.Path) 
             write_postgres_tables(cursor, "drone_ops", TABLES, DDL)
             cursor.execute(JOB_WITHOUT_PATTERN.format(jobs='"drone_ops"."jobs"'))
         connection.close()
-        target = DbtTarget.postgres(
-            host=server.host,
-            port=server.port,
-            user=server.user,
-            password=server.password,
-            database="warehouse",
-            sslmode="disable",
-        )
+        target = postgres_dbt_target(server)
         result = build_models(target, unit_tests=False, target_path=tmp_path / "target")
     failure = _failure(result, "not_null_dim_jobs")
     assert failure.message.endswith(": null in job_pattern (1 row)"), failure.message

@@ -29,7 +29,13 @@ from drone_ops_sync.pipelines.publish.dbt_build import (
 )
 from drone_ops_sync.pipelines.publish.metrics import FLEET_SQL
 from testkit.postgres import create_database, running_postgres
-from tests.models.raw_fixture import DDL, TABLES, write_postgres_tables, write_raw_tables
+from tests.models.raw_fixture import (
+    DDL,
+    TABLES,
+    postgres_dbt_target,
+    write_postgres_tables,
+    write_raw_tables,
+)
 
 NORTH, SOUTH = "north", "south"
 # the north schema is named like the DuckDB file, so its tables need source_in_view
@@ -151,14 +157,7 @@ def _postgres_fleet(root: pathlib.Path) -> Iterator[Fleet]:
                 tables, ddl = (south_tables(), south_ddl()) if name == SOUTH else (TABLES, DDL)
                 write_postgres_tables(cursor, schema, tables, ddl)
         connection.close()
-        target = DbtTarget.postgres(
-            host=server.host,
-            port=server.port,
-            user=server.user,
-            password=server.password,
-            database="warehouse",
-            sslmode="disable",
-        )
+        target = postgres_dbt_target(server)
         fleet, alone = _build_all(target, root)
 
         def query(sql: str) -> list[tuple[Any, ...]]:

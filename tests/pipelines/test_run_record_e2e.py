@@ -11,7 +11,6 @@ counts every run.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -22,7 +21,8 @@ from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
 from testkit.simulator_process import SimulatorHandle
 
-from .warehouse_check import Warehouse, query
+from .test_events_write import warehouse
+from .warehouse_check import query
 
 pytestmark = pytest.mark.e2e
 
@@ -35,13 +35,6 @@ def sync(target: Target, sim: SimulatorHandle) -> SyncOutcome:
     assert outcome.ok, outcome.report.tables
     assert outcome.finished_at is not None, outcome.notes
     return outcome
-
-
-def warehouse(target: Target) -> Warehouse:
-    if target.destination == "postgres":
-        return os.environ["DESTINATION__POSTGRES__CREDENTIALS"]
-    assert target.database is not None
-    return target.database
 
 
 def record_loads(target: Target, run_id: str) -> set[str]:
