@@ -18,6 +18,7 @@ children of a fleet run (`run/fleet.py`).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 import threading
@@ -45,10 +46,9 @@ def exit_now(code: int) -> NoReturn:
         sys.exit(code)
     run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        # a closed pipe or stream: nothing more can be written anyway
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be written
-            pass
     os._exit(code)
 
 

@@ -378,7 +378,7 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
         # a native string as a connection URL first, which imports SQLAlchemy (0.15 s of a
         # quiet run's 2 s) only to fall back to a file path
         credentials = DuckDbCredentials(
-            None, global_config={"memory_limit": duckdb_memory_limit(), "threads": duckdb_threads()}
+            global_config={"memory_limit": duckdb_memory_limit(), "threads": duckdb_threads()}
         )
         credentials.database = str(database)
         destination: Any = dlt.destinations.duckdb(credentials=credentials)
