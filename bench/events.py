@@ -68,7 +68,7 @@ class Burst:
 
 
 def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "drone_ops_sync.pipelines.cli", *args]
+    return [sys.executable, "-m", "drone_ops_sync.pipelines.console_script", *args]
 
 
 def sync(

@@ -103,7 +103,9 @@ def workspace_name(index: int) -> str:
 def drone_sync_command() -> list[str]:
     script = Path(sys.executable).with_name("drone-sync")
     return (
-        [str(script)] if script.exists() else [sys.executable, "-m", "drone_ops_sync.pipelines.cli"]
+        [str(script)]
+        if script.exists()
+        else [sys.executable, "-m", "drone_ops_sync.pipelines.console_script"]
     )
 
 

@@ -101,7 +101,9 @@ def run_cli(spec: dict[str, Any]) -> dict[str, Any]:
 
     script = Path(sys.executable).with_name("drone-sync")
     command = (
-        [str(script)] if script.exists() else [sys.executable, "-m", "drone_ops_sync.pipelines.cli"]
+        [str(script)]
+        if script.exists()
+        else [sys.executable, "-m", "drone_ops_sync.pipelines.console_script"]
     )
     env = {
         **os.environ,

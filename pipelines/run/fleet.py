@@ -127,7 +127,7 @@ def _start(
     command = [
         sys.executable,
         "-m",
-        "drone_ops_sync.pipelines.cli",
+        "drone_ops_sync.pipelines.console_script",
         "run",
         "--log-format",
         "json",

@@ -62,7 +62,9 @@ def test_no_folder_of_python_files_lacks_an_init() -> None:
 def test_each_top_folder_is_mapped_under_the_namespace() -> None:
     mapping = _pyproject()["tool"]["setuptools"]["package-dir"]
     assert mapping == {f"{NAMESPACE}.{f}": f for f in (*CODE_FOLDERS, *DATA_PACKAGES)}
-    assert _pyproject()["project"]["scripts"] == {"drone-sync": f"{NAMESPACE}.pipelines.cli:main"}
+    assert _pyproject()["project"]["scripts"] == {
+        "drone-sync": f"{NAMESPACE}.pipelines.console_script:main"
+    }
 
 
 def test_the_container_recipe_copies_every_installed_folder() -> None:

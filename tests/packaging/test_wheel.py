@@ -240,7 +240,7 @@ def test_wheel_holds_one_top_level_name_and_every_file_of_the_installed_folders(
     ):
         assert f"{NAMESPACE}/{data}" in names
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info.pop()}/entry_points.txt").decode()
-    assert "drone-sync = drone_ops_sync.pipelines.cli:main" in entry_points
+    assert "drone-sync = drone_ops_sync.pipelines.console_script:main" in entry_points
 
 
 def test_sdist_holds_the_installed_folders_and_no_repository_only_package(

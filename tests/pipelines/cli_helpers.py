@@ -131,7 +131,8 @@ def dlt_data_dir(tmp_path: Path) -> Path:
 
 
 def cli_command(args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "drone_ops_sync.pipelines.cli", *args]
+    # the entry point `drone-sync` runs, its exit included (`console_script.py`)
+    return [sys.executable, "-m", "drone_ops_sync.pipelines.console_script", *args]
 
 
 HANG_GUARD_S = 600.0

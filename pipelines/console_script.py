@@ -1,0 +1,56 @@
+"""The `drone-sync` process: the command (`cli.main`), then an exit that skips the interpreter's
+teardown.
+
+Why: once the command has finished (every warehouse connection closed, every file written and
+closed, the summary printed), the interpreter still tears down every module and object it
+loaded, dlt's, sqlglot's, pyarrow's and DuckDB's among them: about 0.3 s of CPU, an eighth of a
+quiet `small` run (docs/performance.md, "The lean run"). No step of ours needs that teardown.
+What must happen at exit is registered with `atexit` (logging's flush, dlt's telemetry stop,
+the removal of temporary folders), and it is run here first, then the standard streams are
+flushed. While a thread other than the main one is still running (none should be by then),
+the ordinary exit is taken, which waits for it.
+
+`cli.main` stays what tests and in-process callers call; only the process entry points exit
+this way: the `drone-sync` script, `python -m drone_ops_sync.pipelines.console_script`, and the
+children of a fleet run (`run/fleet.py`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+import threading
+from typing import NoReturn
+
+from .cli import main as command
+
+
+def main() -> NoReturn:
+    """Runs the command line and ends the process with its exit code."""
+    exit_now(command())
+
+
+def exit_now(code: int) -> NoReturn:
+    """Ends the process with `code` once the `atexit` handlers ran and the standard streams
+    are flushed, without the interpreter's teardown; the ordinary `sys.exit` when a non-daemon
+    thread still runs or this Python cannot run the handlers itself."""
+    others = [
+        thread
+        for thread in threading.enumerate()
+        if thread is not threading.main_thread() and not thread.daemon
+    ]
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if others or run_exit_handlers is None:
+        sys.exit(code)
+    run_exit_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        # a closed pipe or stream: nothing more can be written anyway
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()
