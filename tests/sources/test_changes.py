@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from drone_ops_sync.sources.drone_ops.compare.changes import ChangeSet, Walked, diff, held_versions
+from drone_ops_sync.sources.drone_ops.compare.changes import ChangeSet, Walked, diff, held_hashes
 from drone_ops_sync.sources.drone_ops.compare.deletions import (
     outside_projects,
     retire_share_exceeded,
@@ -15,7 +15,7 @@ from drone_ops_sync.sources.drone_ops.walk.rolling import job_slice_of
 
 def _seen(pairs: dict[str, str], current: pa.Table | None = None) -> Walked:
     """The walk's ids with the first look's decision: held when `current` holds the hash."""
-    held = held_versions(current) if current is not None else frozenset()
+    held = held_hashes(current) if current is not None else frozenset()
     return Walked(
         pa.array(list(pairs), pa.string()),
         pa.array([version in held for version in pairs.values()], pa.bool_()),

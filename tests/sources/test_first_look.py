@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pytest
 
 from drone_ops_sync.sources.drone_ops import settings
-from drone_ops_sync.sources.drone_ops.compare.changes import ChangeSet, diff, held_versions
+from drone_ops_sync.sources.drone_ops.compare.changes import ChangeSet, diff, held_hashes
 from drone_ops_sync.sources.drone_ops.compare.deletions import outside_projects
 from drone_ops_sync.sources.drone_ops.tables.breaches import Issue
 from drone_ops_sync.sources.drone_ops.tables.entities import JOBS
@@ -124,14 +124,14 @@ def test_the_first_look_decides_what_the_hash_comparison_did(
     are exactly those to load, each id once with its chosen version."""
     before, pages, doubled = _churned(seed)
     current = pa.concat_tables([_current(before), _current(doubled)])
-    snapshot = _walked(tmp_path, held_versions(current), pages, seed)
+    snapshot = _walked(tmp_path, held_hashes(current), pages, seed)
     compared = current
     if rolling:
         skipped = {"p3", "p7"}
         pages = {p: records for p, records in pages.items() if p not in skipped}
         compared = outside_projects(current, skipped)
         (tmp_path / "rolling").mkdir()
-        snapshot = _walked(tmp_path / "rolling", held_versions(current), pages, seed)
+        snapshot = _walked(tmp_path / "rolling", held_hashes(current), pages, seed)
     expected = _by_hash(_seen_versions(pages), compared)
     changes = diff(snapshot.versions(), compared)
     assert _outcome(changes) == expected
@@ -146,7 +146,7 @@ def test_doubled_ids_are_loaded_again_even_when_walked_unchanged(tmp_path: Path)
     """An id with two current versions is never held, so its row is typed and read back."""
     records = [job("j1", "p1", 1), job("j2", "p1", 2)]
     current = pa.concat_tables([_current(records), _current([{**records[0], "name": "old"}])])
-    snapshot = _walked(tmp_path, held_versions(current), {"p1": records}, 0)
+    snapshot = _walked(tmp_path, held_hashes(current), {"p1": records}, 0)
     changes = diff(snapshot.versions(), current)
     assert changes.load_ids.to_pylist() == ["j1"] and (changes.new, changes.changed) == (0, 1)
     loaded = [row for batch in snapshot.batches(changes.load_ids) for row in batch.to_pylist()]
@@ -159,7 +159,7 @@ def test_records_fetched_one_by_one_get_the_first_look_too(tmp_path: Path) -> No
     records = [job(f"j{n}", "p1", n) for n in range(4)]
     current = _current(records)
     listed = [records[0], {**records[1], "status": "completed"}, records[2], records[3]]
-    snapshot = _walked(tmp_path, held_versions(current), {"p1": listed}, 0)
+    snapshot = _walked(tmp_path, held_hashes(current), {"p1": listed}, 0)
     fetched = {**records[2], "status": "cancelled"}
     snapshot.replace(
         ["j1", "j2", "j3"],

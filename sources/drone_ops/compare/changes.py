@@ -2,7 +2,7 @@
 
 Change is looked at once per record: `first_look`, as the walk hands a page to its table's
 snapshot, hashes each record's canonical line and asks whether the warehouse holds that version
-as current (`held_versions`). A held record is kept as id and hash only; the others are typed
+as current (`held_hashes`). A held record is kept as id and hash only; the others are typed
 and spilled. `diff`, once the walk has ended, takes those decisions as they are (after repeats
 are settled and conflicts replaced) and only adds what needs the whole walk: which of the
 records to load are new, which changed, and which current ids the walk did not see.
@@ -64,7 +64,7 @@ def doubled_ids(current: pa.Table) -> pa.Array:
     return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
 
 
-def held_versions(current: pa.Table) -> frozenset[str]:
+def held_hashes(current: pa.Table) -> frozenset[str]:
     """The row hashes the first look counts as held: every current version except those of
     doubled ids, whose rows must be loaded again so the scd2 merge retires the extra version
     (a doubled id is never held, so its rows are always typed and spilled)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import settings
-from ..compare.changes import held_versions
+from ..compare.changes import held_hashes
 from ..config import SourceConfig
 from ..known import DeliveryMark, KnownState
 from ..tables.entities import ENTITIES, Entity
@@ -22,8 +22,8 @@ class WalkPlan:
     jobs_path: str = settings.JOBS_PATH_TEMPLATE
     webhook_ids: tuple[str, ...] | None = None
     delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
-    held_versions: dict[str, frozenset[str]] = field(default_factory=dict)
-    """Per entity table, the row hashes the first look counts as held (`changes.held_versions`)."""
+    held_hashes: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per entity table, the row hashes the first look counts as held (`changes.held_hashes`)."""
     job_slice: JobSlice | None = None
     """(slice, slices) for a rolling job refresh; None walks every project's jobs."""
 
@@ -34,9 +34,7 @@ class WalkPlan:
             jobs_path=config.jobs_path,
             webhook_ids=config.webhook_ids,
             delivery_marks=known.delivery_marks,
-            held_versions={
-                table: held_versions(current) for table, current in known.current.items()
-            },
+            held_hashes={table: held_hashes(current) for table, current in known.current.items()},
             job_slice=job_slice(config.job_refresh_slices, known),
         )
 

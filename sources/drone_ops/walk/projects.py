@@ -105,7 +105,7 @@ class ProjectWalker:
         project_id = str(project["id"])
         wanted = (
             job_slice_of(project_id, rolling[1]) == rolling[0]
-            or row_hash(project) not in self.context.tables["projects"].held_versions
+            or row_hash(project) not in self.context.tables["projects"].held_hashes
         )
         with self._project_ids_lock:
             if not wanted or project_id in self.job_walked_projects:

@@ -68,12 +68,12 @@ class TableSnapshot:
         spill_dir: Path,
         run_id: str,
         issues: list[Issue],
-        held_versions: frozenset[str] = frozenset(),
+        held_hashes: frozenset[str] = frozenset(),
     ) -> None:
         self.entity = entity
         self.name = entity.table
-        self.held_versions = held_versions
-        """Row hashes the first look counts as held (`changes.held_versions`)."""
+        self.held_hashes = held_hashes
+        """Row hashes the first look counts as held (`changes.held_hashes`)."""
         self._held_ids: list[str] = []
         self._held_hashes: list[str] = []
         self._held_batches: list[SpilledBatch] = []
@@ -112,7 +112,7 @@ class TableSnapshot:
         """Adds records listed by the API (under `parent_id`): the first look keeps those the
         warehouse holds as id and hash only (so a quiet run types and spills almost nothing);
         the others wait as JSON lines, typed and written a batch at a time."""
-        look = first_look(records, self.held_versions)
+        look = first_look(records, self.held_hashes)
         batch: PendingLines | None = None
         with self._lock:
             self._held_ids.extend(look.held_ids)
@@ -183,7 +183,7 @@ class TableSnapshot:
         `rows.to_arrow`); an id without a row is then simply absent. The first look splits
         them as it does listed records."""
         self._replaced = pa.concat_arrays([self._replaced, pa.array(ids, pa.string())])
-        held, others = split_held(rows, self.held_versions)
+        held, others = split_held(rows, self.held_hashes)
         if held:
             batch = SpilledBatch(
                 None,
