@@ -108,10 +108,11 @@ class TableSnapshot:
         with self._lock:
             self.error = Interrupted(f"the walk of {self.name}")
 
-    def offer(self, records: list[Record], parent_id: str | None = None) -> None:
+    def offer(self, records: list[Record], parent_id: str | None = None) -> list[str]:
         """Adds records listed by the API (under `parent_id`): the first look keeps those the
         warehouse holds as id and hash only (so a quiet run types and spills almost nothing);
-        the others wait as JSON lines, typed and written a batch at a time."""
+        the others wait as JSON lines, typed and written a batch at a time. Returns the ids
+        the first look found held (the rolling refresh skips those projects' jobs)."""
         look = first_look(records, self.held_hashes)
         batch: PendingLines | None = None
         with self._lock:
@@ -130,6 +131,7 @@ class TableSnapshot:
                 batch, self._pending = pending, PendingLines()
         if batch is not None:
             self._type_and_keep(batch)
+        return look.held_ids
 
     def finish(self) -> None:
         with self._lock:
