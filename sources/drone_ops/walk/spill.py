@@ -74,8 +74,8 @@ class TableSnapshot:
         self.name = entity.table
         self.held_hashes = held_hashes
         """Row hashes the first look counts as held (`changes.held_hashes`)."""
-        self._held_ids: list[str] = []
-        self._held_hashes: list[str] = []
+        self._pending_held_ids: list[str] = []
+        self._pending_held_hashes: list[str] = []
         self._held_batches: list[SpilledBatch] = []
         """Held records already moved from Python lists into Arrow arrays (a quarter of the
         memory: at `large` 400,000 ids and hashes as Python strings took about 60 MB)."""
@@ -116,11 +116,11 @@ class TableSnapshot:
         look = first_look(records, self.held_hashes)
         batch: PendingLines | None = None
         with self._lock:
-            self._held_ids.extend(look.held_ids)
-            self._held_hashes.extend(look.held_hashes)
-            if len(self._held_ids) >= settings.ARROW_BATCH_ROWS:
+            self._pending_held_ids.extend(look.held_ids)
+            self._pending_held_hashes.extend(look.held_hashes)
+            if len(self._pending_held_ids) >= settings.ARROW_BATCH_ROWS:
                 self._held_batches.append(self._pending_held())
-                self._held_ids, self._held_hashes = [], []
+                self._pending_held_ids, self._pending_held_hashes = [], []
             self.rows_seen += len(records)
             pending = self._pending
             for line in look.lines:
@@ -210,8 +210,8 @@ class TableSnapshot:
         """Held records not moved into a batch yet, as one (never written to disk)."""
         return SpilledBatch(
             None,
-            pa.array(self._held_ids, pa.string()),
-            pa.array(self._held_hashes, pa.string()),
+            pa.array(self._pending_held_ids, pa.string()),
+            pa.array(self._pending_held_hashes, pa.string()),
         )
 
     def _sightings(self) -> list[tuple[SpilledBatch, pa.Array | None]]:
