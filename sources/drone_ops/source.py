@@ -40,7 +40,7 @@ from dlt.common.schema.typing import (
 from dlt.extract.resource import DltResource
 
 from . import settings
-from .compare import TableSync
+from .compare.table_sync import TableSync
 from .config import checked_tables
 from .events import EVENTS_COLUMNS, EVENTS_TABLE
 from .run import RunOptions, SyncRun

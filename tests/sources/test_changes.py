@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from drone_ops_sync.sources.drone_ops.compare.changes import ChangeSet, diff
+from drone_ops_sync.sources.drone_ops.compare.changes import ChangeSet, Walked, diff, held_hashes
 from drone_ops_sync.sources.drone_ops.compare.deletions import (
     outside_projects,
     retire_share_exceeded,
@@ -13,8 +13,13 @@ from drone_ops_sync.sources.drone_ops.compare.deletions import (
 from drone_ops_sync.sources.drone_ops.walk.rolling import job_slice_of
 
 
-def _seen(pairs: dict[str, str]) -> tuple[pa.Array, pa.Array]:
-    return pa.array(list(pairs), pa.string()), pa.array(list(pairs.values()), pa.string())
+def _seen(pairs: dict[str, str], current: pa.Table | None = None) -> Walked:
+    """The walk's ids with the first look's decision: held when `current` holds the hash."""
+    held = held_hashes(current) if current is not None else frozenset()
+    return Walked(
+        pa.array(list(pairs), pa.string()),
+        pa.array([version in held for version in pairs.values()], pa.bool_()),
+    )
 
 
 def _current(pairs: dict[str, str]) -> pa.Table:
@@ -30,8 +35,7 @@ def _changes(retire: int, current: int) -> ChangeSet:
 @pytest.mark.parametrize("current", [None, _current({})], ids=["no-table", "empty-table"])
 def test_first_run_loads_everything_as_new(current: pa.Table | None) -> None:
     """With nothing current, every walked entity is new and nothing is retired."""
-    ids, hashes = _seen({"a": "ha", "b": "hb"})
-    changes = diff(ids, hashes, current)
+    changes = diff(_seen({"a": "ha", "b": "hb"}, current), current)
     assert changes.load_ids.to_pylist() == ["a", "b"]
     assert (changes.new, changes.changed, changes.retired, changes.current) == (2, 0, 0, 0)
     assert not changes.is_empty
@@ -39,8 +43,8 @@ def test_first_run_loads_everything_as_new(current: pa.Table | None) -> None:
 
 def test_unchanged_snapshot_yields_nothing() -> None:
     """Same ids with the same hashes (in any order): nothing to load or retire."""
-    ids, hashes = _seen({"b": "hb", "a": "ha"})
-    changes = diff(ids, hashes, _current({"a": "ha", "b": "hb"}))
+    current = _current({"a": "ha", "b": "hb"})
+    changes = diff(_seen({"b": "hb", "a": "ha"}, current), current)
     assert changes.load_ids.to_pylist() == []
     assert (changes.new, changes.changed, changes.retired) == (0, 0, 0)
     assert changes.current == 2
@@ -49,8 +53,8 @@ def test_unchanged_snapshot_yields_nothing() -> None:
 
 def test_changed_new_and_retired_mix() -> None:
     """A changed hash is a change, an unknown id is new, a missing id is retired."""
-    ids, hashes = _seen({"a": "ha", "b": "hb2", "d": "hd"})
-    changes = diff(ids, hashes, _current({"a": "ha", "b": "hb", "c": "hc"}))
+    current = _current({"a": "ha", "b": "hb", "c": "hc"})
+    changes = diff(_seen({"a": "ha", "b": "hb2", "d": "hd"}, current), current)
     assert sorted(changes.load_ids.to_pylist()) == ["b", "d"]
     assert (changes.new, changes.changed) == (1, 1)
     assert changes.retire_ids == ["c"]
@@ -61,15 +65,15 @@ def test_changed_new_and_retired_mix() -> None:
 
 def test_everything_gone_retires_all() -> None:
     """An empty walk against current rows retires every one of them."""
-    changes = diff(pa.array([], pa.string()), pa.array([], pa.string()), _current({"a": "h"}))
+    changes = diff(_seen({}), _current({"a": "h"}))
     assert changes.retire_ids == ["a"]
     assert (changes.new, changes.changed, changes.current) == (0, 0, 1)
 
 
 def test_retire_only_is_not_empty() -> None:
     """A run that only retires still has work to do."""
-    ids, hashes = _seen({"a": "ha"})
-    changes = diff(ids, hashes, _current({"a": "ha", "b": "hb"}))
+    current = _current({"a": "ha", "b": "hb"})
+    changes = diff(_seen({"a": "ha"}, current), current)
     assert changes.load_ids.to_pylist() == []
     assert changes.retire_ids == ["b"]
     assert not changes.is_empty
@@ -101,10 +105,8 @@ def test_retire_share_with_no_current_rows_is_never_exceeded() -> None:
 def test_retire_share_from_diff() -> None:
     """End to end through `diff`: 3 of 4 current rows gone exceeds 50%, 2 of 4 does not."""
     current = _current({"a": "1", "b": "2", "c": "3", "d": "4"})
-    ids, hashes = _seen({"a": "1"})
-    assert retire_share_exceeded(diff(ids, hashes, current), 0.5)
-    ids, hashes = _seen({"a": "1", "b": "2"})
-    assert not retire_share_exceeded(diff(ids, hashes, current), 0.5)
+    assert retire_share_exceeded(diff(_seen({"a": "1"}, current), current), 0.5)
+    assert not retire_share_exceeded(diff(_seen({"a": "1", "b": "2"}, current), current), 0.5)
 
 
 def test_job_slices_are_stable_and_cover_every_project_once() -> None:
@@ -128,5 +130,5 @@ def test_outside_projects_keeps_only_walked_and_vanished_projects_jobs() -> None
     assert kept.column("id").to_pylist() == ["j1", "j3", "j4"]
     assert outside_projects(current, set()) is current
     # a skipped project's unchanged jobs are out of scope: the diff neither loads nor retires them
-    changes = diff(pa.array(["j1"]), pa.array(["a"]), kept)
+    changes = diff(_seen({"j1": "a"}, current), kept)
     assert changes.retire_ids == ["j3", "j4"] and changes.current == 3

@@ -1,16 +1,86 @@
 """Change detection between what the API shows now and what the warehouse holds as current.
 
-Pure and columnar: ids and row hashes in, the ids to load and to retire out.
+Change is looked at once per record: `first_look`, as the walk hands a page to its table's
+snapshot, hashes each record's canonical line and asks whether the warehouse holds that version
+as current (`held_hashes`). A held record is kept as id and hash only; the others are typed
+and spilled. `diff`, once the walk has ended, takes those decisions as they are (after repeats
+are settled and conflicts replaced) and only adds what needs the whole walk: which of the
+records to load are new, which changed, and which current ids the walk did not see.
+
+Pure and columnar: nothing here reads the warehouse or the API.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..walk.plan import doubled_ids
+from .. import settings
+from ..tables.rows import Record, line_hash, record_line
+
+
+@dataclass
+class FirstLook:
+    """One batch of records split by the first look: held versions as ids and hashes, the
+    others as the canonical lines their hashes were made of (what the typing reads)."""
+
+    held_ids: list[str] = field(default_factory=list)
+    held_hashes: list[str] = field(default_factory=list)
+    lines: list[bytes] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)
+    """The row hashes of `lines`, in the same order."""
+
+
+def first_look(records: Iterable[Record], held: frozenset[str]) -> FirstLook:
+    """Hashes each listed record's canonical line (`record_line`) and splits the batch: those
+    whose hash is in `held` (the warehouse's current versions) need nothing but their id."""
+    look = FirstLook()
+    for record in records:
+        line = record_line(record)
+        version = line_hash(line)
+        if version in held:
+            look.held_ids.append(str(record["id"]))
+            look.held_hashes.append(version)
+        else:
+            look.lines.append(line)
+            look.hashes.append(version)
+    return look
+
+
+def split_held(rows: Sequence[Record], held: frozenset[str]) -> tuple[list[Record], list[Record]]:
+    """The first look for rows built from records fetched one by one (which carry their row
+    hash already): (held rows, rows to type and keep)."""
+    kept = [row for row in rows if row[settings.ROW_HASH_COLUMN] in held]
+    others = [row for row in rows if row[settings.ROW_HASH_COLUMN] not in held]
+    return kept, others
+
+
+def doubled_ids(current: pa.Table) -> pa.Array:
+    """Ids with more than one current version (only an older version's repeats wrote those)."""
+    counts = pc.value_counts(current.column("id").combine_chunks())
+    return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+
+
+def held_hashes(current: pa.Table) -> frozenset[str]:
+    """The row hashes the first look counts as held: every current version except those of
+    doubled ids, whose rows must be loaded again so the scd2 merge retires the extra version
+    (a doubled id is never held, so its rows are always typed and spilled)."""
+    doubled = doubled_ids(current)
+    if len(doubled):
+        current = current.filter(pc.invert(pc.is_in(current.column("id"), value_set=doubled)))
+    return frozenset(current.column(settings.ROW_HASH_COLUMN).to_pylist())
+
+
+@dataclass(frozen=True)
+class Walked:
+    """Each id the walk saw, once, with what the first look decided for its chosen version."""
+
+    ids: pa.Array
+    held: pa.Array
+    """True where the warehouse holds that version as current (kept as id and hash only)."""
 
 
 @dataclass(frozen=True)
@@ -35,28 +105,21 @@ class ChangeSet:
         return self.new == 0 and self.changed == 0 and not self.retire_ids
 
 
-def diff(seen_ids: pa.Array, seen_hashes: pa.Array, current: pa.Table | None) -> ChangeSet:
-    """Compares the walked snapshot with the warehouse's current rows (`id`, `_row_hash`)."""
+def diff(walked: Walked, current: pa.Table | None) -> ChangeSet:
+    """The change set from the first look's decisions: the ids it did not find held load (new
+    when the warehouse holds no current row of the id, changed when it does); current ids the
+    walk did not see are gone. `current` holds the warehouse's current `id`s (narrowed to the
+    part of the table this run compared)."""
+    load_ids = walked.ids.filter(pc.invert(walked.held))
     if current is None or current.num_rows == 0:
-        return ChangeSet(seen_ids, len(seen_ids), 0, [], 0)
+        return ChangeSet(load_ids, len(load_ids), 0, [], 0)
     current_ids = current.column("id").combine_chunks()
-    current_hashes = current.column("_row_hash").combine_chunks()
-    known = pc.is_in(seen_ids, value_set=current_ids)
-    unchanged = pc.is_in(seen_hashes, value_set=current_hashes)
-    load_mask = pc.invert(unchanged)
-    doubled = doubled_ids(current)
-    if len(doubled):
-        # an id with two current versions (written before repeats were settled) is loaded
-        # again: the scd2 merge then retires every current version but the one loaded
-        load_mask = pc.or_(load_mask, pc.is_in(seen_ids, value_set=doubled))
-    new_mask = pc.invert(known)
-    changed_mask = pc.and_(known, load_mask)
-    gone = pc.invert(pc.is_in(current_ids, value_set=seen_ids))
-    retire_ids = current_ids.filter(gone).to_pylist()
+    changed = pc.sum(pc.is_in(load_ids, value_set=current_ids).cast("int64")).as_py() or 0
+    gone = pc.invert(pc.is_in(current_ids, value_set=walked.ids))
     return ChangeSet(
-        load_ids=seen_ids.filter(load_mask),
-        new=pc.sum(new_mask.cast("int64")).as_py() or 0,
-        changed=pc.sum(changed_mask.cast("int64")).as_py() or 0,
-        retire_ids=[str(i) for i in retire_ids],
+        load_ids=load_ids,
+        new=len(load_ids) - changed,
+        changed=changed,
+        retire_ids=[str(i) for i in current_ids.filter(gone).to_pylist()],
         current=current.num_rows,
     )

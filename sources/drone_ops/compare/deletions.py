@@ -28,7 +28,7 @@ from ..exceptions import MassDeleteRefused
 from ..tables.entities import ENTITIES, Entity
 from ..tables.rows import Record, with_required_fields
 from ..tables.schema import ARROW_TYPES, Contract
-from .changes import ChangeSet, diff
+from .changes import ChangeSet, Walked, diff
 
 MAX_DELETION_CHECKS = 2_000
 """Above this many deletion candidates in one table, single-record checks are skipped (the
@@ -37,8 +37,9 @@ mass-delete guard still applies)."""
 RecordLookup = Callable[[str, Sequence[str]], list[dict[str, Any] | None]]
 """(table, single-record paths) -> each record, or None where the API answered 404."""
 
-Versions = Callable[[], tuple[pa.Array, pa.Array]]
-"""The walked snapshot's (ids, row hashes), read again after records were replaced."""
+Versions = Callable[[], Walked]
+"""The walked snapshot's ids and the first look's decisions, read again after records were
+replaced (the fetched records had their own first look)."""
 
 Replace = Callable[[list[str], list[Record]], None]
 """Puts records fetched by id into the walked snapshot in place of what the lists gave."""
@@ -62,7 +63,7 @@ def confirm_deletions(
     rows, kept = fetch_rows(table, changes.retire_ids, current, lookup, list_path)
     if rows:
         replace([str(row["id"]) for row in rows], rows)
-        changes = diff(*versions(), current)
+        changes = diff(versions(), current)
     if kept:
         keep = set(kept)
         changes = ChangeSet(

@@ -138,7 +138,7 @@ class TableSync:
             snapshot.replace(conflicts, rows)
         return confirm_deletions(
             table,
-            diff(*snapshot.versions(), current),
+            diff(snapshot.versions(), current),
             current,
             lookup=self.walk.lookup_records,
             versions=snapshot.versions,

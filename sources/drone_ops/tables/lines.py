@@ -4,15 +4,16 @@ Why: typing a batch from Python dicts holds the GIL for every value (three `from
 passes plus a copy of each record, about 8 µs per job row, measured), and while a walk thread
 holds the GIL no other thread can send the next request of a delivery-log chain. So the walk
 keeps each record as one JSON line: for entities the sorted-key serialization its row hash is
-made of (`transforms.row_hash`), so the line costs nothing extra; for deliveries the entry as
+made of (`rows.row_hash`), so the line costs nothing extra; for deliveries the entry as
 the API sent it. A batch of lines is typed by Arrow's JSON reader against an explicit schema
 derived from the table's contract, outside the GIL, with no Python object per row, and a line
 is a third the memory of the dict it replaces.
 
 The reader is strict: a value of another type, an integer beyond 64 bits or with a fraction,
 an unknown field, a date that is not YYYY-MM-DD, a timestamp beyond what microseconds hold: any
-of them makes the batch take the row-by-row path (`transforms.to_arrow`), which reports each
-breach. For well-typed input both paths give the same table (tests/sources/test_lines.py).
+of them makes the batch take the row-by-row path (`rows.to_arrow`), which reports each
+breach. For well-typed input both paths give the same table (tests/sources/test_lines.py);
+`typed_batch` is the one call that picks between them for a batch of listed records.
 Nothing here does I/O.
 """
 
@@ -28,10 +29,10 @@ import pyarrow.json as pa_json
 
 from .. import settings
 from .breaches import Issue, record_breaches
-from .rows import MAX_TIMESTAMP_MS, with_required_fields
+from .rows import MAX_TIMESTAMP_MS, RowBuilder, to_arrow, with_required_fields
 from .schema import ARROW_TYPES, READ_TYPES, Column, Contract
 
-# The objects a row builder flattens to their id (`transforms.project_row`): a person or an API
+# The objects a row builder flattens to their id (`rows.project_row`): a person or an API
 # key, every field optional; `<name>_id` is the column it becomes.
 FLATTENED_SHAPES: dict[str, pa.DataType] = {
     "created_by": pa.struct(
@@ -95,7 +96,7 @@ def typed_lines(
     parent_column: str | None = None,
     parent_ids: Sequence[str | None] | None = None,
 ) -> pa.Table | None:
-    """An entity table's typed batch from its records' lines, as `transforms.to_arrow` would
+    """An entity table's typed batch from its records' lines, as `rows.to_arrow` would
     build it from the row builders' rows; None when the batch must take that path instead.
 
     `versions` are the records' row hashes (in line order), `parent_ids` the id each record was
@@ -126,6 +127,39 @@ def typed_lines(
     )
     record_breaches(contract, built, run_id, issues, set())
     return with_required_fields(built)
+
+
+def typed_batch(
+    contract: Contract,
+    lines: LineBuffer,
+    *,
+    versions: Sequence[str],
+    run_id: str,
+    issues: list[Issue],
+    row: RowBuilder,
+    parent_column: str | None = None,
+    parent_ids: Sequence[str | None],
+) -> pa.Table:
+    """A batch of listed records typed once, by one path: `typed_lines`, or, when any value
+    needs reporting, row by row through the table's row builder and `rows.to_arrow`, which
+    reports each breach into `issues`."""
+    fast = typed_lines(
+        contract,
+        lines,
+        versions=versions,
+        run_id=run_id,
+        issues=issues,
+        parent_column=parent_column,
+        parent_ids=parent_ids,
+    )
+    if fast is not None:
+        return fast
+    listed = zip(lines.lines(), versions, parent_ids, strict=True)
+    rows = [
+        row(orjson.loads(line), version=version, parent_id=parent)
+        for line, version, parent in listed
+    ]
+    return to_arrow(contract, rows, run_id, issues)
 
 
 def _extra(contract: Contract) -> list[str]:

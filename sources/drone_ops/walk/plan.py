@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from .. import settings
+from ..compare.changes import held_hashes
 from ..config import SourceConfig
 from ..known import DeliveryMark, KnownState
 from ..tables.entities import ENTITIES, Entity
@@ -24,8 +22,8 @@ class WalkPlan:
     jobs_path: str = settings.JOBS_PATH_TEMPLATE
     webhook_ids: tuple[str, ...] | None = None
     delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
-    known_versions: dict[str, frozenset[str]] = field(default_factory=dict)
-    """Per entity table, the row hashes the warehouse holds as current."""
+    held_hashes: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per entity table, the row hashes the first look counts as held (`changes.held_hashes`)."""
     job_slice: JobSlice | None = None
     """(slice, slices) for a rolling job refresh; None walks every project's jobs."""
 
@@ -36,9 +34,7 @@ class WalkPlan:
             jobs_path=config.jobs_path,
             webhook_ids=config.webhook_ids,
             delivery_marks=known.delivery_marks,
-            known_versions={
-                table: unchanged_versions(current) for table, current in known.current.items()
-            },
+            held_hashes={table: held_hashes(current) for table, current in known.current.items()},
             job_slice=job_slice(config.job_refresh_slices, known),
         )
 
@@ -51,18 +47,3 @@ class WalkPlan:
             ENTITIES[name].parent == entity.table or entity.table in ENTITIES[name].made_from
             for name in self.tables
         )
-
-
-def doubled_ids(current: pa.Table) -> pa.Array:
-    """Ids with more than one current version (only an older version's repeats wrote those)."""
-    counts = pc.value_counts(current.column("id").combine_chunks())
-    return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
-
-
-def unchanged_versions(current: pa.Table) -> frozenset[str]:
-    """Row hashes the walk may keep as id + hash only: every current version except those of
-    doubled ids, whose rows must be loaded again so the merge can retire the extra version."""
-    doubled = doubled_ids(current)
-    if len(doubled):
-        current = current.filter(pc.invert(pc.is_in(current.column("id"), value_set=doubled)))
-    return frozenset(current.column("_row_hash").to_pylist())

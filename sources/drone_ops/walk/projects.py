@@ -13,13 +13,14 @@ import threading
 from collections.abc import Mapping
 
 from .. import settings
+from ..compare.changes import first_look
 from ..exceptions import DroneOpsError, NotFoundError
 from ..http import page_items
 from ..tables.entities import JOBS, PROJECTS
-from ..tables.rows import Record, row_hash
+from ..tables.rows import Record
 from .context import WalkContext
 from .lists import unseen
-from .rolling import job_slice_of
+from .rolling import JobSlice, job_slice_of
 
 log = logging.getLogger(__name__)
 
@@ -61,23 +62,17 @@ class ProjectWalker:
                 stop=lambda: projects.failed,
             ):
                 self.context.check_cancelled()
-                records = []
+                records, again = [], []
                 for record in page_items(page, items_key, path):
-                    first = self._first_sighting(str(record["id"]))
-                    # a rolling run may skip a project's first sighting and still owe a walk
-                    # to its second, changed one
-                    if (
-                        "jobs" in self.context.plan.tables
-                        and not jobs.failed
-                        and self._walks_jobs_of(record, first)
-                    ):
-                        self.queue_job_walk(str(record["id"]))
-                    if not first:
+                    if not self._first_sighting(str(record["id"])):
+                        again.append(record)
                         continue
                     records.append(record)
                     self.context.creators.remember(record.get("created_by"), record.get("created"))
-                projects.offer(records)
+                held = projects.offer(records)
                 self.context.report("projects", len(records))
+                if "jobs" in self.context.plan.tables:
+                    self._queue_job_walks(records, held, again)
         except DroneOpsError as exc:
             projects.fail(exc)
             jobs.fail(DroneOpsError(f"job walk incomplete because the project list failed: {exc}"))
@@ -95,20 +90,30 @@ class ProjectWalker:
             self._project_ids.add(project_id)
             return True
 
-    def _walks_jobs_of(self, project: Record, first_sighting: bool) -> bool:
-        """Whether to walk this project's jobs now: at its first sighting on an exact run; on a
-        rolling one, once, for new and changed projects and this run's slice (an unchanged
-        project can still have changed jobs: job writes do not move the project's `updated`)."""
+    def _queue_job_walks(self, records: list[Record], held: list[str], again: list[Record]) -> None:
+        """Queues the job walks a page of projects owes: on an exact run each project's at its
+        first sighting (`records`); on a rolling one, once, those of this run's slice and of
+        every project the first look did not find held (new or changed: an unchanged project
+        can still have changed jobs, as job writes do not move the project's `updated`). A
+        project seen again (`again`: moved to the other list during the walk) is not offered,
+        so it gets a look of its own: it may owe a walk its first sighting did not."""
         rolling = self.context.plan.job_slice
         if rolling is None:
-            return first_sighting
-        project_id = str(project["id"])
-        wanted = (
-            job_slice_of(project_id, rolling[1]) == rolling[0]
-            or row_hash(project) not in self.context.tables["projects"].known_versions
-        )
+            owed = [str(record["id"]) for record in records]
+        else:
+            again_held = first_look(again, self.context.tables["projects"].held_hashes).held_ids
+            owed = _changed_or_in_slice(records, held, rolling)
+            owed += _changed_or_in_slice(again, again_held, rolling)
+        for project_id in owed:
+            if self.context.tables["jobs"].failed:
+                return
+            if rolling is None or self._first_job_walk(project_id):
+                self.queue_job_walk(project_id)
+
+    def _first_job_walk(self, project_id: str) -> bool:
+        """Whether this rolling run has not walked this project's jobs yet (and now will)."""
         with self._project_ids_lock:
-            if not wanted or project_id in self.job_walked_projects:
+            if project_id in self.job_walked_projects:
                 return False
             self.job_walked_projects.add(project_id)
             return True
@@ -166,3 +171,10 @@ class ProjectWalker:
             jobs.fail(exc)
         except Exception as exc:
             jobs.fail(DroneOpsError(f"job walk failed: {type(exc).__name__}: {exc}"))
+
+
+def _changed_or_in_slice(records: list[Record], held: list[str], rolling: JobSlice) -> list[str]:
+    """Ids of the projects whose record the first look did not find held, or in the slice."""
+    kept = set(held)
+    ids = (str(record["id"]) for record in records)
+    return [i for i in ids if i not in kept or job_slice_of(i, rolling[1]) == rolling[0]]

@@ -1,28 +1,32 @@
-"""The spill store: one table's rows as a run's walk saw them, typed into Arrow batches and
-written to local disk as they arrive, so memory stays flat however large the workspace.
+"""The spill store: one table's rows as a run's walk saw them, kept on local disk as typed
+Arrow batches and handed back (`batches`, `take_loadable`), so memory stays flat however large
+the workspace.
 
-Only ids and row hashes stay in memory: the change detection needs nothing else, and the
-resources read the batches back only for what they load.
+A page offered to a table's snapshot takes three plain calls in sequence: the first look at
+change (`compare/changes.py` `first_look`), the typing of what it did not find held
+(`tables/lines.py` `typed_batch`), and the write here. Held records stay in memory as id and
+hash only; each batch carries what the first look decided for its rows (`SpilledBatch.held`),
+so the comparison after the walk (`changes.diff`) never looks at a hash again.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.feather as feather
 
 from .. import settings
+from ..compare.changes import Walked, first_look, split_held
 from ..exceptions import DroneOpsError, Interrupted
 from ..tables.breaches import Issue
 from ..tables.entities import Entity
-from ..tables.lines import LineBuffer, typed_lines
-from ..tables.rows import Record, line_hash, record_line, to_arrow
+from ..tables.lines import LineBuffer, typed_batch
+from ..tables.rows import Record, to_arrow
 
 SPILL_PREFIX = "drone-ops-walk-"
 """Spill folders are named so a later run can find and remove those a killed run left."""
@@ -30,13 +34,20 @@ SPILL_PREFIX = "drone-ops-walk-"
 
 @dataclass(frozen=True)
 class SpilledBatch:
-    """One typed batch on local disk, with the columns the change detection needs."""
+    """One batch of a table's snapshot: typed rows on local disk, or (`path` None) records the
+    first look found held, kept as ids and hashes only and never written."""
 
-    path: Path
+    path: Path | None
     ids: pa.Array
     hashes: pa.Array | None
     authoritative: bool = False
     """Rows fetched one by one to settle a conflict; they replace list rows of the same ids."""
+
+    @property
+    def held(self) -> bool:
+        """What the first look decided for every row of the batch: the warehouse holds these
+        versions as current (only held records are kept without their rows)."""
+        return self.path is None
 
 
 @dataclass
@@ -57,17 +68,17 @@ class TableSnapshot:
         spill_dir: Path,
         run_id: str,
         issues: list[Issue],
-        known_versions: frozenset[str] = frozenset(),
+        held_hashes: frozenset[str] = frozenset(),
     ) -> None:
         self.entity = entity
         self.name = entity.table
-        self.known_versions = known_versions
-        """Row hashes the warehouse holds as current: such records are kept as id + hash only."""
-        self._unchanged_ids: list[str] = []
-        self._unchanged_hashes: list[str] = []
-        self._unchanged_batches: list[SpilledBatch] = []
-        """Unchanged records already moved from Python lists into Arrow arrays (a quarter of
-        the memory: at `large` 400,000 ids and hashes as Python strings took about 60 MB)."""
+        self.held_hashes = held_hashes
+        """Row hashes the first look counts as held (`changes.held_hashes`)."""
+        self._pending_held_ids: list[str] = []
+        self._pending_held_hashes: list[str] = []
+        self._held_batches: list[SpilledBatch] = []
+        """Held records already moved from Python lists into Arrow arrays (a quarter of the
+        memory: at `large` 400,000 ids and hashes as Python strings took about 60 MB)."""
         self.error: DroneOpsError | None = None
         self.rows_seen = 0
         self._spill_dir = spill_dir
@@ -97,162 +108,154 @@ class TableSnapshot:
         with self._lock:
             self.error = Interrupted(f"the walk of {self.name}")
 
-    def offer(self, records: list[Record], parent_id: str | None = None) -> None:
-        """Adds records listed by the API (under `parent_id`). Those the warehouse already holds
-        unchanged are kept as id and hash only (so a quiet run types and spills almost nothing);
-        the others as JSON lines, typed and spilled in batches."""
-        known = self.known_versions
-        unchanged_ids: list[str] = []
-        unchanged_hashes: list[str] = []
-        changed: list[tuple[bytes, str]] = []
-        for record in records:
-            line = record_line(record)
-            version = line_hash(line)
-            if version in known:
-                unchanged_ids.append(str(record["id"]))
-                unchanged_hashes.append(version)
-            else:
-                changed.append((line, version))
+    def offer(self, records: list[Record], parent_id: str | None = None) -> list[str]:
+        """Adds records listed by the API (under `parent_id`): the first look keeps those the
+        warehouse holds as id and hash only (so a quiet run types and spills almost nothing);
+        the others wait as JSON lines, typed and written a batch at a time. Returns the ids
+        the first look found held (the rolling refresh skips those projects' jobs)."""
+        look = first_look(records, self.held_hashes)
         batch: PendingLines | None = None
         with self._lock:
-            self._unchanged_ids.extend(unchanged_ids)
-            self._unchanged_hashes.extend(unchanged_hashes)
-            if len(self._unchanged_ids) >= settings.ARROW_BATCH_ROWS:
-                self._unchanged_batches.append(self._unchanged_pending())
-                self._unchanged_ids, self._unchanged_hashes = [], []
+            self._pending_held_ids.extend(look.held_ids)
+            self._pending_held_hashes.extend(look.held_hashes)
+            if len(self._pending_held_ids) >= settings.ARROW_BATCH_ROWS:
+                self._held_batches.append(self._pending_held())
+                self._pending_held_ids, self._pending_held_hashes = [], []
             self.rows_seen += len(records)
             pending = self._pending
-            for line, version in changed:
+            for line in look.lines:
                 pending.lines.append(line)
-                pending.versions.append(version)
-            pending.parents.extend([parent_id] * len(changed))
+            pending.versions.extend(look.hashes)
+            pending.parents.extend([parent_id] * len(look.lines))
             if len(pending.lines) >= settings.ARROW_BATCH_ROWS:
                 batch, self._pending = pending, PendingLines()
         if batch is not None:
-            self.adopt(self._spill_lines(batch))
+            self._type_and_keep(batch)
+        return look.held_ids
 
     def finish(self) -> None:
         with self._lock:
             batch, self._pending = self._pending, PendingLines()
         if batch.lines:
-            self.adopt(self._spill_lines(batch))
+            self._type_and_keep(batch)
 
-    def _spill_lines(self, batch: PendingLines) -> SpilledBatch:
-        return self.spill_table(lambda issues: self._typed(batch, issues))
-
-    def _typed(self, batch: PendingLines, issues: list[Issue]) -> pa.Table:
-        """The batch typed from its lines by Arrow, or, when any value needs reporting, row
-        by row through the entity's row builder (`transforms.to_arrow`)."""
+    def _type_and_keep(self, batch: PendingLines) -> None:
+        """Types a batch of listed records (`typed_batch`: one path) and keeps it."""
         entity = self.entity
-        fast = typed_lines(
+        assert entity.row is not None, f"{self.name} rows are not built from listed records"
+        issues: list[Issue] = []
+        typed = typed_batch(
             entity.contract,
             batch.lines,
             versions=batch.versions,
             run_id=self._run_id,
             issues=issues,
+            row=entity.row,
             parent_column=entity.parent_column,
             parent_ids=batch.parents,
         )
-        if fast is not None:
-            return fast
-        to_row = entity.row
-        assert to_row is not None, f"{self.name} rows are not built from listed records"
-        listed = zip(batch.lines.lines(), batch.versions, batch.parents, strict=True)
-        rows = [
-            to_row(orjson.loads(line), version=version, parent_id=parent)
-            for line, version, parent in listed
-        ]
-        return to_arrow(entity.contract, rows, self._run_id, issues)
+        self.keep(typed, issues)
 
-    def spill(self, rows: list[Record]) -> SpilledBatch:
-        """Types and writes a batch without making it part of the snapshot yet."""
-        return self.spill_table(
-            lambda issues: to_arrow(self.entity.contract, rows, self._run_id, issues)
-        )
-
-    def spill_table(self, build: Callable[[list[Issue]], pa.Table]) -> SpilledBatch:
-        """Writes the batch `build` types (reporting breaches into its list) to local disk."""
-        issues: list[Issue] = []
-        built = build(issues)
+    def keep(
+        self,
+        typed: pa.Table,
+        issues: list[Issue],
+        *,
+        rows_seen: int = 0,
+        authoritative: bool = False,
+    ) -> None:
+        """Writes a typed batch (and the breaches its typing reported) to the spill folder and
+        makes it part of the snapshot, loadable by the next delivery wave."""
         with self._lock:
             path = self._spill_dir / f"{self.name}-{self._file_number:06d}.arrow"
             self._file_number += 1
             self._issues.extend(issues)
-        feather.write_feather(built, path, compression="uncompressed")
+        feather.write_feather(typed, path, compression="uncompressed")
         hashes = None
-        if settings.ROW_HASH_COLUMN in built.column_names:
-            hashes = built.column(settings.ROW_HASH_COLUMN).combine_chunks()
-        return SpilledBatch(path, built.column("id").combine_chunks(), hashes)
-
-    def adopt(self, batch: SpilledBatch, rows_seen: int = 0) -> None:
-        """Makes a spilled batch part of the snapshot (and loadable by the next delivery wave)."""
+        if settings.ROW_HASH_COLUMN in typed.column_names:
+            hashes = typed.column(settings.ROW_HASH_COLUMN).combine_chunks()
+        batch = SpilledBatch(path, typed.column("id").combine_chunks(), hashes, authoritative)
         with self._lock:
             self._batches.append(batch)
             self.rows_seen += rows_seen
 
     def replace(self, ids: list[str], rows: list[Record]) -> None:
         """Settles ids the lists showed inconsistently: their list rows give way to `rows`
-        (records fetched one by one); an id without a row is then simply absent."""
+        (records fetched one by one, which come as row dicts and are typed by
+        `rows.to_arrow`); an id without a row is then simply absent. The first look splits
+        them as it does listed records."""
         self._replaced = pa.concat_arrays([self._replaced, pa.array(ids, pa.string())])
-        if rows:
-            batch = self.spill(rows)
-            self.adopt(SpilledBatch(batch.path, batch.ids, batch.hashes, authoritative=True))
+        held, others = split_held(rows, self.held_hashes)
+        if held:
+            batch = SpilledBatch(
+                None,
+                pa.array([str(row["id"]) for row in held], pa.string()),
+                pa.array([row[settings.ROW_HASH_COLUMN] for row in held], pa.string()),
+                authoritative=True,
+            )
+            with self._lock:
+                self._held_batches.append(batch)
+        if others:
+            issues: list[Issue] = []
+            typed = to_arrow(self.entity.contract, others, self._run_id, issues)
+            self.keep(typed, issues, authoritative=True)
 
-    def _keep(self, batch: SpilledBatch, ids: pa.Array) -> pa.Array | None:
+    def _not_replaced(self, batch: SpilledBatch, ids: pa.Array) -> pa.Array | None:
+        """The mask of `ids` (a list batch's) not settled by `replace`, None to keep them all."""
         if batch.authoritative or len(self._replaced) == 0:
             return None
         return pc.invert(pc.is_in(ids, value_set=self._replaced))
 
-    def _unchanged_pending(self) -> SpilledBatch:
-        """Unchanged records as a batch of ids and hashes (never written to disk)."""
+    def _pending_held(self) -> SpilledBatch:
+        """Held records not moved into a batch yet, as one (never written to disk)."""
         return SpilledBatch(
-            Path(),
-            pa.array(self._unchanged_ids, pa.string()),
-            pa.array(self._unchanged_hashes, pa.string()),
+            None,
+            pa.array(self._pending_held_ids, pa.string()),
+            pa.array(self._pending_held_hashes, pa.string()),
         )
 
-    def _unchanged(self) -> list[SpilledBatch]:
-        return [*self._unchanged_batches, self._unchanged_pending()]
+    def _sightings(self) -> list[tuple[SpilledBatch, pa.Array | None]]:
+        """Every batch, held ones included, with the mask of its rows still in the snapshot."""
+        every = [*self._batches, *self._held_batches, self._pending_held()]
+        return [(batch, self._not_replaced(batch, batch.ids)) for batch in every]
 
     def _all_ids(self) -> pa.Array:
-        arrays = []
-        for batch in [*self._batches, *self._unchanged()]:
-            keep = self._keep(batch, batch.ids)
-            arrays.append(batch.ids if keep is None else batch.ids.filter(keep))
-        return pa.concat_arrays(arrays)
+        sightings = self._sightings()
+        return pa.concat_arrays([b.ids if k is None else b.ids.filter(k) for b, k in sightings])
 
-    def _all_hashes(self) -> pa.Array:
-        arrays = []
-        for batch in [*self._batches, *self._unchanged()]:
-            if batch.hashes is None:
-                continue
-            keep = self._keep(batch, batch.ids)
-            arrays.append(batch.hashes if keep is None else batch.hashes.filter(keep))
-        return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
-
-    def versions(self) -> tuple[pa.Array, pa.Array]:
-        """Each id once and its version (row hash), in the same order (see `_versions`);
-        computed together so a repeated id is settled once per comparison."""
+    def versions(self) -> Walked:
+        """Each id once, with what the first look decided for its version (see `_versions`):
+        what `changes.diff` takes."""
         versions = self._versions()
-        return versions.column("id").combine_chunks(), versions.column("hash").combine_chunks()
+        return Walked(
+            versions.column("id").combine_chunks(), versions.column("held").combine_chunks()
+        )
 
     def _versions(self) -> pa.Table:
-        """One version per id. An entity the walk saw twice with different content (the API
-        listing one job under two projects) keeps the smallest row hash: a choice that does
-        not depend on which thread saw it first, so a repeat never becomes a second current
-        row and does not flip between runs."""
-        ids = self._all_ids()
-        hashes = self._all_hashes()
-        if len(hashes) != len(ids):
-            return pa.table({"id": ids, "hash": pa.nulls(len(ids), pa.string())})
-        versions = pa.table({"id": ids, "hash": hashes})
-        if pc.count_distinct(ids).as_py() == len(ids):
+        """One version per id (`id`, `hash`, `held`). An entity the walk saw twice with
+        different content (the API listing one job under two projects) keeps the smallest row
+        hash, and the first look's decision for that hash: a choice that does not depend on
+        which thread saw it first, so a repeat never becomes a second current row and does not
+        flip between runs, whichever side of the first look each sighting fell on."""
+        ids, hashes, held = [], [], []
+        for batch, keep in self._sightings():
+            kept = batch.ids if keep is None else batch.ids.filter(keep)
+            ids.append(kept)
+            held.append(pa.repeat(batch.held, len(kept)))
+            if batch.hashes is not None:
+                hashes.append(batch.hashes if keep is None else batch.hashes.filter(keep))
+        all_ids = pa.concat_arrays(ids)
+        all_hashes = pa.concat_arrays(hashes) if hashes else pa.array([], pa.string())
+        if len(all_hashes) != len(all_ids):
+            all_hashes = pa.nulls(len(all_ids), pa.string())
+        versions = pa.table({"id": all_ids, "hash": all_hashes, "held": pa.concat_arrays(held)})
+        if pc.count_distinct(all_ids).as_py() == len(all_ids):
             return versions
-        return (
-            versions.group_by("id", use_threads=False)
-            .aggregate([("hash", "min")])
-            .rename_columns(["id", "hash"])
-        )
+        ordered = versions.sort_by([("id", "ascending"), ("hash", "ascending")])
+        ordered_ids = ordered.column("id").combine_chunks()
+        later = pc.not_equal(ordered_ids.slice(1), ordered_ids.slice(0, len(ordered_ids) - 1))
+        first = pa.concat_arrays([pa.array([True]), pc.fill_null(later, True)])
+        return ordered.filter(first)
 
     def _chosen_versions(self) -> tuple[pa.Array, set[tuple[str, str]]] | None:
         """For ids seen more than once: those ids and the (id, hash) kept for each."""
@@ -272,8 +275,8 @@ class TableSnapshot:
         chosen = self._chosen_versions() if self.entity.history else None
         emitted: set[str] = set()
         for batch in self._batches:
-            table = feather.read_table(batch.path, memory_map=False)
-            keep = self._keep(batch, table.column("id"))
+            table = _read(batch)
+            keep = self._not_replaced(batch, table.column("id"))
             if keep is not None:
                 table = table.filter(keep)
             if only_ids is not None:
@@ -301,7 +304,7 @@ class TableSnapshot:
             before = pa.chunked_array(self._emitted, pa.string())
             emitted = set(before.filter(pc.is_in(before, value_set=repeated)).to_pylist())
         for batch in batches:
-            table = feather.read_table(batch.path, memory_map=False)
+            table = _read(batch)
             if repeated is not None and len(repeated):
                 table = _first_sightings(table, repeated, emitted)
             if drop_repeated_ids:
@@ -312,6 +315,12 @@ class TableSnapshot:
     def _repeated_ids(self) -> pa.Array:
         counts = pc.value_counts(self._all_ids())
         return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+
+
+def _read(batch: SpilledBatch) -> pa.Table:
+    """A written batch's rows, read back from the spill folder."""
+    assert batch.path is not None, "held records are kept without their rows"
+    return feather.read_table(batch.path, memory_map=False)
 
 
 def _chosen_rows(

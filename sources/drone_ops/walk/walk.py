@@ -61,7 +61,7 @@ class WorkspaceWalk:
         issues: list[Issue] = []
         tables = {
             name: TableSnapshot(
-                entity, spill, run_id, issues, plan.known_versions.get(name, frozenset())
+                entity, spill, run_id, issues, plan.held_hashes.get(name, frozenset())
             )
             for name, entity in ENTITIES.items()
             if entity.list_path is not None

@@ -18,6 +18,7 @@ import orjson
 from .. import settings
 from ..exceptions import DroneOpsError, NotFoundError
 from ..http import page_items
+from ..tables.breaches import Issue
 from ..tables.entities import WEBHOOK_DELIVERIES, WEBHOOKS, WEBHOOKS_TABLE
 from ..tables.lines import LineBuffer
 from ..tables.payloads import delivery_table
@@ -155,10 +156,9 @@ class WebhookWalker:
     def _spill_deliveries(self, lines: LineBuffer, webhook_id: str) -> None:
         """Types a batch and makes it loadable at once (the next wave may load it)."""
         deliveries = self.context.tables["webhook_deliveries"]
-        batch = deliveries.spill_table(
-            lambda issues: delivery_table(
-                WEBHOOK_DELIVERIES.contract, lines, webhook_id, self.context.run_id, issues
-            )
+        issues: list[Issue] = []
+        typed = delivery_table(
+            WEBHOOK_DELIVERIES.contract, lines, webhook_id, self.context.run_id, issues
         )
-        deliveries.adopt(batch, len(lines))
+        deliveries.keep(typed, issues, rows_seen=len(lines))
         self.context.report("webhook_deliveries", len(lines))
