@@ -19,8 +19,9 @@ a later one never waits for an earlier one, so no two holders can wait for each 
 
 A step that has to wait for a lock says so while it waits: it shares a `flock` on
 `<lock>.want` beside it (`waiting_turn`). A holder that keeps a turn between uses (the event
-receiver keeps the DuckDB file open between its batches: `listen/connections.py`) asks
-`turn_wanted` and hands the turn over at once; a waiter that dies drops its share with it.
+receiver keeps the DuckDB file open between its batches: `listen/connections.py`; a run's
+turn between its steps: `turn_file.py`) asks `turn_wanted` and hands the turn over at once; a
+waiter that dies drops its share with it.
 
 The run lock file is never deleted (deleting it would let a waiting run and a new one each
 lock a different file), only emptied on release; it names its holder, so the next run can say

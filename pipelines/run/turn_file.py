@@ -27,13 +27,18 @@ there is no file, and a step is only what it was.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 import duckdb
 
+from drone_ops_sync.sources.drone_ops import redact
+
 from .lock import access_lock_path, duckdb_access, holds_turn, open_duckdb, turn_wanted
 from .target import Target
+
+log = logging.getLogger(__name__)
 
 
 class TurnFile:
@@ -82,9 +87,15 @@ class TurnFile:
         self._release_if_wanted()
 
     def release(self) -> None:
-        """Closes the turn's connection, then lets the file's access lock go."""
+        """Closes the turn's connection, then lets the file's access lock go. A close that
+        fails (a full disk during DuckDB's checkpoint) is logged, not raised over the error
+        the turn is ending with: the file keeps its write-ahead log, which the next open
+        replays, and the lock is let go all the same."""
         held, self._held = self._held, ExitStack()
-        held.close()
+        try:
+            held.close()
+        except Exception as exc:
+            log.warning("closing the warehouse file failed: %s", redact(str(exc))[:300])
 
     def _release_if_wanted(self) -> None:
         if self.database is not None and turn_wanted(access_lock_path(self.database)):
