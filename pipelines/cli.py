@@ -373,7 +373,8 @@ def _data_version(target: Target) -> str | None:
     from .run.destination import make_pipeline
     from .run.warehouse import read_data_version
 
-    if target.destination == "duckdb" and not target.resolved_database().is_file():
+    database = target.duckdb_file()
+    if database is not None and not database.is_file():
         return None
     with target.file_access():
         return read_data_version(make_pipeline(target))
