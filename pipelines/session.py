@@ -17,8 +17,8 @@ yet, a new column) takes a brief turn here, like any other load of the pipeline.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from types import TracebackType
 
 import dlt
@@ -108,15 +108,14 @@ class Session:
                 self._pipeline = self._repaired()
         return self._pipeline
 
-    def _opening(self) -> ExitStack:
+    @contextmanager
+    def _opening(self) -> Iterator[None]:
         """What a step that opens the warehouse is inside: a full disk and a held DuckDB file
-        each end as one line, and the file is the turn's step (its access lock held)."""
+        each end as one line (the file's opening included), and the file is the turn's step
+        (its access lock held)."""
         target = self.target
-        stack = ExitStack()
-        stack.enter_context(disk_full_as_error(target))
-        stack.enter_context(duckdb_busy_as(target.duckdb_file()))
-        stack.enter_context(self.file.step())
-        return stack
+        with disk_full_as_error(target), duckdb_busy_as(target.duckdb_file()), self.file.step():
+            yield
 
     def _repaired(self) -> dlt.Pipeline:
         self.notes.extend(forget_moved_working_folders(self.target))

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +36,7 @@ from drone_ops_sync.sources.drone_ops import (
 from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 from .delivery_waves import DeliveryWaves, record_marks_first
+from .disk_full import disk_full_as_error
 from .errors import root_cause
 from .loaded_packages import prune_loaded_packages
 from .lock import duckdb_busy_as
@@ -144,7 +146,7 @@ def _locked_run(
     # this run owns its walk: opened here, after the repairs, and stopped, its spill files
     # removed, when the block ends, however it ends
     with run:
-        with file.step():
+        with _step(target, pipeline, file):
             run.open(pipeline)
             assert run.known is not None and run.walk is not None
             record_marks_first(loads, run)
@@ -160,7 +162,7 @@ def _locked_run(
     outcome.total_seconds = time.monotonic() - started
     finished = datetime.now(UTC)
     record = RunRecord(report, target.workspace, walk_issues, marks, finished)
-    with file.step():
+    with _step(target, pipeline, file):
         note = record_run(loads, run, source, record)
     if note is None:
         outcome.finished_at = finished
@@ -170,9 +172,17 @@ def _locked_run(
     # after every run, not only a clean one: a table failing run after run would otherwise
     # let the packages grow as before; the newest, and every one this run's trace names, are kept
     prune_loaded_packages(pipeline, traced=traced)
-    with file.step():
+    with _step(target, pipeline, file):
         outcome.data_version = read_data_version(pipeline)
     return outcome
+
+
+@contextmanager
+def _step(target: Target, pipeline: dlt.Pipeline, file: TurnFile) -> Iterator[None]:
+    """A step of the run on the warehouse: the turn's file (opened again if it was let go)
+    and its access lock, a full disk said as one line, the file's opening included."""
+    with disk_full_as_error(target, pipeline), file.step():
+        yield
 
 
 class _SourceOnce:
