@@ -45,8 +45,10 @@ class RunLoads:
     def run(self, data: Any) -> None:
         """One load of `data`; its trace is kept whether it succeeds or raises.
 
-        Why not one `pipeline.run`: a load group with nothing new (every group of a quiet
-        run) would still pay for normalize and load. The steps are dlt's own, called in
+        Why not one `pipeline.run`: a load group whose extract yields nothing (a group with
+        nothing to load never gets here: `finish_quiet_tables`; but the versions a group
+        found may all be older than what the event receiver applied meanwhile) would still
+        pay for normalize and load. The steps are dlt's own, called in
         `run`'s order, and a group whose extract wrote no job ends there, its empty package
         dropped. dlt's state sync with the destination, which `run` does before its first
         extract, is done once, before the turn's first load."""

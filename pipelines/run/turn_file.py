@@ -43,7 +43,9 @@ log = logging.getLogger(__name__)
 
 class TurnFile:
     """The turn's one DuckDB connection and the file's access lock with it; owned by the
-    turn (`pipelines/session.py` `Session`), used from the turn's own thread."""
+    turn (`pipelines/session.py` `Session`), used from the turn's own thread. Its steps are
+    the turn's outermost holds of the lock (a load's write turn nests inside a step, never
+    the other way round), so letting the kept lock go never pulls it from under a holder."""
 
     def __init__(self, target: Target) -> None:
         self.database = target.duckdb_file()
@@ -81,7 +83,8 @@ class TurnFile:
                 held.callback(self._close_connection)
             yield
         except BaseException:
-            held.close()
+            self._held = held
+            self.release()
             raise
         self._held = held
         self._release_if_wanted()
