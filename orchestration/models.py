@@ -30,8 +30,8 @@ from drone_ops_sync.pipelines.publish.dbt_build import (
     profile_env,
 )
 from drone_ops_sync.pipelines.publishing import fleet_vars, models_turn, prepare_models_build
+from drone_ops_sync.pipelines.run.destination import check_target
 from drone_ops_sync.pipelines.run.lock import WarehouseBusy
-from drone_ops_sync.pipelines.run.target import check_target
 from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
 
 from .automation import models_follow_syncs

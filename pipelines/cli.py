@@ -176,8 +176,8 @@ def _run_one(
 ) -> int:
     from drone_ops_sync.sources.drone_ops import RunOptions, checked_tables, read_workspace_config
 
+    from .run.destination import check_target
     from .run.dlt_tooling import link_for_dlt_cli
-    from .run.target import check_target
     from .session import Session
 
     target = _target(args).for_workspace(name)
@@ -232,8 +232,8 @@ def _run_fleet(
     watch: RunWatch,
 ) -> int:
     from .publishing import build_models_step, finish_success
+    from .run.destination import check_target
     from .run.fleet import fleet_exit_code, run_fleet
-    from .run.target import check_target
 
     models = _target(args)
     watch.configure(models, args.metrics_file)
@@ -350,7 +350,7 @@ def _check(args: argparse.Namespace, output: Output) -> int:
 
 def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     from .publish.dbt_build import dbt_target
-    from .run.target import check_target
+    from .run.destination import check_target
     from .session import Session
 
     target = _target(args)
@@ -370,10 +370,11 @@ def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
 def _data_version(target: Target) -> str | None:
     """What the warehouse holds now, for the build record; a missing DuckDB file is left to
     the build to report (opening it here would create an empty one)."""
-    from .run.target import make_pipeline
+    from .run.destination import make_pipeline
     from .run.warehouse import read_data_version
 
-    if target.destination == "duckdb" and not target.resolved_database().is_file():
+    database = target.duckdb_file()
+    if database is not None and not database.is_file():
         return None
     with target.file_access():
         return read_data_version(make_pipeline(target))

@@ -95,8 +95,9 @@ def prepare_models_build(target: Target) -> Path:
     """What every model build does first, inside its turn: the warehouse is free and
     reachable, and the build record is forgotten (a build that fails or is killed leaves
     none, so the next run builds again). Returns the warehouse's dbt folder."""
-    if target.destination == "duckdb":
-        ensure_duckdb_free(target.resolved_database().resolve())
+    database = target.duckdb_file()
+    if database is not None:
+        ensure_duckdb_free(database.resolve())
     ensure_destination_reachable(target)
     folder = dbt_folder(target.sync_dir())
     forget_build(folder)
@@ -162,8 +163,9 @@ def _build_models_step(
         )
     result.scope, result.reason = plan.scope, plan.reason
     result.changed_tables = plan.changed_tables
-    if target.destination == "duckdb" and result.error:
-        busy = busy_message(target.resolved_database().resolve(), Exception(result.error))
+    database = target.duckdb_file()
+    if database is not None and result.error:
+        busy = busy_message(database.resolve(), Exception(result.error))
         if busy is not None:
             raise WarehouseBusy(busy)
     output.models_summary(result, target.dataset)

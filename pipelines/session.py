@@ -17,8 +17,8 @@ yet, a new column) takes a brief turn here, like any other load of the pipeline.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from types import TracebackType
 
 import dlt
@@ -36,8 +36,9 @@ from drone_ops_sync.sources.drone_ops import settings as source_settings
 from .console.output import Output
 from .publish.snapshot_plan import SnapshotPlan
 from .publishing import build_models_step, finish_success
+from .run.destination import check_target
 from .run.disk_full import disk_full_as_error
-from .run.lock import duckdb_busy_as, ensure_duckdb_free, warehouse_lock
+from .run.lock import duckdb_busy_as, warehouse_lock
 from .run.reachable import ensure_destination_reachable
 from .run.recovery import (
     finish_pending,
@@ -47,7 +48,8 @@ from .run.recovery import (
 )
 from .run.signals import SignalStop
 from .run.sync import RunObserver, SyncOutcome, sync_in_turn
-from .run.target import Target, apply_runtime_defaults, check_target
+from .run.target import Target, apply_runtime_defaults
+from .run.turn_file import TurnFile
 from .run.warehouse import remove_replayed_rows
 
 
@@ -67,11 +69,16 @@ class Session:
         self._stack = ExitStack()
         self._pipeline: dlt.Pipeline | None = None
         self._ready = False
+        self.file = TurnFile(target)
+        """The DuckDB file, held open across the turn's steps that follow one another
+        (`run/turn_file.py`); let go before the models and when the turn ends."""
 
     def __enter__(self) -> Session:
         lock = warehouse_lock(self.target.lock_path(), self.notes, brief=self.brief)
         with disk_full_as_error(self.target):
             self._stack.enter_context(lock)
+        # let go before the run lock (the access lock comes after it in the lock order)
+        self._stack.callback(self.file.release)
         return self
 
     def __exit__(
@@ -84,14 +91,12 @@ class Session:
 
     def ready(self) -> None:
         """Checks, once per turn, that the warehouse is free (no other program holds the DuckDB
-        file) and reachable, before the turn changes anything."""
+        file: the turn's first step opens it, `TurnFile`) and reachable, before the turn
+        changes anything."""
         if self._ready:
             return
-        target = self.target
         with self._opening():
-            if target.destination == "duckdb":
-                ensure_duckdb_free(target.resolved_database())
-            ensure_destination_reachable(target)
+            ensure_destination_reachable(self.target)
         self._ready = True
 
     def pipeline(self) -> dlt.Pipeline:
@@ -103,16 +108,14 @@ class Session:
                 self._pipeline = self._repaired()
         return self._pipeline
 
-    def _opening(self) -> ExitStack:
+    @contextmanager
+    def _opening(self) -> Iterator[None]:
         """What a step that opens the warehouse is inside: a full disk and a held DuckDB file
-        each end as one line, and the file's access lock is held."""
+        each end as one line (the file's opening included), and the file is the turn's step
+        (its access lock held)."""
         target = self.target
-        database = target.resolved_database() if target.destination == "duckdb" else None
-        stack = ExitStack()
-        stack.enter_context(disk_full_as_error(target))
-        stack.enter_context(duckdb_busy_as(database))
-        stack.enter_context(target.file_access())
-        return stack
+        with disk_full_as_error(target), duckdb_busy_as(target.duckdb_file()), self.file.step():
+            yield
 
     def _repaired(self) -> dlt.Pipeline:
         self.notes.extend(forget_moved_working_folders(self.target))
@@ -147,6 +150,7 @@ class Session:
         outcome = sync_in_turn(
             self.target,
             self.pipeline,
+            self.file,
             config,
             options,
             progress=progress,
@@ -173,6 +177,7 @@ class Session:
         """Builds (and tests) the models of the whole warehouse (every workspace's raw tables),
         publishes the snapshot and ends the command with its exit code
         (`publishing.build_models_step`: the models lock, then the file's access lock)."""
+        self.file.release()
         return build_models_step(
             self.target.models_target(),
             output,
@@ -188,6 +193,7 @@ class Session:
         self, snapshot: SnapshotPlan | None, output: Output, outcome: SyncOutcome | None
     ) -> int:
         """Publishes the snapshot without a model build and ends the command."""
+        self.file.release()
         return finish_success(self.target.models_target(), snapshot, output, outcome)
 
 

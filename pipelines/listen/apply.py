@@ -128,7 +128,7 @@ def _workspace_ids(base: Target, names: Sequence[str]) -> dict[str, str]:
     other failure to read (a file another process holds, a dropped connection, a refused
     login) is raised: the batch then stays in the spool and is tried again, its error shown
     by `/health`, where skipping would count its events unrouted and move the mark past them."""
-    from ..run.target import make_pipeline
+    from ..run.destination import make_pipeline
 
     owners: dict[str, str] = {}
     for name in names:
@@ -170,8 +170,7 @@ def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) ->
     scheduled run holds events back only while one of its loads writes. A batch that
     transaction cannot write as dlt would (a warehouse not synced yet, a new column) goes
     through a dlt load under the run lock, as a run's own load would."""
-    database = target.resolved_database() if target.destination == "duckdb" else None
-    with duckdb_busy_as(database, FileHeld):
+    with duckdb_busy_as(target.duckdb_file(), FileHeld):
         with router.connections.batch(target) as client:
             outcomes = write_batch(client, batch)
         if outcomes is None:

@@ -104,9 +104,10 @@ class KeptConnections:
             log.warning("closing the warehouse after events failed: %s", redact(str(exc))[:300])
 
     def _hold_file(self, target: Target) -> None:
-        if target.destination != "duckdb":
+        database = target.duckdb_file()
+        if database is None:
             return
-        lock = access_lock_path(target.resolved_database())
+        lock = access_lock_path(database)
         if lock not in self._locks:
             self._held.enter_context(target.file_access())
             self._locks.append(lock)

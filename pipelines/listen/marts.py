@@ -173,8 +173,9 @@ class MartsFollower:
     def _build(self) -> tuple[str | None, int]:
         """The partial dbt build inside the models' turn: (the error or None, models built)."""
         target = self.target
-        if target.destination == "duckdb":
-            ensure_duckdb_free(target.resolved_database().resolve())
+        database = target.duckdb_file()
+        if database is not None:
+            ensure_duckdb_free(database.resolve())
         ensure_destination_reachable(target)
         folder = dbt_folder(target.sync_dir())
         select = [f"source:{SOURCE}.{table}+" for table in FOLLOWED_TABLES]

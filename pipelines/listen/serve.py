@@ -21,7 +21,8 @@ from drone_ops_sync.sources.drone_ops import ConfigError, register_secret, setti
 from ..defaults import MODEL_DESTINATIONS
 from ..exit_codes import EXIT_BUSY, EXIT_OK
 from ..publishing import command_snapshot_plan
-from ..run.target import Target, check_target
+from ..run.destination import check_target
+from ..run.target import Target
 from .app import EVENTS_PATH, UNSIGNED_WARNING, Receiver, build_app
 from .apply import Applier
 from .marts import MartsFollower

@@ -21,7 +21,7 @@ from typing import Any
 
 from drone_ops_sync.sources.drone_ops import ConfigError
 
-from ..run.target import check_creatable
+from ..run.destination import check_creatable
 from .transport import read_setting
 
 METRICS_SETTING = "runtime.metrics_file"

@@ -34,8 +34,10 @@ from drone_ops_sync.sources.drone_ops import (
 )
 
 from ..exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_OK, EXIT_STALE
+from ..run.credentials import destination_credentials
+from ..run.destination import check_target
 from ..run.lock import WarehouseBusy, duckdb_holder
-from ..run.target import Target, check_target, destination_credentials
+from ..run.target import Target
 from .alerts import alert_hook, send_alert
 
 STATUS_DESTINATIONS = ("duckdb", "postgres")

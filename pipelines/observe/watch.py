@@ -16,8 +16,9 @@ from typing import Any
 
 from drone_ops_sync.sources.drone_ops import SourceConfig, SyncReport, TableResult, redact
 
+from ..run.credentials import destination_credentials
 from ..run.sync import RunObserver
-from ..run.target import Target, destination_credentials
+from ..run.target import Target
 from .alerts import alert_hook, run_failed_text, send_alert
 from .lineage import LineageEmitter, api_namespace, lineage_targets
 from .metrics import metrics_path, write_metrics

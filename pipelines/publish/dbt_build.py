@@ -23,8 +23,9 @@ from typing import Any
 from drone_ops_sync.sources.drone_ops import ConfigError
 
 from ..defaults import MODEL_DESTINATIONS
+from ..run.credentials import destination_credentials
 from ..run.recovery import SCRATCH_PREFIX
-from ..run.target import Target, destination_credentials
+from ..run.target import Target
 from .failing_rows import failed_not_null_tests, null_columns
 
 PROJECT_DIR = pathlib.Path(str(importlib.resources.files("drone_ops_sync.models")))

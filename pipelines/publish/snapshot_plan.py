@@ -13,7 +13,7 @@ import dlt
 from drone_ops_sync.sources.drone_ops import ConfigError
 
 from ..defaults import SNAPSHOT_CONFIG_KEY
-from ..run.target import check_creatable
+from ..run.destination import check_creatable
 
 CONFIG_KEY = SNAPSHOT_CONFIG_KEY
 RUNS_CONFIG_KEY = "destination.duckdb.bi_snapshot_sync_runs"

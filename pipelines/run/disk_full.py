@@ -45,8 +45,9 @@ def disk_full_as_error(target: Target, pipeline: dlt.Pipeline | None = None) -> 
             raise
         if pipeline is not None:
             drop_unloaded(pipeline)
-        if target.destination == "duckdb":
-            _remove_unwritten_database(target.resolved_database())
+        database = target.duckdb_file()
+        if database is not None:
+            _remove_unwritten_database(database)
         raise disk_full_error(target, exc) from None
 
 
@@ -59,9 +60,9 @@ DUCKDB_HEADERS_BYTES = 3 * 4096
 def _remove_unwritten_database(database: Path) -> None:
     """Removes a DuckDB file this run created and the disk refused to write whole: with its
     headers cut short, every later run refused it as "not a valid DuckDB database file". A
-    file the run found was checked as a database before anything was written
-    (`lock.ensure_duckdb_free`), and DuckDB only rewrites its headers in place, so only a file
-    this run created can be shorter than them or lack the magic bytes."""
+    file the run found was opened as a database before anything was written (the turn's
+    first step: `turn_file.py`, `lock.open_duckdb`), and DuckDB only rewrites its headers in
+    place, so only a file this run created can be shorter than them or lack the magic bytes."""
     try:
         with database.open("rb") as file:
             head = file.read(DUCKDB_HEADERS_BYTES)

@@ -19,8 +19,9 @@ a later one never waits for an earlier one, so no two holders can wait for each 
 
 A step that has to wait for a lock says so while it waits: it shares a `flock` on
 `<lock>.want` beside it (`waiting_turn`). A holder that keeps a turn between uses (the event
-receiver keeps the DuckDB file open between its batches: `listen/connections.py`) asks
-`turn_wanted` and hands the turn over at once; a waiter that dies drops its share with it.
+receiver keeps the DuckDB file open between its batches: `listen/connections.py`; a run's
+turn between its steps: `turn_file.py`) asks `turn_wanted` and hands the turn over at once; a
+waiter that dies drops its share with it.
 
 The run lock file is never deleted (deleting it would let a waiting run and a new one each
 lock a different file), only emptied on release; it names its holder, so the next run can say
@@ -231,6 +232,12 @@ def _wanting(path: Path) -> Iterator[None]:
         yield
 
 
+def holds_turn(path: Path) -> bool:
+    """Whether this thread holds the lock on `path` (`held_turn`)."""
+    depth: dict[str, int] = getattr(_held, "depth", None) or {}
+    return bool(depth.get(str(path.resolve())))
+
+
 def turn_wanted(path: Path) -> bool:
     """Whether another step waits for the lock on `path` (`waiting_turn` shares `<path>.want`
     while it waits): a holder that keeps the turn between uses then hands it over."""
@@ -316,10 +323,17 @@ def busy_message(database: Path, error: BaseException) -> str | None:
 def ensure_duckdb_free(database: Path) -> None:
     """Raises `WarehouseBusy` when another process holds the DuckDB file, before a run
     changes anything (the run's own open would fail the same way, but deep inside dlt)."""
-    if not database.exists():
-        return
+    if database.exists():
+        open_duckdb(database).close()
+
+
+def open_duckdb(database: Path) -> duckdb.DuckDBPyConnection:
+    """A connection to the existing DuckDB file, or `WarehouseBusy` when another process holds
+    it, a `ConfigError` when it is no DuckDB database (a full disk is raised as it is, for
+    `disk_full.py` to say). Opened with DuckDB's defaults, as dlt opens it, so dlt's own
+    connections in this process share its database instance (`run/turn_file.py`)."""
     try:
-        duckdb.connect(str(database)).close()
+        return duckdb.connect(str(database.resolve()))
     except duckdb.Error as exc:
         message = busy_message(database, exc)
         if message is None and is_disk_full(exc):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, redact
 
-from .target import Target, destination_credentials
+from .credentials import destination_credentials
+from .target import Target
 
 
 class DestinationUnreachable(DroneOpsError):

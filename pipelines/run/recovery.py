@@ -16,8 +16,9 @@ from dlt.pipeline.exceptions import CannotRestorePipelineException
 
 from drone_ops_sync.sources.drone_ops import SPILL_PREFIX
 
+from .destination import make_pipeline
 from .errors import innermost, is_disk_full, root_cause
-from .target import PIPELINE_HASH_LENGTH, PIPELINE_PREFIX, Target, make_pipeline
+from .target import PIPELINE_HASH_LENGTH, PIPELINE_PREFIX, Target
 
 log = logging.getLogger(__name__)
 

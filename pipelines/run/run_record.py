@@ -21,6 +21,7 @@ too, is the run's note).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from dlt.destinations.exceptions import DestinationException
@@ -44,14 +45,17 @@ from .sql_load import fits, insert_rows, new_load_id, record_load, table_columns
 log = logging.getLogger(__name__)
 
 
-def record_run(loads: RunLoads, run: SyncRun, source: Any, record: RunRecord) -> str | None:
+def record_run(
+    loads: RunLoads, run: SyncRun, source: Callable[[], Any], record: RunRecord
+) -> str | None:
     """Records the run: by SQL when it can (`write_record`), else through the source's own
-    run-state resources in one dlt load. Returns why the run could not be recorded, or None."""
+    run-state resources in one dlt load (`source()` makes the run's dlt source). Returns why
+    the run could not be recorded, or None."""
     run.record = record
     if _written_by_sql(loads, record):
         return None
     try:
-        loads.run(source.with_resources(*RECORD_RESOURCES))
+        loads.run(source().with_resources(*RECORD_RESOURCES))
     except PipelineStepFailed as exc:
         return f"could not record the run in {source_settings.RUNS_TABLE}: {root_cause(exc)}"
     return None

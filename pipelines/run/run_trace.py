@@ -10,7 +10,8 @@ may be recorded only after every delivery load succeeded (`delivery_waves.py`). 
 stay apart, and the trace saved at the end of the run is theirs together, in order: every
 extract, normalize and load step with its load id, row counts and timings. Once dlt has made
 the record's tables, the record is written by SQL (`write`, `run_record.py`), which is no dlt
-load and has no step in the trace; a quiet run's trace then holds only its empty extracts.
+load and has no step in the trace. A quiet run makes no load at all (its groups are finished
+without dlt: `finish_quiet_tables`), so it saves no trace and the newest loading run's stays.
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ class RunLoads:
     def run(self, data: Any) -> None:
         """One load of `data`; its trace is kept whether it succeeds or raises.
 
-        Why not one `pipeline.run`: a load group with nothing new (every group of a quiet
-        run) would still pay for normalize and load. The steps are dlt's own, called in
+        Why not one `pipeline.run`: a load group whose extract yields nothing (a group with
+        nothing to load never gets here: `finish_quiet_tables`; but the versions a group
+        found may all be older than what the event receiver applied meanwhile) would still
+        pay for normalize and load. The steps are dlt's own, called in
         `run`'s order, and a group whose extract wrote no job ends there, its empty package
         dropped. dlt's state sync with the destination, which `run` does before its first
         extract, is done once, before the turn's first load."""
@@ -117,9 +120,11 @@ class RunLoads:
         step still lists it as `extracted`, so the dashboard showed it as "pending to
         normalize" and `dlt pipeline <name> load-package <id>` could not find it. Every
         package the saved trace names is one the working folder holds."""
-        if not self.traces:
-            return set()
         pipeline = self.pipeline
+        if not self.traces:
+            # a quiet run made no load: the newest loading run's trace stays, and so must
+            # every package it names
+            return _named(pipeline.last_trace.steps if pipeline.last_trace else [])
         held = {
             *pipeline.list_extracted_load_packages(),
             *pipeline.list_normalized_load_packages(),
@@ -133,11 +138,16 @@ class RunLoads:
             resolved_config_values=last.resolved_config_values,
         )
         save_trace(pipeline.working_dir, combined)
-        return {
-            package.load_id
-            for step in steps
-            for package in getattr(step.step_info, "load_packages", None) or ()
-        }
+        return _named(steps)
+
+
+def _named(steps: list[PipelineStepTrace]) -> set[str]:
+    """The load ids of the packages the steps name."""
+    return {
+        package.load_id
+        for step in steps
+        for package in getattr(step.step_info, "load_packages", None) or ()
+    }
 
 
 def _held_only(step: PipelineStepTrace, held: set[str]) -> PipelineStepTrace:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,16 +31,19 @@ from drone_ops_sync.sources.drone_ops import (
     SyncRun,
     TableResult,
     drone_ops,
+    finish_quiet_tables,
 )
 from drone_ops_sync.sources.drone_ops import settings as source_settings
 
 from .delivery_waves import DeliveryWaves, record_marks_first
+from .disk_full import disk_full_as_error
 from .errors import root_cause
 from .loaded_packages import prune_loaded_packages
 from .lock import duckdb_busy_as
 from .run_record import record_run
 from .run_trace import RunLoads
 from .target import Target
+from .turn_file import TurnFile
 from .warehouse import read_data_version
 
 
@@ -81,6 +85,7 @@ class RunObserver(Protocol):
 def sync_in_turn(
     target: Target,
     pipeline: Callable[[], dlt.Pipeline],
+    file: TurnFile,
     config: SourceConfig,
     options: RunOptions,
     *,
@@ -92,7 +97,8 @@ def sync_in_turn(
 ) -> SyncOutcome:
     """One sync, in a turn (`pipelines/session.py`) that holds the run lock and has checked
     the settings; `pipeline()` opens the turn's pipeline (repairing what a crashed turn left),
-    called once the observer heard the run start.
+    called once the observer heard the run start. `file` is the turn's DuckDB file, held open
+    across the steps that follow one another (`turn_file.py`).
 
     `cancel`, once set (by a signal handler), interrupts the run: tables whose walk had not
     finished load nothing and are recorded as `interrupted`. `delivery_wave_rows` is how many
@@ -109,14 +115,18 @@ def sync_in_turn(
     )
     if observer is not None:
         observer.run_started(run.report, run.options.tables)
-    database = target.resolved_database() if target.destination == "duckdb" else None
-    with duckdb_busy_as(database):
-        return _locked_run(target, pipeline(), run, delivery_wave_rows, observer)
+    with duckdb_busy_as(target.duckdb_file()):
+        try:
+            return _locked_run(target, pipeline(), file, run, delivery_wave_rows, observer)
+        finally:
+            # before the models lock, earlier in the lock order, is taken
+            file.release()
 
 
 def _locked_run(
     target: Target,
     pipeline: dlt.Pipeline,
+    file: TurnFile,
     run: SyncRun,
     delivery_wave_rows: int,
     observer: RunObserver | None,
@@ -126,52 +136,23 @@ def _locked_run(
     # hands them back, which keeps a long walk's footprint flat
     pa.set_memory_pool(pa.system_memory_pool())
     report = run.report
-    outcome = SyncOutcome(report=report)
-    if target.destination == "duckdb":
-        outcome.database = target.resolved_database()
+    outcome = SyncOutcome(report=report, database=target.duckdb_file())
     outcome.pipeline_name = pipeline.pipeline_name
     loads = RunLoads(target, pipeline)
     load_started = time.monotonic()
-    marks: dict[str, int] = {}
     tables = run.options.tables
+    # made when a group has something to load: building dlt's source resolves its settings
+    source = _SourceOnce(run)
     # this run owns its walk: opened here, after the repairs, and stopped, its spill files
     # removed, when the block ends, however it ends
     with run:
-        with target.file_access():
+        with _step(target, pipeline, file):
             run.open(pipeline)
             assert run.known is not None and run.walk is not None
             record_marks_first(loads, run)
-        walk = run.walk
-        source = drone_ops(run=run)
-        # deliveries load in waves while the walk goes on; the list tables as soon as their
-        # part of the walk is done, the rest once the chains end
-        waves = (
-            DeliveryWaves(loads, run, delivery_wave_rows)
-            if "webhook_deliveries" in source.resources
-            else None
-        )
-        for group in LOAD_GROUPS:
-            selected = [name for name in group if name in source.resources]
-            if not selected:
-                continue
-            if waves is not None:
-                stage = _stage_of(group)
-                waves.load_while(stage, only_when_idle=stage == LISTS)
-            if run.interrupted:
-                walk.interrupt()
-                _mark_interrupted(report, selected)
-                _tell(observer, report, selected)
-                continue
-            loaded = _load(loads, source.with_resources(*selected), report, selected, outcome)
-            _tell(observer, report, selected)
-            if "webhook_deliveries" in selected and loaded and waves and waves.error is None:
-                # every entry the completed chains walked is loaded: their marks may move
-                marks = dict(walk.webhooks.completed_marks)
-        if waves is not None:
-            outcome.delivery_waves = waves.count
-            if waves.error is not None and outcome.load_error is None:
-                outcome.load_error = waves.error
-        walk_issues = list(walk.issues)
+        file.release()  # the walk may take long: the file is nobody's meanwhile
+        marks = _load_groups(loads, run, source, delivery_wave_rows, outcome, observer)
+        walk_issues = list(run.walk.issues)
         interrupted = run.interrupted
     if interrupted:
         _mark_interrupted(report, tables)
@@ -181,7 +162,8 @@ def _locked_run(
     outcome.total_seconds = time.monotonic() - started
     finished = datetime.now(UTC)
     record = RunRecord(report, target.workspace, walk_issues, marks, finished)
-    note = record_run(loads, run, source, record)
+    with _step(target, pipeline, file):
+        note = record_run(loads, run, source, record)
     if note is None:
         outcome.finished_at = finished
     else:
@@ -190,9 +172,77 @@ def _locked_run(
     # after every run, not only a clean one: a table failing run after run would otherwise
     # let the packages grow as before; the newest, and every one this run's trace names, are kept
     prune_loaded_packages(pipeline, traced=traced)
-    with target.file_access():
+    with _step(target, pipeline, file):
         outcome.data_version = read_data_version(pipeline)
     return outcome
+
+
+@contextmanager
+def _step(target: Target, pipeline: dlt.Pipeline, file: TurnFile) -> Iterator[None]:
+    """A step of the run on the warehouse: the turn's file (opened again if it was let go)
+    and its access lock, a full disk said as one line, the file's opening included."""
+    with disk_full_as_error(target, pipeline), file.step():
+        yield
+
+
+class _SourceOnce:
+    """The run's dlt source (`drone_ops(run=run)`), made the first time it is asked for: a
+    quiet run, whose groups load nothing and whose record is written by SQL, never makes it."""
+
+    def __init__(self, run: SyncRun) -> None:
+        self.run = run
+        self._source: Any = None
+
+    def __call__(self) -> Any:
+        if self._source is None:
+            self._source = drone_ops(run=self.run)
+        return self._source
+
+
+def _load_groups(
+    loads: RunLoads,
+    run: SyncRun,
+    source: Callable[[], Any],
+    delivery_wave_rows: int,
+    outcome: SyncOutcome,
+    observer: RunObserver | None,
+) -> dict[str, int]:
+    """Loads each group of tables as its part of the walk ends (deliveries in waves while the
+    walk goes on, the list tables as soon as their part is done, the rest once the chains
+    end); a group with nothing to load is finished without dlt (`finish_quiet_tables`).
+    Returns the delivery marks the run may record."""
+    walk, report = run.walk, run.report
+    assert walk is not None, "groups load only while the run's walk is open"
+    tables = run.options.tables
+    marks: dict[str, int] = {}
+    waves = (
+        DeliveryWaves(loads, run, delivery_wave_rows) if "webhook_deliveries" in tables else None
+    )
+    for group in LOAD_GROUPS:
+        selected = [name for name in group if name in tables]
+        if not selected:
+            continue
+        if waves is not None:
+            stage = _stage_of(group)
+            waves.load_while(stage, only_when_idle=stage == LISTS)
+        if run.interrupted:
+            walk.interrupt()
+            _mark_interrupted(report, selected)
+            _tell(observer, report, selected)
+            continue
+        if finish_quiet_tables(run, selected):
+            loaded = _mark_loaded(report, selected)
+        else:
+            loaded = _load(loads, source().with_resources(*selected), report, selected, outcome)
+        _tell(observer, report, selected)
+        if "webhook_deliveries" in selected and loaded and waves and waves.error is None:
+            # every entry the completed chains walked is loaded: their marks may move
+            marks = dict(walk.webhooks.completed_marks)
+    if waves is not None:
+        outcome.delivery_waves = waves.count
+        if waves.error is not None and outcome.load_error is None:
+            outcome.load_error = waves.error
+    return marks
 
 
 def _tell(observer: RunObserver | None, report: SyncReport, tables: Sequence[str]) -> None:
@@ -236,6 +286,12 @@ def _load(
                 result.status = "failed"
                 result.error = f"{name}: {error}"
         return False
+    return _mark_loaded(report, tables)
+
+
+def _mark_loaded(report: SyncReport, tables: Sequence[str]) -> bool:
+    """A group whose load (or whose finish without one) went through: each table that
+    succeeded counts as loaded."""
     for name in tables:
         result = report.table(name)
         result.loaded = result.status == "success"

@@ -68,6 +68,7 @@ from .source import (
     delivery_wave,
     drone_ops,
     empty_events_table,
+    finish_quiet_tables,
     require_dlt_settings,
 )
 from .tables.entities import (
@@ -146,6 +147,7 @@ __all__ = [
     "drone_ops",
     "empty_events_table",
     "event_rows",
+    "finish_quiet_tables",
     "held_versions",
     "held_versions_in",
     "is_loopback_host",

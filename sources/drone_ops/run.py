@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dlt
 import httpx
@@ -34,6 +34,9 @@ from .run_state import RunRecord
 from .tables.entities import ALL_TABLES
 from .walk import ProgressCallback, WalkPlan, WorkspaceWalk
 from .workspaces import DEFAULT_WORKSPACE
+
+if TYPE_CHECKING:
+    from .compare.changes import ChangeSet
 
 
 def new_run_id() -> str:
@@ -83,6 +86,11 @@ class SyncRun:
     """What the run-state tables record of this run (`run_state.py`), once its tables are
     done: made by the run itself when the source opened it, by `drone-sync run` otherwise
     (which knows what its loads did)."""
+    decided: dict[str, ChangeSet | None] = field(default_factory=dict, init=False, repr=False)
+    """Each history table's change set, compared once per run (`compare/table_sync.py`): by
+    the table's extract, or before it by `drone-sync run`, which finishes a group that loads
+    nothing without a dlt extract (`finish_quiet_tables`). None: the table loads nothing
+    (its walk or a record check failed, or the mass-delete guard refused; the report says)."""
     report: SyncReport = field(init=False)
     _pending: set[str] | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)

@@ -72,7 +72,8 @@ def test_sim_help_still_reaches_the_simulator() -> None:
 OPEN_WAREHOUSE = """
 import sys
 from pathlib import Path
-from drone_ops_sync.pipelines.run.target import Target, make_pipeline
+from drone_ops_sync.pipelines.run.destination import make_pipeline
+from drone_ops_sync.pipelines.run.target import Target
 pipeline = make_pipeline(Target(database=Path(sys.argv[1])))
 with pipeline.sql_client() as client:
     assert client.execute_sql("SELECT 1") == [(1,)]

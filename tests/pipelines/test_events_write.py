@@ -22,8 +22,9 @@ import pytest
 
 from drone_ops_sync.pipelines.listen.apply import Applier, Router, apply_batch
 from drone_ops_sync.pipelines.listen.spool import Spool
+from drone_ops_sync.pipelines.run.destination import make_pipeline
 from drone_ops_sync.pipelines.run.sync import SyncOutcome
-from drone_ops_sync.pipelines.run.target import Target, make_pipeline
+from drone_ops_sync.pipelines.run.target import Target
 from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import ReceivedEvent, Seams, read_source_config
 from testkit.simulator_process import SimulatorHandle

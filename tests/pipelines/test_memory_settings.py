@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from drone_ops_sync.pipelines.cli import EXIT_CONFIG, main
-from drone_ops_sync.pipelines.run.target import (
+from drone_ops_sync.pipelines.run.destination import (
     DEFAULT_DUCKDB_THREADS,
-    Target,
     duckdb_threads,
     make_pipeline,
 )
+from drone_ops_sync.pipelines.run.target import Target
 
 
 def test_the_process_asks_glibc_for_two_arenas_unless_the_environment_says() -> None:

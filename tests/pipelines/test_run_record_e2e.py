@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from drone_ops_sync.pipelines.run.destination import make_pipeline
 from drone_ops_sync.pipelines.run.sync import SyncOutcome
-from drone_ops_sync.pipelines.run.target import Target, make_pipeline
+from drone_ops_sync.pipelines.run.target import Target
 from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
 from testkit.simulator_process import SimulatorHandle

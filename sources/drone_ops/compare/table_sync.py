@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import dlt
 import pyarrow as pa
@@ -76,37 +77,10 @@ class TableSync:
         snapshot = self.walk.tables[table]
         started = time.monotonic()
         try:
-            if snapshot.error is not None:
-                _record_failure(result, snapshot.error)
+            changes = self._decided(table)
+            if changes is None:
                 return
-            known = self.run.known
-            assert known is not None
-            current = known.current.get(table)
-            job_slice = self.walk.plan.job_slice
-            if table == JOBS.table and job_slice is not None and current is not None:
-                skipped = self.walk.projects.skipped_job_projects()
-                current = outside_projects(current, skipped)
-                result.scope = rolling_scope(
-                    job_slice, len(self.walk.projects.job_walked_projects), len(skipped)
-                )
-            try:
-                changes = self._compare(table, current)
-            except DroneOpsError as exc:
-                # a single-record check that keeps failing fails this table, not its group
-                _record_failure(result, exc, prefix="checking records one by one: ")
-                return
-            result.rows_seen = snapshot.rows_seen
-            refused = mass_delete_refusal(
-                table,
-                changes,
-                self.run.config.max_retire_share,
-                allowed=self.run.options.allow_mass_delete,
-            )
-            if refused is not None:
-                log.error("%s", refused)
-                result.status = "refused"
-                result.error = str(refused)
-                return
+            known = self._known()
             if changes.new or changes.changed:
                 only = None if changes.current == 0 else changes.load_ids
                 if table == PROJECTS.table and table in known.existing:
@@ -126,6 +100,77 @@ class TableSync:
         finally:
             self._count(result, self.walk.stats[table])
             result.seconds = walked + time.monotonic() - started
+
+    def _decided(self, table: str) -> ChangeSet | None:
+        """The table's change set, compared once per run (`SyncRun.decided`), whoever asks
+        first: the table's extract, or `loads_nothing` before it."""
+        decided = self.run.decided
+        if table not in decided:
+            decided[table] = self._decide(table)
+        return decided[table]
+
+    def _decide(self, table: str) -> ChangeSet | None:
+        """The walked snapshot compared with the warehouse, deletions confirmed and the
+        mass-delete guard asked; None, the outcome recorded, when the table loads nothing."""
+        result = self.run.report.table(table)
+        snapshot = self.walk.tables[table]
+        if snapshot.error is not None:
+            _record_failure(result, snapshot.error)
+            return None
+        current = self._known().current.get(table)
+        job_slice = self.walk.plan.job_slice
+        if table == JOBS.table and job_slice is not None and current is not None:
+            skipped = self.walk.projects.skipped_job_projects()
+            current = outside_projects(current, skipped)
+            result.scope = rolling_scope(
+                job_slice, len(self.walk.projects.job_walked_projects), len(skipped)
+            )
+        try:
+            changes = self._compare(table, current)
+        except DroneOpsError as exc:
+            # a single-record check that keeps failing fails this table, not its group
+            _record_failure(result, exc, prefix="checking records one by one: ")
+            return None
+        result.rows_seen = snapshot.rows_seen
+        refused = mass_delete_refusal(
+            table,
+            changes,
+            self.run.config.max_retire_share,
+            allowed=self.run.options.allow_mass_delete,
+        )
+        if refused is not None:
+            log.error("%s", refused)
+            result.status = "refused"
+            result.error = str(refused)
+            return None
+        return changes
+
+    def loads_nothing(self, tables: Sequence[str]) -> bool:
+        """Whether none of `tables` has anything to load this run, each asked once its walk
+        is done, in load order (users after the tables they are made from). Then the tables
+        are finished without dlt (`finish_unloaded`): an extract would find nothing. A failed
+        walk is left to the extract, which raises it as the table's failure."""
+        try:
+            return all(self._loads_nothing(table) for table in tables)
+        except DroneOpsError:
+            return False
+
+    def _loads_nothing(self, table: str) -> bool:
+        self.walk.wait(table)
+        if table == "webhook_deliveries":
+            return self.walk.tables[table].loadable_rows() == 0
+        if table == USERS.table:
+            return self._held_back_by() is not None or not self._users()[0]
+        changes = self._decided(table)
+        return changes is None or not (changes.new or changes.changed or changes.retire_ids)
+
+    def finish_unloaded(self, tables: Sequence[str]) -> None:
+        """Runs each table's rows, which `loads_nothing` found empty, to their end outside
+        dlt, so each outcome is recorded in the report as its extract would have."""
+        rows = {"webhook_deliveries": self.delivery_rows, USERS.table: self.user_rows}
+        for table in tables:
+            for _ in rows[table]() if table in rows else self.entity_rows(table):
+                raise DroneOpsError(f"{table} had rows to load after all")
 
     def _compare(self, table: str, current: pa.Table | None) -> ChangeSet:
         """The walked snapshot against the warehouse's current rows, deletions confirmed."""
@@ -191,26 +236,26 @@ class TableSync:
             _record_failure(result, blocking, prefix="creators incomplete: ")
             result.seconds = walked
             return
-        creators = self.walk.context.creators
-        rows = [user_row(seen.creator, seen.first_ms, seen.last_ms) for seen in creators]
-        known = self._known().users
-        if known is not None and rows:
-            unchanged = set(known.column(settings.ROW_HASH_COLUMN).to_pylist())
-            known_ids = set(known.column("id").to_pylist())
-            result.changed = sum(
-                1
-                for r in rows
-                if r["id"] in known_ids and r[settings.ROW_HASH_COLUMN] not in unchanged
-            )
-            rows = [r for r in rows if r[settings.ROW_HASH_COLUMN] not in unchanged]
-            result.new = len(rows) - result.changed
-        else:
-            result.new = len(rows)
-        result.rows_seen = len(creators)
+        rows, result.changed = self._users()
+        result.new = len(rows) - result.changed
+        result.rows_seen = len(self.walk.context.creators)
         if rows:
             yield to_arrow(USERS.contract, rows, self.run.run_id, self.walk.issues)
         result.status = "success"
         result.seconds = walked
+
+    def _users(self) -> tuple[list[dict[str, Any]], int]:
+        """The users rows to load (new, or changed since the warehouse's) and how many of them
+        are changed: one row per creator seen in this run's walk."""
+        creators = self.walk.context.creators
+        rows = [user_row(seen.creator, seen.first_ms, seen.last_ms) for seen in creators]
+        known = self._known().users
+        if known is None or not rows:
+            return rows, 0
+        unchanged = set(known.column(settings.ROW_HASH_COLUMN).to_pylist())
+        known_ids = set(known.column("id").to_pylist())
+        rows = [r for r in rows if r[settings.ROW_HASH_COLUMN] not in unchanged]
+        return rows, sum(1 for r in rows if r["id"] in known_ids)
 
     def _held_back_by(self) -> DroneOpsError | None:
         """Why users may not load this run, if a table they are made from loads nothing: its
