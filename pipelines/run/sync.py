@@ -133,7 +133,8 @@ def _locked_run(
 ) -> SyncOutcome:
     started = time.monotonic()
     # Arrow's default pool (jemalloc/mimalloc) keeps freed batches mapped; the system pool
-    # hands them back, which keeps a long walk's footprint flat
+    # hands them back. This reaches pyarrow's Python functions only: the C++ default is
+    # chosen when pyarrow is imported (`run/memory.py`, from this package's `__init__`)
     pa.set_memory_pool(pa.system_memory_pool())
     report = run.report
     outcome = SyncOutcome(report=report, database=target.duckdb_file())

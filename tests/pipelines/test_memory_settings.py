@@ -1,4 +1,4 @@
-"""The settings that bound a run's memory: malloc arenas and DuckDB's threads."""
+"""The settings that bound a run's memory: malloc arenas, Arrow's pool and DuckDB's threads."""
 
 from __future__ import annotations
 
@@ -26,6 +26,33 @@ def test_the_process_asks_glibc_for_two_arenas_unless_the_environment_says() -> 
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
     )
     assert ran.stdout.strip() == "False", "the environment's MALLOC_ARENA_MAX wins"
+
+
+def _arrow_pool_after(probe: str, env: dict[str, str] | None = None) -> str:
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
+    )
+    return ran.stdout.strip()
+
+
+def test_arrow_allocates_from_the_system_pool_once_our_package_is_imported() -> None:
+    probe = (
+        "import drone_ops_sync.pipelines, pyarrow as pa;"
+        " pa.table({'a': list(range(1000))});"
+        " print(pa.default_memory_pool().backend_name)"
+    )
+    assert _arrow_pool_after(probe) == "system"
+    env = {"ARROW_DEFAULT_MEMORY_POOL": "mimalloc", "PATH": "/usr/bin:/bin"}
+    assert _arrow_pool_after(probe, env) == "mimalloc", "the environment's pool wins"
+
+
+def test_the_arrow_pool_is_not_claimed_once_pyarrow_chose_its_own() -> None:
+    probe = (
+        "import os; os.environ.pop('ARROW_DEFAULT_MEMORY_POOL', None);"
+        " import pyarrow; import pipelines.run.memory as m;"
+        " print(m.prefer_system_arrow_pool())"
+    )
+    assert _arrow_pool_after(probe) == "False"
 
 
 def test_duckdb_runs_loads_on_one_thread_unless_configured(
