@@ -22,13 +22,21 @@ def _dlt_data_dir_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
 
 # With `--dist loadfile` each file runs whole on one worker, so a long file that starts last runs
 # alone at the end while the other core idles. Long end-to-end files go first and the quick unit
-# files last, where they fill in: the suite then ends with both workers busy.
+# files last, where they fill in: the suite then ends with both workers busy. The named files are
+# the longest (minutes each: many syncs, a Dagster story per destination, dbt builds, the wheel
+# installed into a fresh venv, ruff and mypy over the tree); the folders hold the other
+# end-to-end files. Order by name, not by recorded durations: what is long changes slowly.
 _LONGEST_FIRST = (
     "tests/pipelines/test_unattended.py",
+    "tests/pipelines/test_delivery_waves_e2e.py",
+    "tests/orchestration/test_fleet_e2e.py",
+    "tests/models/test_workspaces.py",
+    "tests/test_code_quality.py",
+    "tests/packaging/test_wheel.py",
     "tests/chaos/",
     "tests/pipelines/",
+    "tests/orchestration/",
     "tests/deploy/",
-    "tests/packaging/test_wheel.py",
     "tests/models/",
     "tests/bench/",
 )
@@ -40,6 +48,13 @@ def _start_rank(item: pytest.Item) -> int:
         if path.startswith(prefix):
             return rank
     return len(_LONGEST_FIRST)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """xdist (3.x) hands `--dist loadfile` files out largest test count first unless told not
+    to, which would undo the order below and put the long few-test end-to-end files last."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
