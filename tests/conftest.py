@@ -8,6 +8,7 @@ tests/pipelines/cli_helpers.py."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +19,19 @@ def _dlt_data_dir_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DLT_DATA_DIR", str(tmp_path_factory.mktemp("dlt-data")))
         yield
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored() -> Iterator[None]:
+    """SIGINT and SIGTERM as they were before each test. An in-process Dagster run leaves
+    SIGTERM set to SIGINT's handler (`dagster._utils.interrupts`), and an ignored disposition is
+    inherited by every process the worker starts later: a worker found ignoring both once
+    started CPU hogs that outlived `terminate()` (tests/bench/test_busy.py)."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        if handler is not None and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
 
 
 # With `--dist loadfile` each file runs whole on one worker, so a long file that starts last runs
