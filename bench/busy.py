@@ -66,8 +66,12 @@ def cpu_hogs(count: int, max_seconds: float = HOG_SECONDS_BOUND) -> Iterator[Hog
             )
         yield hogs
     finally:
+        # SIGKILL, not SIGTERM: a hog has nothing to clean up, and an ignored SIGTERM stays
+        # ignored across exec, so a hog started by a process that ignores it (seen in a pytest
+        # worker after an in-process Dagster run) outlived terminate() and this wait lasted
+        # until the hog's time bound
         for process in hogs.processes:
-            process.terminate()
+            process.kill()
         for process in hogs.processes:
             try:
                 _, _, usage = os.wait4(process.pid, 0)

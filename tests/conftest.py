@@ -8,6 +8,7 @@ tests/pipelines/cli_helpers.py."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -20,15 +21,36 @@ def _dlt_data_dir_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         yield
 
 
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored() -> Iterator[None]:
+    """SIGINT and SIGTERM as they were before each test. An in-process Dagster run leaves
+    SIGTERM set to SIGINT's handler (`dagster._utils.interrupts`), and an ignored disposition is
+    inherited by every process the worker starts later: a worker found ignoring both once
+    started CPU hogs that outlived `terminate()` (tests/bench/test_busy.py)."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        if handler is not None and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
+
+
 # With `--dist loadfile` each file runs whole on one worker, so a long file that starts last runs
 # alone at the end while the other core idles. Long end-to-end files go first and the quick unit
-# files last, where they fill in: the suite then ends with both workers busy.
+# files last, where they fill in: the suite then ends with both workers busy. The named files are
+# the longest (minutes each: many syncs, a Dagster story per destination, dbt builds, the wheel
+# installed into a fresh venv, ruff and mypy over the tree); the folders hold the other
+# end-to-end files. Order by name, not by recorded durations: what is long changes slowly.
 _LONGEST_FIRST = (
     "tests/pipelines/test_unattended.py",
+    "tests/pipelines/test_delivery_waves_e2e.py",
+    "tests/orchestration/test_fleet_e2e.py",
+    "tests/models/test_workspaces.py",
+    "tests/test_code_quality.py",
+    "tests/packaging/test_wheel.py",
     "tests/chaos/",
     "tests/pipelines/",
+    "tests/orchestration/",
     "tests/deploy/",
-    "tests/packaging/test_wheel.py",
     "tests/models/",
     "tests/bench/",
 )
@@ -40,6 +62,13 @@ def _start_rank(item: pytest.Item) -> int:
         if path.startswith(prefix):
             return rank
     return len(_LONGEST_FIRST)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """xdist (3.x) hands `--dist loadfile` files out largest test count first unless told not
+    to, which would undo the order below and put the long few-test end-to-end files last."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

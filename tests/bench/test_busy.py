@@ -3,6 +3,7 @@ their own when their time bound passes (so none outlives a benchmark that vanish
 
 from __future__ import annotations
 
+import signal
 import time
 
 import psutil
@@ -37,3 +38,15 @@ def test_no_hogs_is_nothing() -> None:
     with cpu_hogs(0) as hogs:
         assert hogs.processes == []
     assert hogs.info() == {"hogs": 0, "seconds": hogs.info()["seconds"], "cpu_seconds": []}
+
+
+def test_hogs_stop_even_when_started_by_a_process_that_ignores_sigterm() -> None:
+    """An ignored signal stays ignored across exec: a pytest worker that ignores SIGTERM (left
+    so by earlier tests) once started hogs that outlived their stop, until the test's timeout."""
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with cpu_hogs(1) as hogs:
+            pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert all(p.returncode is not None for p in hogs.processes)
