@@ -18,25 +18,25 @@ import dlt
 import pyarrow as pa
 from dlt.common.schema.typing import DEFAULT_VALIDITY_COLUMN_NAMES
 
-from .. import settings
-from ..events import drop_older_versions
-from ..exceptions import DroneOpsError, Interrupted
-from ..known import KnownState, held_versions
-from ..report import TableResult
-from ..run import SyncRun
-from ..tables.entities import ENTITIES, JOBS, PROJECTS, USERS
-from ..tables.rows import to_arrow, user_row
-from ..tables.schema import ARROW_TYPES
-from ..walk import WalkStats, WorkspaceWalk
-from ..walk.rolling import rolling_scope
-from .changes import ChangeSet, diff
-from .deletions import (
+from . import settings
+from .compare.changes import ChangeSet, diff
+from .compare.deletions import (
     confirm_deletions,
     fetch_rows,
     mass_delete_refusal,
     outside_projects,
     tombstones,
 )
+from .events import drop_older_versions
+from .exceptions import DroneOpsError, Interrupted
+from .known import KnownState, held_versions
+from .report import TableResult
+from .run import SyncRun
+from .tables.entities import ENTITIES, JOBS, PROJECTS, USERS
+from .tables.rows import to_arrow, user_row
+from .tables.schema import ARROW_TYPES
+from .walk import WalkStats, WorkspaceWalk
+from .walk.rolling import rolling_scope
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ VALID_FROM, VALID_TO = DEFAULT_VALIDITY_COLUMN_NAMES
 VALIDITY_TYPE = ARROW_TYPES["ts"]
 
 
-class TableSync:
+class TableLoads:
     """Turns the walk's snapshots into what each table loads, and records the outcome."""
 
     def __init__(self, run: SyncRun) -> None:
