@@ -9,6 +9,8 @@ Examples:
         # a fleet of workspaces against each alone (bench/fleet.py; `fleet --help`)
     python -m bench http --requests 2000 --rounds 5
         # CPU per request of each HTTP engine, ours and bare (bench/http_cost.py)
+    python -m bench --scale small --only ours,floor,cli --against ../previous
+        # the same variants of another checkout (its own .venv), alternately: ours/previous
 """
 
 from __future__ import annotations
@@ -72,7 +74,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="N",
         help="run N CPU hog processes (one core each) beside every variant, as on a shared runner",
     )
-    return p.parse_args(argv)
+    p.add_argument(
+        "--against",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also run the ours and cli variants of another checkout (a git worktree with its"
+        " own .venv), alternately with these, and print ours/previous for each",
+    )
+    args = p.parse_args(argv)
+    if args.against is not None and not (args.against / ".venv" / "bin" / "python").exists():
+        p.error(f"--against: {args.against} has no .venv/bin/python (create it and install)")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         output=output,
         quiet=args.quiet,
         busy=max(0, args.busy),
+        against=args.against.resolve() if args.against is not None else None,
     )
     try:
         document = run_bench(options)

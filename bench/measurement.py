@@ -36,6 +36,9 @@ class Options:
     quiet: bool = False
     busy: int = 0
     """CPU hog processes running beside every variant (`bench/busy.py`)."""
+    against: Path | None = None
+    """Another checkout with its own `.venv` (a worktree of an earlier commit): its `ours` and
+    `cli` variants run alternately with these, labelled `prev_<label>`."""
 
 
 @dataclass

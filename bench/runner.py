@@ -62,12 +62,12 @@ CHURN = {"update_fraction": 0.01, "delete_fraction": 0.001}
 ROLLING_SLICES = 8
 
 
-def code_version() -> str:
+def code_version(checkout: Path = REPO_ROOT) -> str:
     """The checkout's HEAD, with "+dirty" when the measured code differs from it."""
 
     def git(*args: str) -> str:
         done = subprocess.run(
-            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+            ["git", *args], cwd=checkout, capture_output=True, text=True, check=False
         )
         return done.stdout.strip()
 
@@ -81,9 +81,13 @@ class WorkerError(RuntimeError):
 
 
 def run_worker(
-    spec: dict[str, Any], workdir: Path, env_extra: Mapping[str, str] | None = None
+    spec: dict[str, Any],
+    workdir: Path,
+    env_extra: Mapping[str, str] | None = None,
+    checkout: Path | None = None,
 ) -> tuple[dict[str, Any], float, float]:
     """Runs `python -m bench.worker` in `workdir`; returns its result, peak RSS (MB), wall s.
+    With `checkout`, that checkout's worker in its own `.venv` (`--against`).
 
     The result also gets `cpu_seconds`: the child's user + system CPU time (whole process).
 
@@ -96,7 +100,9 @@ def run_worker(
     result_path = workdir / f"result-{spec['variant']}-{time.monotonic_ns()}.json"
     spec = {**spec, "result_path": str(result_path)}
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    root = checkout or REPO_ROOT
+    python = str(checkout / ".venv" / "bin" / "python") if checkout else sys.executable
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
     for name in list(env):
         # only what the worker sets itself may configure dlt
         if name.startswith(("EXTRACT__", "NORMALIZE__", "LOAD__", "DATA_WRITER__")):
@@ -105,7 +111,7 @@ def run_worker(
     env.update(env_extra or {})
     started = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", "bench.worker", json.dumps(spec)],
+        [python, "-m", "bench.worker", json.dumps(spec)],
         cwd=str(workdir),
         env=env,
         stdout=subprocess.PIPE,
@@ -153,6 +159,10 @@ class Bench:
         self.postgres = postgres
         self.samples: list[Sample] = []
         self._count = 0
+        self.checkouts: tuple[Path | None, ...] = (None,)
+        """This checkout (None), then `--against`'s: each variant of ours runs in both."""
+        if options.against is not None:
+            self.checkouts = (None, options.against)
 
     def log(self, message: str) -> None:
         if not self.options.quiet:
@@ -164,9 +174,12 @@ class Bench:
         label: str,
         extra: dict[str, Any] | None = None,
         env_extra: Mapping[str, str] | None = None,
+        checkout: Path | None = None,
     ) -> Sample:
-        """Runs a variant once in a fresh process; requests come from the simulator's stats."""
+        """Runs a variant once in a fresh process; requests come from the simulator's stats.
+        With `checkout` (`--against`), that checkout's code, labelled `prev_<label>`."""
         self._count += 1
+        label = f"prev_{label}" if checkout else label
         workdir = self.root / f"{self._count:03d}-{label}"
         spec = {
             "variant": variant,
@@ -177,9 +190,9 @@ class Bench:
             "pipelines_dir": str(workdir / "pipelines"),
             **(extra or {}),
         }
-        code = code_version()
+        code = code_version(checkout or REPO_ROOT)
         before = self.sim.stats()["requests"]
-        detail, rss, wall = run_worker(spec, workdir, env_extra)
+        detail, rss, wall = run_worker(spec, workdir, env_extra, checkout)
         detail["database"] = spec["database"]
         # the CLI variant's sync is the worker's child: its peak is the one that counts
         rss = detail.get("child_peak_rss_mb", rss)
@@ -208,22 +221,21 @@ class Bench:
         opts = self.options
         only = set(opts.only)
         baseline_runs = opts.runs if opts.baseline_runs is None else opts.baseline_runs
-        last_ours_db: Path | None = None
+        ours_db: dict[Path | None, Path] = {}
         last_postgres: PostgresWarehouse | None = None
-        last_cli_db: Path | None = None
+        cli_db: dict[Path | None, Path] = {}
         for rep in range(opts.runs):
             self.log(f"run {rep + 1}/{opts.runs}")
             if "floor" in only:
                 self.measure("floor", "floor")
-            if "ours" in only:
-                first = self.measure("ours", "ours_initial")
-                last_ours_db = Path(first.detail["database"])
-                self.measure("ours", "ours_nochange", self._same_db(last_ours_db))
+            for checkout in self.checkouts if "ours" in only else ():
+                first = self.measure("ours", "ours_initial", checkout=checkout)
+                ours_db[checkout] = Path(first.detail["database"])
                 self.measure(
-                    "ours",
-                    "ours_rolling",
-                    {**self._same_db(last_ours_db), "job_refresh_slices": ROLLING_SLICES},
+                    "ours", "ours_nochange", self._same_db(ours_db[checkout]), None, checkout
                 )
+                rolling = {**self._same_db(ours_db[checkout]), "job_refresh_slices": ROLLING_SLICES}
+                self.measure("ours", "ours_rolling", rolling, None, checkout)
             if "postgres" in only:
                 last_postgres = self._postgres_warehouse(rep)
                 self._measure_postgres("postgres_initial", last_postgres)
@@ -235,10 +247,11 @@ class Bench:
                 # with nothing changed (bench/dlt_floor.py)
                 loaded = Path(self.measure("dltfloor", "dltfloor").detail["database"])
                 self.measure("dltfloor_nochange", "dltfloor_nochange", self._same_db(loaded))
-            if "cli" in only:
-                # a scheduled run's whole cost: a new process, the sync, the models, the snapshot
-                last_cli_db = Path(self.measure("cli", "cli_initial").detail["database"])
-                self.measure("cli", "cli_nochange", self._same_db(last_cli_db))
+            # a scheduled run's whole cost: a new process, the sync, the models, the snapshot
+            for checkout in self.checkouts if "cli" in only else ():
+                initial = self.measure("cli", "cli_initial", checkout=checkout)
+                cli_db[checkout] = Path(initial.detail["database"])
+                self.measure("cli", "cli_nochange", self._same_db(cli_db[checkout]), None, checkout)
             if rep < baseline_runs:
                 if "tuned" in only:
                     self.measure("tuned", "tuned")
@@ -246,15 +259,15 @@ class Bench:
                     self.measure("baseline", "baseline")
         models: dict[str, Any] | None = None
         models_postgres: dict[str, Any] | None = None
-        if opts.models and last_ours_db is not None:
-            models = self._build_models("models", {"database": str(last_ours_db)})
+        if opts.models and None in ours_db:
+            models = self._build_models("models", {"database": str(ours_db[None])})
         if opts.models and last_postgres is not None:
             models_postgres = self._build_models(
                 "models_postgres",
                 {"database": last_postgres.database},
                 self._postgres_env(last_postgres),
             )
-        if any(db is not None for db in (last_ours_db, last_postgres, last_cli_db)):
+        if ours_db or last_postgres is not None or cli_db:
             # one churn per repetition, then each destination's sync sees the same changes, and
             # so does a scheduled `drone-sync run` (cli_churn: models built for what changed)
             for rep in range(opts.runs):
@@ -264,14 +277,18 @@ class Bench:
                     new_deliveries_per_webhook=opts.new_deliveries_per_webhook,
                     **CHURN,
                 )
-                if last_ours_db is not None:
-                    sample = self.measure("ours", "ours_churn", self._same_db(last_ours_db))
+                for checkout, database in ours_db.items():
+                    sample = self.measure(
+                        "ours", "ours_churn", self._same_db(database), None, checkout
+                    )
                     sample.detail["churn"] = churned
                 if last_postgres is not None:
                     sample = self._measure_postgres("postgres_churn", last_postgres)
                     sample.detail["churn"] = churned
-                if last_cli_db is not None:
-                    sample = self.measure("cli", "cli_churn", self._same_db(last_cli_db))
+                for checkout, database in cli_db.items():
+                    sample = self.measure(
+                        "cli", "cli_churn", self._same_db(database), None, checkout
+                    )
                     sample.detail["churn"] = churned
         return {"samples": self.samples, "models": models, "models_postgres": models_postgres}
 
@@ -345,6 +362,8 @@ def run_bench(options: Options) -> dict[str, Any]:
             measured = Bench(options, sim, root, postgres).run()
             measured["load_average_at_start"] = load_at_start
             measured["code_at_start"] = code_at_start
+            if options.against is not None:
+                measured["against"] = f"{options.against} ({code_version(options.against)})"
             measured["postgres"] = server_info
         measured["busy"] = hogs.info()  # the hogs were stopped with the stack: their CPU is known
     finally:

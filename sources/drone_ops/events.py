@@ -108,11 +108,9 @@ def newest_versions(
 
 
 def drop_older_versions(batch: pa.Table, held: Mapping[str, int]) -> pa.Table:
-    """The batch's project rows whose `updated` is not older than the warehouse's current row
-    (`held`, unix ms per id). A run compares with what the warehouse held when it started; an
-    event applied meanwhile may have landed a newer version than the run's listing, and
-    loading the listing's would make the older version current again (until the next run).
-    Read and loaded in the same turn on the warehouse as the event applier's writes."""
+    """The batch's project rows whose `updated` is not older than `held` (unix ms per id):
+    a run passes the versions events wrote while it walked (`table_loads.py`
+    `_not_older`), which its listing must not take back."""
     if not held or not batch.num_rows:
         return batch
     updated = batch.column("updated").cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())

@@ -135,26 +135,33 @@ def _newest_per_webhook(recorded: dict[str, int] | None, loaded: pa.Table) -> di
     return marks
 
 
-def held_versions(pipeline: dlt.Pipeline, project_ids: Iterable[str]) -> dict[str, int]:
+def held_versions(
+    pipeline: dlt.Pipeline, project_ids: Iterable[str], written_since: datetime | None = None
+) -> dict[str, int]:
     """The `updated` (unix ms) of the current warehouse row of each of `project_ids`: what a
     received event's version must beat (`events.newest_versions`). Empty before any sync has
-    created `projects`: every event's version is then newer."""
+    created `projects`: every event's version is then newer. With `written_since`, only the
+    current rows written at or after that moment (their `_dlt_valid_from`)."""
     with pipeline.sql_client() as client:
-        return held_versions_in(client, project_ids)
+        return held_versions_in(client, project_ids, written_since)
 
 
-def held_versions_in(client: Any, project_ids: Iterable[str]) -> dict[str, int]:
+def held_versions_in(
+    client: Any, project_ids: Iterable[str], written_since: datetime | None = None
+) -> dict[str, int]:
     """`held_versions` through an open SQL client, so a caller can read and then write in
-    one connection (the event applier's transaction, the run's projects load)."""
+    one connection (the event applier's transaction)."""
     ids = sorted(set(project_ids))
     if not ids:
         return {}
     placeholders = ", ".join(["%s"] * len(ids))
+    since = "" if written_since is None else " AND _dlt_valid_from >= %s"
+    args: list[object] = [*ids] if written_since is None else [*ids, written_since]
     try:
         rows = client.execute_sql(
             f"SELECT id, updated FROM {client.make_qualified_table_name('projects')}"
-            f" WHERE _dlt_valid_to IS NULL AND id IN ({placeholders})",
-            *ids,
+            f" WHERE _dlt_valid_to IS NULL AND id IN ({placeholders}){since}",
+            *args,
         )
     except DatabaseUndefinedRelation:
         return {}

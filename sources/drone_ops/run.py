@@ -87,7 +87,7 @@ class SyncRun:
     done: made by the run itself when the source opened it, by `drone-sync run` otherwise
     (which knows what its loads did)."""
     decided: dict[str, ChangeSet | None] = field(default_factory=dict, init=False, repr=False)
-    """Each history table's change set, compared once per run (`compare/table_sync.py`): by
+    """Each history table's change set, compared once per run (`table_loads.py`): by
     the table's extract, or before it by `drone-sync run`, which finishes a group that loads
     nothing without a dlt extract (`finish_quiet_tables`). None: the table loads nothing
     (its walk or a record check failed, or the mass-delete guard refused; the report says)."""

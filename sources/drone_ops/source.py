@@ -40,11 +40,11 @@ from dlt.common.schema.typing import (
 from dlt.extract.resource import DltResource
 
 from . import settings
-from .compare.table_sync import TableSync
 from .config import checked_tables
 from .events import EVENTS_COLUMNS, EVENTS_TABLE
 from .run import RunOptions, SyncRun
 from .run_state import RUN_STATE_TABLES, record_resources
+from .table_loads import TableLoads
 from .tables.entities import ENTITIES, Entity
 from .tables.schema import dlt_columns
 from .workspaces import DEFAULT_WORKSPACE, read_workspace_config
@@ -94,7 +94,7 @@ def drone_ops(
         options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
         run = SyncRun(read_workspace_config(workspace), options, workspace=workspace)
     assert isinstance(run, SyncRun)
-    sync = TableSync(run)
+    sync = TableLoads(run)
     resources = [table(sync) for table in TABLES if table.__name__ in run.options.tables]
     # after the tables (dlt extracts in order: `fifo`), so they record what the tables did;
     # `drone-sync run` loads them itself after its last load (`RECORD_RESOURCES`)
@@ -119,7 +119,7 @@ def finish_quiet_tables(run: SyncRun, tables: Sequence[str]) -> bool:
     the pipeline's, writes a load package and resolves its settings, and the first one syncs
     dlt's state with the destination first: about a fifth of a quiet `small` run's CPU. The
     plain source (`pipeline.run(drone_ops())`) never asks this and extracts as before."""
-    sync = TableSync(run)
+    sync = TableLoads(run)
     if not sync.loads_nothing(tables):
         return False
     sync.finish_unloaded(tables)
@@ -129,7 +129,7 @@ def finish_quiet_tables(run: SyncRun, tables: Sequence[str]) -> bool:
 def delivery_wave(run: SyncRun) -> DltResource:
     """The deliveries typed since the last load, as one resource: what `drone-sync run` loads
     in waves while the delivery-log chains still walk."""
-    sync = TableSync(run)
+    sync = TableLoads(run)
     return _one_row_per_id(sync, ENTITIES["webhook_deliveries"], sync.delivery_wave)
 
 
@@ -171,45 +171,45 @@ def empty_events_table() -> DltResource:
     )
 
 
-def projects(sync: TableSync) -> DltResource:
+def projects(sync: TableLoads) -> DltResource:
     """Active and archived projects, one version per change (scd2); `created_by` flattened to
     `created_by_id`, the creator itself becoming a `users` row."""
     return _history_table(sync, ENTITIES["projects"])
 
 
-def jobs(sync: TableSync) -> DltResource:
+def jobs(sync: TableLoads) -> DltResource:
     """Every project's jobs, one version per change; walked per project as project pages arrive
     (or, with `job_refresh_slices`, a rolling share of them)."""
     return _history_table(sync, ENTITIES["jobs"])
 
 
-def job_types(sync: TableSync) -> DltResource:
+def job_types(sync: TableLoads) -> DltResource:
     """Predefined and custom job types, one version per change."""
     return _history_table(sync, ENTITIES["job_types"])
 
 
-def team_members(sync: TableSync) -> DltResource:
+def team_members(sync: TableLoads) -> DltResource:
     """Team members with their roles (pilots among them), one version per change."""
     return _history_table(sync, ENTITIES["team_members"])
 
 
-def webhooks(sync: TableSync) -> DltResource:
+def webhooks(sync: TableLoads) -> DltResource:
     """Webhooks, one version per change; each row comes from the webhook's own page."""
     return _history_table(sync, ENTITIES["webhooks"])
 
 
-def webhook_deliveries(sync: TableSync) -> DltResource:
+def webhook_deliveries(sync: TableLoads) -> DltResource:
     """Delivery-log entries, one row per id, with the request payload parsed into columns;
     only entries newer than what the warehouse holds are walked."""
     return _one_row_per_id(sync, ENTITIES["webhook_deliveries"], sync.delivery_rows)
 
 
-def users(sync: TableSync) -> DltResource:
+def users(sync: TableLoads) -> DltResource:
     """Everyone who created a project or a webhook (a person or an API key), one row per id."""
     return _one_row_per_id(sync, ENTITIES["users"], sync.user_rows)
 
 
-def _history_table(sync: TableSync, entity: Entity) -> DltResource:
+def _history_table(sync: TableLoads, entity: Entity) -> DltResource:
     rows = _rows_of(sync, entity, SCD2_DISPOSITION, lambda: sync.entity_rows(entity.table))
     return dlt.resource(
         rows,
@@ -220,7 +220,7 @@ def _history_table(sync: TableSync, entity: Entity) -> DltResource:
 
 
 def _one_row_per_id(
-    sync: TableSync, entity: Entity, rows: Callable[[], Iterator[pa.Table]]
+    sync: TableLoads, entity: Entity, rows: Callable[[], Iterator[pa.Table]]
 ) -> DltResource:
     return dlt.resource(
         _rows_of(sync, entity, MERGE_ON_ID, rows),
@@ -232,7 +232,7 @@ def _one_row_per_id(
 
 
 def _disposition(
-    sync: TableSync, entity: Entity, merge: TWriteDispositionConfig
+    sync: TableLoads, entity: Entity, merge: TWriteDispositionConfig
 ) -> TWriteDispositionConfig:
     """The merge for a table the warehouse has; a plain append for its first load. A run that
     has not read the warehouse yet (the plain source) declares the merge, and its first batch
@@ -242,7 +242,7 @@ def _disposition(
 
 
 def _rows_of(
-    sync: TableSync,
+    sync: TableLoads,
     entity: Entity,
     merge: TWriteDispositionConfig,
     rows: Callable[[], Iterator[pa.Table]],
@@ -266,7 +266,7 @@ def _rows_of(
         run.table_finished(entity.table)
 
 
-TABLES: tuple[Callable[[TableSync], DltResource], ...] = (
+TABLES: tuple[Callable[[TableLoads], DltResource], ...] = (
     projects,
     jobs,
     job_types,

@@ -15,7 +15,7 @@ import pytest
 
 from testkit.postgres import PASSWORD
 
-from .command import run_bench
+from .command import REPO_ROOT, run_bench
 
 
 @pytest.mark.e2e
@@ -81,3 +81,24 @@ def test_bench_small_smoke(tmp_path: Path) -> None:
     # the server's password reaches the workers through their environment only
     assert PASSWORD not in (tmp_path / "small.json").read_text()
     assert PASSWORD not in printed
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_bench_against_another_checkout_runs_its_code_beside_ours(tmp_path: Path) -> None:
+    """`--against CHECKOUT` runs that checkout's sync (its own `.venv`) alternately with this
+    one: against this very checkout, both fetch the same pages and write the same rows, and the
+    printed block gives this/previous per variant."""
+    if not (REPO_ROOT / ".venv" / "bin" / "python").exists():
+        pytest.skip("the repository has no .venv (the README's commands create it)")
+    arguments = ["--scale", "small", "--runs", "1", "--no-models", "--only", "ours"]
+    arguments += ["--against", str(REPO_ROOT)]
+    document, printed = run_bench(arguments, tmp_path / "against.json", timeout=600)
+    variants = document["variants"]
+    for label in ("ours_initial", "ours_nochange", "ours_rolling", "ours_churn"):
+        ours, previous = variants[label], variants[f"prev_{label}"]
+        assert ours["requests"] == previous["requests"], label
+        assert ours.get("rows_written") == previous.get("rows_written"), label
+        assert document["against"]["ratios"][label]["seconds"] > 0
+    assert variants["ours_churn"]["rows_written"][0] > 0
+    assert f"this checkout / {REPO_ROOT}" in printed

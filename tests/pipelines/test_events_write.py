@@ -167,6 +167,9 @@ def test_events_applied_during_a_run_are_never_overwritten_by_its_listing(
         outcome = run_sync(target, config=read_source_config(overrides), seams=seams)
         assert outcome.ok, outcome.report.tables
         assert racing, "the run listed no projects"
+        # the report counts what the run wrote: not the listed versions the events beat
+        written = {project["id"] for project in listed} - set(racing)
+        assert outcome.report.table("projects").changed == len(written)
         api_now = {pid: api.get(f"/v1/projects/{pid}").json() for pid in racing}
 
     for project_id in racing:
@@ -178,6 +181,36 @@ def test_events_applied_during_a_run_are_never_overwritten_by_its_listing(
         updated = [row["updated"] for row in history]
         assert updated == sorted(updated), history
     assert _ids_with_several_current_rows(target) == []
+
+
+def test_the_next_run_repairs_versions_from_events_the_api_never_sent(
+    tiny_sim: SimulatorHandle, any_target: Target
+) -> None:
+    """Signed events whose project is newer than the API's own (a replaying or buggy sender,
+    a skewed clock, a leaked secret) are applied; the next run replaces them with the API's
+    versions, counts them as changed, and a further run finds nothing to do."""
+    target = any_target
+    sync(target, tiny_sim)
+    headers = {"Authorization": f"Bearer {tiny_sim.full_key}"}
+    with httpx.Client(base_url=tiny_sim.base_url, headers=headers, timeout=60) as api:
+        projects = api.get("/v1/projects").json()["projects"][:3]
+    day_ms = 86_400_000
+    forged = [
+        project_event(dict(p, name=f"forged {n}", updated=p["updated"] + day_ms), f"f_{n}")
+        for n, p in enumerate(projects)
+    ]
+    assert apply_batch(Router(target), forged) == {"applied": len(forged)}
+    ids = ", ".join(f"'{p['id']}'" for p in projects)
+    current = f"id IN ({ids}) AND _dlt_valid_to IS NULL"
+    assert {row["name"] for row in rows(target, current)} == {f"forged {n}" for n in range(3)}
+
+    repaired = sync(target, tiny_sim).report.table("projects")
+    assert (repaired.new, repaired.changed, repaired.retired) == (0, len(projects), 0)
+    names = {row["id"]: row["name"] for row in rows(target, current)}
+    assert names == {p["id"]: p["name"] for p in projects}
+    assert _ids_with_several_current_rows(target) == []
+    quiet = sync(target, tiny_sim).report.table("projects")
+    assert (quiet.new, quiet.changed, quiet.retired) == (0, 0, 0)
 
 
 HOLD_READ_ONLY = (

@@ -1,8 +1,7 @@
-"""What each table loads this run: the walk's snapshot compared with the warehouse.
+"""Whether each record changed, and what may be retired: pure decisions over Arrow tables.
 
 `changes.py` decides what is held, new, changed and gone (the first look, made as the walk
-offers each page, and the diff after it); `deletions.py` decides what may be retired;
-`table_sync.py` turns that into the rows each table loads and records the outcome. The package
-imports none of them itself: the walk imports `changes.py` for its first look, and
-`table_sync.py` imports the walk, so an import here would close a cycle.
+offers each page, and the diff after it); `deletions.py` decides what may be retired. Both sit
+below the walk, which asks the first look as it offers a page; `table_loads.py`, above the
+run, turns their decisions into the rows each table loads.
 """

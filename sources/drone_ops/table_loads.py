@@ -11,31 +11,32 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 import dlt
 import pyarrow as pa
 from dlt.common.schema.typing import DEFAULT_VALIDITY_COLUMN_NAMES
 
-from .. import settings
-from ..events import drop_older_versions
-from ..exceptions import DroneOpsError, Interrupted
-from ..known import KnownState, held_versions
-from ..report import TableResult
-from ..run import SyncRun
-from ..tables.entities import ENTITIES, JOBS, PROJECTS, USERS
-from ..tables.rows import to_arrow, user_row
-from ..tables.schema import ARROW_TYPES
-from ..walk import WalkStats, WorkspaceWalk
-from ..walk.rolling import rolling_scope
-from .changes import ChangeSet, diff
-from .deletions import (
+from . import settings
+from .compare.changes import ChangeSet, diff
+from .compare.deletions import (
     confirm_deletions,
     fetch_rows,
     mass_delete_refusal,
     outside_projects,
     tombstones,
 )
+from .events import drop_older_versions
+from .exceptions import DroneOpsError, Interrupted
+from .known import KnownState, held_versions
+from .report import TableResult
+from .run import SyncRun
+from .tables.entities import ENTITIES, JOBS, PROJECTS, USERS
+from .tables.rows import to_arrow, user_row
+from .tables.schema import ARROW_TYPES
+from .walk import WalkStats, WorkspaceWalk
+from .walk.rolling import rolling_scope
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ VALID_FROM, VALID_TO = DEFAULT_VALIDITY_COLUMN_NAMES
 VALIDITY_TYPE = ARROW_TYPES["ts"]
 
 
-class TableSync:
+class TableLoads:
     """Turns the walk's snapshots into what each table loads, and records the outcome."""
 
     def __init__(self, run: SyncRun) -> None:
@@ -81,21 +82,22 @@ class TableSync:
             if changes is None:
                 return
             known = self._known()
+            kept_back: list[str] = []
             if changes.new or changes.changed:
                 only = None if changes.current == 0 else changes.load_ids
                 if table == PROJECTS.table and table in known.existing:
-                    yield from _not_older(snapshot.batches(only))
+                    batches = snapshot.batches(only)
+                    yield from _not_older(batches, self.run.started_at, kept_back)
                 elif table in known.existing:
                     yield from snapshot.batches(only)
                 else:
                     yield from map(self._first_versions, snapshot.batches(only))
             if changes.retire_ids:
                 yield tombstones(ENTITIES[table].contract, changes.retire_ids)
-            result.new, result.changed, result.retired = (
-                changes.new,
-                changes.changed,
-                changes.retired,
-            )
+            held_before = _held_before(known.current.get(table), kept_back)
+            result.new = changes.new - (len(kept_back) - held_before)
+            result.changed = changes.changed - held_before
+            result.retired = changes.retired
             result.status = "success"
         finally:
             self._count(result, self.walk.stats[table])
@@ -284,13 +286,32 @@ def _record_failure(result: TableResult, error: DroneOpsError | None, prefix: st
     result.error = f"{result.table}: {prefix}{error or type(error).__name__}"
 
 
-def _not_older(batches: Iterator[pa.Table]) -> Iterator[pa.Table]:
-    """Project versions not older than what the warehouse holds when dlt extracts them, read
-    through the pipeline dlt is running: extract and load happen in one turn on the
-    warehouse (the DuckDB file's access lock, a server dataset's write turn), the turn the
-    event applier writes in, so an event applied during the walk is never overwritten."""
+def _not_older(
+    batches: Iterator[pa.Table], run_started: datetime, kept_back: list[str]
+) -> Iterator[pa.Table]:
+    """The API's project versions, except where an event applied while this run walked
+    landed a newer one: the API decides, so every version the warehouse held when the run
+    started (whatever an event put there) is replaced by the listing's, but a version written
+    since (`_dlt_valid_from` at or after the run's start) and newer than the listing's stays
+    (the next run compares with it). Read through the pipeline dlt is running: extract and
+    load happen in one turn on the warehouse (the DuckDB file's access lock, a server
+    dataset's write turn), the turn the event applier writes in. The ids kept back are added
+    to `kept_back`, so the report counts only what is written."""
     pipeline = dlt.current.pipeline()
     for batch in batches:
-        kept = drop_older_versions(batch, held_versions(pipeline, batch.column("id").to_pylist()))
+        ids = batch.column("id").to_pylist()
+        kept = drop_older_versions(batch, held_versions(pipeline, ids, written_since=run_started))
+        if kept.num_rows < batch.num_rows:
+            written = set(kept.column("id").to_pylist())
+            kept_back.extend(str(i) for i in ids if i not in written)
         if kept.num_rows:
             yield kept
+
+
+def _held_before(current: pa.Table | None, ids: Sequence[str]) -> int:
+    """How many of `ids` the warehouse held as current when the run started (counted as
+    changed, the others as new)."""
+    if not ids or current is None:
+        return 0
+    held = set(current.column("id").to_pylist())
+    return sum(1 for i in ids if i in held)
