@@ -98,12 +98,13 @@ class Histories(ApiSteps):
 
     # -- deliveries -----------------------------------------------------------------------------
     @precondition(lambda self: self.caught)
-    @rule(data=st.data(), twice=st.booleans())
-    def deliver_sent(self, data: st.DataObject, twice: bool) -> None:
-        """A delivery the API sent, whenever the history likes: late, out of order, twice."""
-        delivery = self.caught[data.draw(st.integers(0, len(self.caught) - 1), label="sent")]
-        for _ in range(2 if twice else 1):
-            self.deliver(delivery)
+    @rule(data=st.data())
+    def deliver_sent(self, data: st.DataObject) -> None:
+        """Deliveries the API sent, whenever and in whatever order the history likes: late,
+        out of order, the same one twice."""
+        sent = st.integers(0, len(self.caught) - 1)
+        for index in data.draw(st.lists(sent, min_size=1, max_size=4), label="sent"):
+            self.deliver(self.caught[index])
 
     @precondition(lambda self: self.ids("projects"))
     @rule(
@@ -140,6 +141,7 @@ class Histories(ApiSteps):
         }
         self.deliver(Delivery.signed(event))
 
+    @precondition(lambda self: self.expected.pending)
     @rule()
     def apply_events(self) -> None:
         """The applier's tick: everything spooled since the last one."""
