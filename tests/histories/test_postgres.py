@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from .machine import Setting
-from .profiles import SUITE, run_histories
+from .profiles import HANG_GUARD_S, SUITE, run_histories
 from .world import Place
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(HANG_GUARD_S)]
 
 
 def test_generated_histories_hold_on_postgres(
