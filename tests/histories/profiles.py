@@ -1,11 +1,9 @@
 """How many histories, how long, and how they are drawn: the suite's profile and the long one.
 
-`SUITE` is small enough for CI (both warehouses together add a few minutes on 2 cores) and
-reproducible: derandomized (the same histories every run, drawn from a seed Hypothesis derives
+`SUITE` is small enough for CI (docs/reliability.md has its cost) and reproducible: derandomized (the same histories every run, drawn from a seed Hypothesis derives
 from the test) with no example database, so a run never replays what another machine found.
 `LONG` is `python -m bench.histories`: many more and longer histories, drawn afresh each time.
-Both leave Hypothesis's deadline off (a step is a sync of about a second, more on a busy
-machine) and its health checks about slowness and size (a history is slow by nature).
+Both leave Hypothesis's deadline off (a step may be a sync, slower still on a busy machine) and its health checks about slowness and size (a history is slow by nature).
 """
 
 from __future__ import annotations
@@ -33,8 +31,8 @@ SUITE = settings(
 )
 HANG_GUARD_S = 2_400
 """The suite's per-test hang guard for the histories: a failing history is shrunk before it is
-reported, replaying it many times (Hypothesis gives up on a shrink after some minutes of slow
-progress), so the default guard would cut the report off."""
+reported, replaying it many times (Hypothesis gives up on a shrink only once it has made slow
+progress for a while), so the default guard would cut the report off."""
 LONG = settings(SUITE, max_examples=1_000, stateful_step_count=40, derandomize=False)
 
 

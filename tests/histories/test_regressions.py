@@ -3,13 +3,13 @@
 
 1. A signed event the API never sent, a year ahead of the API's version, applied while a run
    walked: that run keeps it (newer than its listing), and the next run must replace it with
-   the API's version. Before b65dda4 ("The API decides") every later run kept it: a run took
-   any held version newer than its listing for an event's, whenever it had been written.
+   the API's version: the API decides. A run that took any held version newer than its
+   listing for an event's, whenever it had been written, would keep it for ever.
 2. A creator shown differently by two records (a project's `created_by` carries
-   `profile_picture`, a webhook's has none) is as the newest record shows it. The product did
-   this all along; the suite's own truth (`tests/chaos/truth.py` `expected_users`) took the
-   first copy it met, and would have failed a correct sync as soon as a creator's newest
-   record was a webhook.
+   `profile_picture`, a webhook's has none) is as the newest record shows it, whatever order
+   the walk met them in; the suite's own truth (`tests/chaos/truth.py` `expected_users`) must
+   read it the same way, or it fails a correct sync whose creator's newest record is a
+   webhook.
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ WORKSPACE = (
     *("--projects", "3", "--jobs-per-project", "2", "--members", "3"),
     *("--webhooks", "1", "--logs-per-webhook", "3"),
 )
-"""A workspace small enough that a sync takes about a second: the histories are many and long,
-not wide."""
+"""A workspace of a few rows per table: the histories are many and long, not wide, and every
+step's check reads every table whole."""
 WAIT_S = 120.0
 """Generous bounds for a server to start and for deliveries to settle: not a pace."""
 
