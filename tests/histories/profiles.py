@@ -1,9 +1,11 @@
 """How many histories, how long, and how they are drawn: the suite's profile and the long one.
 
-`SUITE` is small enough for CI (docs/reliability.md has its cost) and reproducible: derandomized (the same histories every run, drawn from a seed Hypothesis derives
-from the test) with no example database, so a run never replays what another machine found.
-`LONG` is `python -m bench.histories`: many more and longer histories, drawn afresh each time.
-Both leave Hypothesis's deadline off (a step may be a sync, slower still on a busy machine) and its health checks about slowness and size (a history is slow by nature).
+`SUITE` is small enough for CI (docs/reliability.md has its cost) and reproducible:
+derandomized (the same histories every run, drawn from a seed Hypothesis derives from the
+test) with no example database, so a run never replays what another machine found. `LONG` is
+`python -m bench.histories`: many more and longer histories, drawn afresh each time. Both leave
+Hypothesis's deadline off (a step may be a sync, slower still on a busy machine) and its health
+checks about slowness and size (a history is slow by nature).
 """
 
 from __future__ import annotations

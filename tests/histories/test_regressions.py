@@ -10,10 +10,15 @@
    the walk met them in; the suite's own truth (`tests/chaos/truth.py` `expected_users`) must
    read it the same way, or it fails a correct sync whose creator's newest record is a
    webhook.
+3. A rolling run over a jobs table with no current row (every job deleted), on PostgreSQL: the
+   warehouse's current rows were read through the driver's `fetchall`, which types a column by
+   its values, so the empty `project_id` came back untyped and comparing it with the projects
+   the run skipped raised `ArrowTypeError` out of the run, a traceback instead of a sync.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -90,4 +95,18 @@ def test_a_creator_is_as_the_newest_record_shows_it(place: Place) -> None:
                 f" WHERE id = '{creator}'"
             )
         assert row["profile_picture"] is None
+        assert _api_problems(world) == []
+
+
+def test_a_rolling_run_over_a_jobs_table_with_no_current_row(place: Place) -> None:
+    with open_world(place, SEED) as world:
+        _synced(world)
+        for job in api_snapshot(world.sim.base_url, world.sim.read_key)["jobs"].values():
+            world.write("DELETE", f"/v1/projects/{job['project_id']}/jobs/{job['id']}")
+        _synced(world)
+        outcome, _ = world.run(slices=3)
+        assert outcome.ok, outcome.report.tables
+        scope = outcome.report.tables["jobs"].scope or ""
+        walked, listed = (int(n) for n in re.findall(r"jobs of (\d+) of (\d+) projects", scope)[0])
+        assert walked < listed, f"no project skipped, so nothing to compare: {scope}"
         assert _api_problems(world) == []
