@@ -45,7 +45,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--steps", type=int, default=LONG.stateful_step_count, help="at most, per history"
     )
-    p.add_argument("--round", type=int, default=10, help="histories per Hypothesis run")
+    p.add_argument("--round", type=int, default=3, help="histories per Hypothesis run")
     p.add_argument("--no-as-of", action="store_true", help="skip the as-of check at each end")
     args = p.parse_args(argv)
     args.warehouses = [w.strip() for w in args.warehouses.split(",") if w.strip()]
