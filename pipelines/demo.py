@@ -64,10 +64,12 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     from .publish.questions import answer_questions
     from .publish.snapshot import publish_snapshot
     from .publish.snapshot_plan import default_snapshot_path
+    from .run.destination import check_creatable
     from .run.dlt_tooling import link_for_dlt_cli
     from .session import run_sync
 
     database = directory / DEFAULT_DATABASE
+    check_creatable("--dir", database)
     _fresh(directory, database)
     target = Target(database=database)
     console.rule("drone-sync demo")

@@ -77,17 +77,19 @@ def check_target(target: Target, *, read_only: bool = False) -> None:
     _check_destination(target.destination)
 
 
-def check_creatable(setting: str, path: Path) -> None:
+def check_creatable(setting: str, path: Path, *, hint: str = "") -> None:
     """The nearest existing folder above `path` is a writable folder, so the file can be
-    created: said as one line naming the setting, not as an OS error from deep in a mkdir."""
+    created or replaced (and DuckDB can write its .wal and lock files beside it): said as one
+    line naming the setting, not as an OS error from deep in a mkdir. `hint` ends the line."""
     for parent in path.absolute().parents:
         if parent.exists():
             if not parent.is_dir():
                 raise ConfigError(
-                    setting, f"{path} cannot be created: {parent} is a file, not a folder"
+                    setting, f"{path} cannot be created: {parent} is a file, not a folder{hint}"
                 )
             if not os.access(parent, os.W_OK):
-                raise ConfigError(setting, f"{path} cannot be created: {parent} is read-only")
+                done = "written" if path.exists() else "created"
+                raise ConfigError(setting, f"{path} cannot be {done}: {parent} is read-only{hint}")
             return
 
 

@@ -218,25 +218,30 @@ def _read_only_tree(root: Path) -> None:
     root.chmod(0o555)
 
 
-def test_status_and_check_work_on_a_read_only_warehouse(
+def test_reading_commands_work_on_a_read_only_warehouse(
     tmp_path: Path, shared_sim: SimulatorHandle
 ) -> None:
-    """A warehouse on a folder the user may only read (a read-only mount, a BI user's
-    account): `status` reads it (it used to refuse: "--database: ... is read-only", exit 2),
-    `check` runs from it, and neither writes a thing there. As root the reader runs without
-    the capabilities that override mode bits; as another user the modes stop it as they are."""
+    """A warehouse and its BI snapshot in a folder the user may only read (a read-only mount,
+    a BI host's account): `status`, `check`, `metrics` and `dashboard --output` elsewhere read
+    it (`status` used to refuse with "--database: ... is read-only", `metrics` and `dashboard`
+    with "destination.duckdb.bi_snapshot: ... cannot be created", exit 2) and write nothing
+    there; the commands that must write there (`run`, `models`, `listen`, `demo`, `dashboard`
+    beside the snapshot) say which path and why in one line, exit 2 (`listen` and `demo` used to
+    end in a PermissionError's traceback). As root the reader runs without the
+    capabilities that override mode bits; as another user the modes stop it as they are."""
     warehouse = tmp_path / "wh"
     warehouse.mkdir()
     database = warehouse / "w.duckdb"
     env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key)
-    synced = run_cli(
-        ["run", "--no-models", "--no-snapshot", "--database", str(database)], env, warehouse
-    )
+    synced = run_cli(["run", "--no-models", "--database", str(database)], env, warehouse)
     assert synced.code == EXIT_OK, synced.describe()
+    assert (warehouse / "w_bi.duckdb").is_file(), synced.describe()
     (warehouse / ".dlt").mkdir()
     (warehouse / ".dlt" / "config.toml").write_text(
         f'[destination.duckdb]\ncredentials = "{database}"\n'
     )
+    elsewhere = tmp_path / "pages"
+    elsewhere.mkdir()
     reader = {"preexec_fn": _without_root_overrides} if os.geteuid() == 0 else {}
     before = tree_snapshot(tmp_path, "wh")
     _read_only_tree(warehouse)
@@ -260,6 +265,31 @@ def test_status_and_check_work_on_a_read_only_warehouse(
         assert json_objects(by_flag.out)[0]["stale"] is False, by_flag.describe()
         check = as_reader(["check"])
         assert check.code == EXIT_OK, check.describe()
+        metrics = as_reader(["metrics"])
+        assert metrics.code == EXIT_OK, metrics.describe()
+        assert "No metrics yet" in metrics.out and TRACEBACK not in metrics.text, metrics.describe()
+        page = elsewhere / "page.html"
+        dashboard = as_reader(["dashboard", "--output", str(page)])
+        assert dashboard.code == EXIT_OK, dashboard.describe()
+        assert page.is_file() and "<html" in page.read_text(encoding="utf-8").lower()
+        beside = as_reader(["dashboard"])
+        line = one_line(beside)
+        assert beside.code == EXIT_CONFIG, beside.describe()
+        assert str(warehouse / "w_bi_dashboard.html") in line and "read-only" in line, line
+        assert "--output" in line, line
+        spool = warehouse / ".drone_sync" / "w.duckdb"  # made by the run, the spool's parent
+        must_write = {  # the path it would write, the read-only folder that stops it
+            "run": (database, warehouse),
+            "models": (database, warehouse),
+            "listen": (spool / "events", spool),
+            "demo": (warehouse / "demo" / "drone_ops_warehouse.duckdb", warehouse),
+        }
+        for command, (path, folder) in must_write.items():
+            demo_dir = ["--dir", str(warehouse / "demo")] if command == "demo" else []
+            refused = as_reader([command, *demo_dir])
+            line = one_line(refused)
+            assert refused.code == EXIT_CONFIG, refused.describe()
+            assert str(path) in line and f"{folder} is read-only" in line, line
         after = tree_snapshot(tmp_path, "wh")
     finally:
         for path in [warehouse, *warehouse.rglob("*")]:
