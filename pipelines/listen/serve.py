@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import dlt
 import uvicorn
 
-from drone_ops_sync.sources.drone_ops import ConfigError, register_secret, setting_name
+from drone_ops_sync.sources.drone_ops import ConfigError, register_secret
 
-from ..defaults import MODEL_DESTINATIONS
+from ..defaults import MODEL_DESTINATIONS, WEBHOOK_SECRET_KEY
 from ..exit_codes import EXIT_BUSY, EXIT_OK
 from ..publishing import command_snapshot_plan
 from ..run.destination import check_creatable, check_target
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from ..console.output import Output
     from ..run.signals import SignalStop
 
-SECRET_SETTING = "webhook_secret"
 SPOOL_FOLDER = "events"
 """The default spool's folder inside the warehouse's sync folder (`.drone_sync/<file>/`)."""
 
@@ -46,7 +45,7 @@ def read_webhook_secrets() -> tuple[str, ...]:
     A list of strings is accepted too, for a rotation where both secrets are valid. Each must be
     a Standard Webhooks secret (`whsec_<base64>`), checked here so a wrong one stops the start
     (exit 2) instead of refusing every delivery."""
-    name = setting_name(SECRET_SETTING)
+    name = WEBHOOK_SECRET_KEY
     raw: Any = dlt.secrets.get(name)
     if raw is None:
         return ()

@@ -12,12 +12,11 @@ import dlt
 
 from drone_ops_sync.sources.drone_ops import ConfigError
 
-from ..defaults import SNAPSHOT_CONFIG_KEY
+from ..defaults import SNAPSHOT_CONFIG_KEY, SNAPSHOT_RUNS_CONFIG_KEY
 from ..run.destination import check_creatable
 
 CONFIG_KEY = SNAPSHOT_CONFIG_KEY
-RUNS_CONFIG_KEY = "destination.duckdb.bi_snapshot_sync_runs"
-"""Whether the snapshot carries `<dataset>._sync_runs` (default true), for freshness tiles."""
+RUNS_CONFIG_KEY = SNAPSHOT_RUNS_CONFIG_KEY
 DEFAULT_SUFFIX = "_bi"
 _OFF_WORDS = frozenset({"false", "off", "no"})
 _ON_WORDS = frozenset({"true", "on", "yes"})
