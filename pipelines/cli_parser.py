@@ -63,9 +63,9 @@ def _global_arguments(parser: argparse.ArgumentParser, *, top_level: bool = Fals
         "--strict-settings",
         action="store_true",
         default=False if top_level else argparse.SUPPRESS,
-        help="refuse to run (exit 2) when a setting in .dlt/*.toml or the environment is"
-        " unknown, a misspelling that is otherwise a warning and ignored; for CI and deploys"
-        f" (also {STRICT_SETTINGS_ENV}=1; docs/operations.md, Common mistakes)",
+        help="refuse to run (exit 2) when a key or section in .dlt/*.toml or a variable in"
+        " the environment is one nothing reads (a misspelling, otherwise a warning naming the"
+        f" closest valid name, and ignored); for CI and deploys; also {STRICT_SETTINGS_ENV}=1",
     )
 
 
@@ -334,15 +334,31 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
 
 
 SIM_HELP = "run the local Drone Operations API simulator"
+BI_SNAPSHOT_HELP = (
+    "The BI snapshot is a DuckDB file that `drone-sync run` and `drone-sync models` republish"
+    " after each success (default <warehouse stem>_bi.duckdb beside the warehouse, or"
+    f" {SNAPSHOT_CONFIG_KEY}; false publishes none): the marts, schema <dataset>_marts (dim_*"
+    " and fct_* tables), and the run records. A BI tool or notebook opens it read-only"
+    " (DuckDB's read_only=True, or a read-only DuckDB connection); replacing it never waits"
+    " for them, and reading it never waits for or blocks a sync. This command only reads it,"
+    " so it works on a read-only copy too."
+)
 
 
 def _report_parsers(commands: Any) -> None:
     """`dashboard` and `metrics`: both read the BI snapshot, never the warehouse (docs/bi.md)."""
     dashboard = commands.add_parser(
-        "dashboard", help="write the dashboard page of the BI snapshot (docs/dashboard.md)"
+        "dashboard",
+        help="write the dashboard page of the BI snapshot (docs/dashboard.md)",
+        description="Writes the dashboard of the BI snapshot: one self-contained HTML page,"
+        " opened from disk in a browser, with no server and no request leaving the machine."
+        f" {BI_SNAPSHOT_HELP}",
     )
     metrics = commands.add_parser(
-        "metrics", help="print the metrics of the BI snapshot (docs/metrics.md)"
+        "metrics",
+        help="print the metrics of the BI snapshot (docs/metrics.md)",
+        description="Prints the metrics of the BI snapshot, the dashboard's tiles (the table"
+        f" <dataset>_marts.fct_metrics). {BI_SNAPSHOT_HELP}",
     )
     for parser in (dashboard, metrics):
         _target_arguments(parser)

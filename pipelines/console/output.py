@@ -10,6 +10,7 @@ drawn by `progress.py`, the run's summary table by `summary.py`, log lines by `l
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -42,8 +43,10 @@ if TYPE_CHECKING:
     from ..publish.snapshot import SnapshotResult
     from ..run.fleet import WorkspaceRun
 
-# Wide enough for the summary table and for error lines, so a log file gets them whole.
-PLAIN_WIDTH = 240
+PLAIN_WIDTH = 120
+"""The width of output to a file or pipe (a scheduler's log, `| less`) unless COLUMNS says
+otherwise: what a log viewer shows without scrolling sideways. Tables fit it; lines of prose
+and errors are not wrapped (soft wrap), so grep finds each whole."""
 # the summary's `outcome` for a command that ended before its summary
 _FAILED_OUTCOMES = {
     "configuration error": "config_error",
@@ -53,10 +56,13 @@ _FAILED_OUTCOMES = {
 
 
 def make_console() -> Console:
-    """A terminal gets rich output at its width; a file or pipe gets plain, unwrapped text."""
+    """A terminal gets rich output at its width; a file or pipe gets plain text at COLUMNS
+    (when set) or `PLAIN_WIDTH` columns."""
     if sys.stdout.isatty():
         return Console()
-    return Console(width=PLAIN_WIDTH, soft_wrap=True, no_color=True, highlight=False)
+    columns = os.environ.get("COLUMNS", "").strip()
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else PLAIN_WIDTH
+    return Console(width=width, soft_wrap=True, no_color=True, highlight=False)
 
 
 class Output:
