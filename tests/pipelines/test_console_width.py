@@ -30,7 +30,10 @@ def piped_console(monkeypatch: pytest.MonkeyPatch, columns: str | None) -> io.St
     return out
 
 
-@pytest.mark.parametrize(("columns", "width"), [(None, PLAIN_WIDTH), ("100", 100), ("x", 120)])
+@pytest.mark.parametrize(
+    ("columns", "width"),
+    [(None, PLAIN_WIDTH), ("100", 100), ("x", PLAIN_WIDTH), ("0", PLAIN_WIDTH)],
+)
 def test_piped_tables_fit_columns_or_120(
     monkeypatch: pytest.MonkeyPatch, columns: str | None, width: int
 ) -> None:
