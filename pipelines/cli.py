@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .cli_parser import build_parser
-from .defaults import DEFAULT_HEARTBEAT_SECONDS, MODEL_DESTINATIONS
+from .cli_parser import build_parser, strict_settings
+from .defaults import DEFAULT_HEARTBEAT_SECONDS, MODEL_DESTINATIONS, OWN_SETTINGS
 from .exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -72,10 +72,11 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
     from .run.lock import WarehouseBusy
 
     try:
-        if args.command != "sim":  # a bad .dlt/*.toml: one line; unknown keys: `run`, `check`
+        if args.command != "sim":  # a bad .dlt/*.toml: one line; an unknown setting: named
             from drone_ops_sync.sources.drone_ops import check_settings_files
 
-            check_settings_files(warn_unknown=args.command in ("run", "check"))
+            refuse_as = strict_settings(args)
+            check_settings_files(warn_unknown=True, also_known=OWN_SETTINGS, refuse_as=refuse_as)
         if args.command == "run":
             return _run(args, output, stop, watch)
         if args.command == "status":

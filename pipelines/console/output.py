@@ -10,6 +10,7 @@ drawn by `progress.py`, the run's summary table by `summary.py`, log lines by `l
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -42,8 +43,7 @@ if TYPE_CHECKING:
     from ..publish.snapshot import SnapshotResult
     from ..run.fleet import WorkspaceRun
 
-# Wide enough for the summary table and for error lines, so a log file gets them whole.
-PLAIN_WIDTH = 240
+PLAIN_WIDTH = 120  # output to a file or pipe, unless COLUMNS says (docs/operations.md, Output)
 # the summary's `outcome` for a command that ended before its summary
 _FAILED_OUTCOMES = {
     "configuration error": "config_error",
@@ -53,10 +53,11 @@ _FAILED_OUTCOMES = {
 
 
 def make_console() -> Console:
-    """A terminal gets rich output at its width; a file or pipe gets plain, unwrapped text."""
+    """Rich output on a terminal; else plain, `PLAIN_WIDTH` or COLUMNS (rich reads it) wide."""
     if sys.stdout.isatty():
         return Console()
-    return Console(width=PLAIN_WIDTH, soft_wrap=True, no_color=True, highlight=False)
+    width = None if os.environ.get("COLUMNS", "").lstrip("0").isdigit() else PLAIN_WIDTH
+    return Console(width=width, soft_wrap=True, no_color=True, highlight=False)
 
 
 class Output:
@@ -78,8 +79,7 @@ class Output:
         self.workspaces: dict[str, dict[str, Any]] = {}
         """A fleet run's workspaces by name (`workspace_finished`), for the final summary."""
         self.workspaces_exit = 0
-        """A fleet run's exit code from its workspaces alone (`fleet.fleet_exit_code`): the
-        command fails with it even when the model build after them succeeded."""
+        """A fleet's exit code from its workspaces (`fleet_exit_code`), even if the models built."""
 
     def workspace_finished(self, run: WorkspaceRun) -> None:
         """One workspace of a fleet run ended (`fleet.py`); shown as it happens."""
@@ -148,8 +148,8 @@ class Output:
         models: ModelsResult | None = None,
         error: str | None = None,
     ) -> int:
-        """Ends the command: records its summary (the root cause as `error` when it failed)
-        and shows it where the format has one."""
+        """Ends the command: records its summary (the root cause as `error` on failure) and
+        shows it where the format has one."""
         outcome = outcome if outcome is not None else self.outcome
         if self.workspaces_exit and exit_code == 0:
             exit_code, outcome_label = self.workspaces_exit, "failed"
