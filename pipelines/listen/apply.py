@@ -7,8 +7,8 @@ warehouse's, `sources.drone_ops` `newest_versions`) and one `_webhook_events` ro
 delivery. Each batch takes only the dataset's write turn (`Target.write_turn`: the DuckDB
 file's access lock, or `<run lock>.write` on a server), which a run holds only during each of
 its loads, so events land between a run's loads rather than after the run. Between batches
-the applier keeps the connection open, and on DuckDB the file with it, until another step waits
-for the file, events pause, or `HOLD_SECONDS` pass (`connections.py`). A batch the
+the applier keeps the DuckDB file open, as a run keeps it between its steps (`run/kept_file.py`),
+until another step waits for the file, events pause, or `HOLD_SECONDS` pass. A batch the
 transaction cannot write (a warehouse not synced yet, a new column) is a dlt load, under the
 run lock as a brief holder (a run that starts meanwhile waits for it, never fails: `lock.py`).
 
@@ -32,8 +32,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
+from dlt.destinations.sql_client import SqlClientBase
 
 from drone_ops_sync.sources.drone_ops import (
     UNROUTED,
@@ -49,11 +51,12 @@ from drone_ops_sync.sources.drone_ops import (
     redact,
 )
 
+from ..run.kept_file import KeptFile
 from ..run.lock import WarehouseBusy, duckdb_busy_as
+from ..run.recovery import open_pipeline
 from ..run.run_trace import RunLoads
 from ..run.target import Target
 from ..session import Session
-from .connections import WANT_POLL_SECONDS, KeptConnections
 from .marts import MartsFollower
 from .quarantine import Quarantine, sort_lines
 from .spool import Position, Spool, read_from
@@ -65,6 +68,10 @@ MAX_BATCH_BYTES = 8 * 1024 * 1024
 
 BACKLOG_BYTES = MAX_BATCH_BYTES // 2
 """A batch at least this large means the spool holds more: the next is applied at once."""
+HOLD_SECONDS = 10.0
+"""The longest the applier keeps the DuckDB file through a burst before it lets it go once."""
+WANT_POLL_SECONDS = 0.02
+"""How often the resting applier asks whether another step waits for the file."""
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +110,18 @@ class Router:
     def __init__(self, base: Target, *, keep_open: bool = False) -> None:
         self.base = base
         self.owners: dict[str, str] = {}
-        self.connections = KeptConnections(keep=keep_open)
-        """Each workspace's SQL client; with `keep_open` (the applier) kept open between
-        batches (`connections.py`), else closed after each batch."""
+        self.file = KeptFile(base.duckdb_file(), HOLD_SECONDS if keep_open else 0.0, FileHeld)
+        """The DuckDB file the workspaces share; with `keep_open` (the applier) kept open
+        between batches (`run/kept_file.py`), else let go after each batch."""
+        self._clients: dict[str, SqlClientBase[Any]] = {}
+
+    def client(self, target: Target) -> SqlClientBase[Any]:
+        """The workspace pipeline's SQL client, made once (making it resolves dlt's
+        configuration), opened for each batch: on DuckDB a handle on the file kept open."""
+        workspace = target.workspace
+        if workspace not in self._clients:
+            self._clients[workspace] = open_pipeline(target)[0].sql_client()
+        return self._clients[workspace]
 
     def route(self, events: Sequence[ReceivedEvent]) -> dict[str, list[ReceivedEvent]]:
         """The events by workspace; those of no known workspace under `UNROUTED`."""
@@ -171,11 +187,11 @@ def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) ->
     transaction cannot write as dlt would (a warehouse not synced yet, a new column) goes
     through a dlt load under the run lock, as a run's own load would."""
     with duckdb_busy_as(target.duckdb_file(), FileHeld):
-        with router.connections.batch(target) as client:
+        with router.file.step(), target.write_turn(), router.client(target) as client:
             outcomes = write_batch(client, batch)
         if outcomes is None:
             # the dlt load takes the run lock, which comes before the file's in the lock order
-            router.connections.release()
+            router.file.release()
             outcomes = _load_with_dlt(target, batch)
     counts: dict[str, int] = {}
     for outcome in outcomes.values():
@@ -253,7 +269,7 @@ class Applier:
         self._thread.join(timeout)
 
     def _loop(self) -> None:
-        connections = self.router.connections
+        kept = self.router.file
         try:
             while not self._rest():
                 try:
@@ -262,28 +278,28 @@ class Applier:
                     while self._tick_between_builds() and self._backlog and not self._stop.is_set():
                         pass
                 except Exception as exc:  # a batch failed: it stays in the spool for next tick
-                    connections.release()
+                    kept.release()
                     self.stats.last_error = redact(f"{type(exc).__name__}: {exc}")[:500]
                     log.warning("applying events failed, will retry: %s", self.stats.last_error)
                 if self._idle:  # events are quiet: the warehouse is let go until they come
-                    connections.release()
+                    kept.release()
         finally:
-            connections.release()
+            kept.release()
 
     def _rest(self) -> bool:
-        """Waits `interval` for the next tick; True once stopped. While a DuckDB file is kept
-        open (`connections.py`), it asks every `WANT_POLL_SECONDS` whether another step waits
-        for the file, and hands the file over at once."""
+        """Waits `interval` for the next tick; True once stopped. While the DuckDB file is
+        kept open, it asks every `WANT_POLL_SECONDS` whether another step waits for the file,
+        and hands the file over at once."""
         deadline = time.monotonic() + self.interval
-        connections = self.router.connections
-        while connections.holds_file:
+        kept = self.router.file
+        while kept.is_open:
             left = deadline - time.monotonic()
             if left <= 0:
                 return self._stop.is_set()
             if self._stop.wait(min(WANT_POLL_SECONDS, left)):
                 return True
-            if connections.wanted():
-                connections.release()
+            if kept.wanted():
+                kept.release()
         return self._stop.wait(max(0.0, deadline - time.monotonic()))
 
     def _tick_between_builds(self) -> bool:
