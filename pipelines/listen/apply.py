@@ -29,7 +29,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,14 +115,27 @@ class Router:
         """The DuckDB file the workspaces share; with `keep_open` (the applier) kept open
         between batches (`run/kept_file.py`), else let go after each batch."""
         self._clients: dict[str, SqlClientBase[Any]] = {}
+        self._open: set[str] = set()
 
-    def client(self, target: Target) -> SqlClientBase[Any]:
-        """The workspace pipeline's SQL client, made once (making it resolves dlt's
-        configuration), opened for each batch: on DuckDB a handle on the file kept open."""
+    @contextmanager
+    def opened(self, target: Target) -> Iterator[SqlClientBase[Any]]:
+        """The workspace pipeline's SQL client, open, inside a step of the kept file: made
+        once (making it resolves dlt's configuration), opened once and kept open with the
+        file (`KeptFile.keep`), since opening it again for each batch costs more than a
+        small batch's statements."""
         workspace = target.workspace
         if workspace not in self._clients:
             self._clients[workspace] = open_pipeline(target)[0].sql_client()
-        return self._clients[workspace]
+        client = self._clients[workspace]
+        if workspace not in self._open:
+            client.open_connection()
+            self._open.add(workspace)
+            self.file.keep(lambda: self._close(workspace))
+        yield client
+
+    def _close(self, workspace: str) -> None:
+        self._open.discard(workspace)
+        self._clients[workspace].close_connection()
 
     def route(self, events: Sequence[ReceivedEvent]) -> dict[str, list[ReceivedEvent]]:
         """The events by workspace; those of no known workspace under `UNROUTED`."""
@@ -129,36 +143,34 @@ class Router:
         if len(names) == 1:
             return {names[0]: list(events)} if events else {}
         if any((received.workspace_id or "") not in self.owners for received in events):
-            self.owners = _workspace_ids(self.base, names)
+            self.owners = self._workspace_ids(names)
         routed: dict[str, list[ReceivedEvent]] = {}
         for received in events:
             owner = self.owners.get(received.workspace_id or "", UNROUTED)
             routed.setdefault(owner, []).append(received)
         return routed
 
+    def _workspace_ids(self, names: Sequence[str]) -> dict[str, str]:
+        """The API's workspace id of each configured workspace, from its delivery logs.
 
-def _workspace_ids(base: Target, names: Sequence[str]) -> dict[str, str]:
-    """The API's workspace id of each configured workspace, from its delivery logs.
-
-    A workspace without delivery logs yet (not synced) teaches nothing and is skipped. Any
-    other failure to read (a file another process holds, a dropped connection, a refused
-    login) is raised: the batch then stays in the spool and is tried again, its error shown
-    by `/health`, where skipping would count its events unrouted and move the mark past them."""
-    from ..run.destination import make_pipeline
-
-    owners: dict[str, str] = {}
-    for name in names:
-        target = base.for_workspace(name)
-        try:
-            with target.file_access(), make_pipeline(target).sql_client() as client:
-                rows = client.execute_sql(
-                    "SELECT DISTINCT workspace_id FROM"
-                    f" {client.make_qualified_table_name('webhook_deliveries')}"
-                )
-        except DatabaseUndefinedRelation:
-            continue
-        owners.update({str(row[0]): name for row in rows or () if row[0] is not None})
-    return owners
+        A workspace without delivery logs yet (not synced) teaches nothing and is skipped. Any
+        other failure to read (a file another process holds, a dropped connection, a refused
+        login) is raised: the batch then stays in the spool and is tried again, its error
+        shown by `/health`, where skipping would count its events unrouted and move the mark
+        past them."""
+        owners: dict[str, str] = {}
+        for name in names:
+            target = self.base.for_workspace(name)
+            try:
+                with self.file.step(), self.opened(target) as client:
+                    rows = client.execute_sql(
+                        "SELECT DISTINCT workspace_id FROM"
+                        f" {client.make_qualified_table_name('webhook_deliveries')}"
+                    )
+            except DatabaseUndefinedRelation:
+                continue
+            owners.update({str(row[0]): name for row in rows or () if row[0] is not None})
+        return owners
 
 
 def apply_batch(router: Router, events: Sequence[ReceivedEvent]) -> dict[str, int]:
@@ -187,7 +199,7 @@ def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) ->
     transaction cannot write as dlt would (a warehouse not synced yet, a new column) goes
     through a dlt load under the run lock, as a run's own load would."""
     with duckdb_busy_as(target.duckdb_file(), FileHeld):
-        with router.file.step(), target.write_turn(), router.client(target) as client:
+        with router.file.step(), target.write_turn(), router.opened(target) as client:
             outcomes = write_batch(client, batch)
         if outcomes is None:
             # the dlt load takes the run lock, which comes before the file's in the lock order
