@@ -59,7 +59,7 @@ def write_batch(
     client: SqlClientBase[Any], batch: Sequence[ReceivedEvent]
 ) -> dict[str, str] | None:
     """Writes one workspace's batch in one transaction through the workspace pipeline's SQL
-    client, open already (its owner, `connections.py`, decides how long it stays open);
+    client, open already (its owner, `apply.py`, opens it for the batch);
     returns every delivery's outcome, or None when the batch must go through a dlt load
     instead (see the module's docstring)."""
     projects_columns = table_columns(client, PROJECTS)

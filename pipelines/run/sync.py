@@ -38,12 +38,12 @@ from drone_ops_sync.sources.drone_ops import settings as source_settings
 from .delivery_waves import DeliveryWaves, record_marks_first
 from .disk_full import disk_full_as_error
 from .errors import root_cause
+from .kept_file import KeptFile
 from .loaded_packages import prune_loaded_packages
 from .lock import duckdb_busy_as
 from .run_record import record_run
 from .run_trace import RunLoads
 from .target import Target
-from .turn_file import TurnFile
 from .warehouse import read_data_version
 
 
@@ -85,7 +85,7 @@ class RunObserver(Protocol):
 def sync_in_turn(
     target: Target,
     pipeline: Callable[[], dlt.Pipeline],
-    file: TurnFile,
+    file: KeptFile,
     config: SourceConfig,
     options: RunOptions,
     *,
@@ -98,7 +98,7 @@ def sync_in_turn(
     """One sync, in a turn (`pipelines/session.py`) that holds the run lock and has checked
     the settings; `pipeline()` opens the turn's pipeline (repairing what a crashed turn left),
     called once the observer heard the run start. `file` is the turn's DuckDB file, held open
-    across the steps that follow one another (`turn_file.py`).
+    across the steps that follow one another (`kept_file.py`).
 
     `cancel`, once set (by a signal handler), interrupts the run: tables whose walk had not
     finished load nothing and are recorded as `interrupted`. `delivery_wave_rows` is how many
@@ -126,7 +126,7 @@ def sync_in_turn(
 def _locked_run(
     target: Target,
     pipeline: dlt.Pipeline,
-    file: TurnFile,
+    file: KeptFile,
     run: SyncRun,
     delivery_wave_rows: int,
     observer: RunObserver | None,
@@ -179,7 +179,7 @@ def _locked_run(
 
 
 @contextmanager
-def _step(target: Target, pipeline: dlt.Pipeline, file: TurnFile) -> Iterator[None]:
+def _step(target: Target, pipeline: dlt.Pipeline, file: KeptFile) -> Iterator[None]:
     """A step of the run on the warehouse: the turn's file (opened again if it was let go)
     and its access lock, a full disk said as one line, the file's opening included."""
     with disk_full_as_error(target, pipeline), file.step():
