@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from drone_ops_sync.sources.drone_ops import ALL_TABLES, TableResult, redact
+from drone_ops_sync.sources.drone_ops import ALL_TABLES, TableResult
+from drone_ops_sync.sources.drone_ops.internal import redact
 
 from ..run.sync import SyncOutcome
 

@@ -35,9 +35,9 @@ from pathlib import Path
 
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import DroneOpsError
+from drone_ops_sync.sources.drone_ops.internal import (
     UNROUTED,
-    DroneOpsError,
     ReceivedEvent,
     applied_events,
     configured_names,

@@ -33,7 +33,7 @@ from typing import Any
 
 from dlt.destinations.sql_client import SqlClientBase
 
-from drone_ops_sync.sources.drone_ops import redact
+from drone_ops_sync.sources.drone_ops.internal import redact
 
 from ..run.lock import access_lock_path, turn_wanted
 from ..run.recovery import open_pipeline

@@ -21,7 +21,8 @@ from typing import Any
 
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from drone_ops_sync.sources.drone_ops import DroneOpsError, SyncRun, delivery_wave, marks_resource
+from drone_ops_sync.sources.drone_ops import DroneOpsError
+from drone_ops_sync.sources.drone_ops.internal import SyncRun, delivery_wave, marks_resource
 
 from .errors import root_cause
 from .run_trace import RunLoads

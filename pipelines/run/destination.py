@@ -16,7 +16,8 @@ from dlt.common.configuration.exceptions import (
 )
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
-from drone_ops_sync.sources.drone_ops import ConfigError, missing_setting, redact
+from drone_ops_sync.sources.drone_ops import ConfigError
+from drone_ops_sync.sources.drone_ops.internal import missing_setting, redact
 
 from .credentials import CONNECTION_STRING_EXAMPLES, destination_credentials, missing_fields
 from .target import Target, apply_runtime_defaults

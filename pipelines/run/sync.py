@@ -17,7 +17,8 @@ import dlt
 import pyarrow as pa
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import SourceConfig, SyncReport, TableResult, drone_ops
+from drone_ops_sync.sources.drone_ops.internal import (
     ENTITIES,
     LISTS,
     LOAD_GROUPS,
@@ -26,14 +27,10 @@ from drone_ops_sync.sources.drone_ops import (
     RunOptions,
     RunRecord,
     Seams,
-    SourceConfig,
-    SyncReport,
     SyncRun,
-    TableResult,
-    drone_ops,
     finish_quiet_tables,
 )
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from .delivery_waves import DeliveryWaves, record_marks_first
 from .disk_full import disk_full_as_error

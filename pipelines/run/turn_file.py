@@ -33,7 +33,7 @@ from contextlib import ExitStack, contextmanager
 
 import duckdb
 
-from drone_ops_sync.sources.drone_ops import redact
+from drone_ops_sync.sources.drone_ops.internal import redact
 
 from .lock import access_lock_path, duckdb_access, holds_turn, open_duckdb, turn_wanted
 from .target import Target
