@@ -376,3 +376,22 @@ def test_the_run_lock_is_taken_at_one_site() -> None:
                 if name == "warehouse_lock":
                     callers.add(str(relative))
     assert callers == {"pipelines/session.py"}, callers
+
+
+def test_a_table_status_changes_only_through_the_report() -> None:
+    """A run's report has one writer of each table's outcome: `TableResult`'s own methods
+    (`sources/drone_ops/report.py`, which set the error with the status); nothing else assigns
+    another object's `status` or `loaded`, so a status cannot be written by one layer and
+    rewritten by another."""
+    outside = [
+        f"  {path.relative_to(REPO)}:{node.lineno}"
+        for module, path in MODULES.items()
+        if module.split(".")[0] in ("sources", "pipelines", "orchestration")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute)
+        and target.attr in ("status", "loaded")
+        and ast.unparse(target.value) != "self"
+    ]
+    assert not outside, "a status written outside report.py:\n" + "\n".join(outside)
