@@ -6,19 +6,14 @@ Four separate things a run is given or makes, so none of them is written back in
 of each, mints the run id once, and owns the one cancellation token that the walk and the HTTP
 client share.
 
-The run owns its own lifecycle, whatever drives it. It opens when first asked for its walk,
-through the pipeline that loads it (`open`): by its first table as dlt extracts it, or earlier
-by a driver that loads while the walk goes on (`drone-sync run`: marks, delivery waves). It
-ends when the last of its tables has finished (`table_finished`), each through its extract,
-its finish without one (`finish_quiet_tables`) or its skip by a stopped run (`skip`): the walk
-stops and its spill files go. dlt offers a source no hook at the end of an extract, so the
-tables are that hook. A driver's `with run:` only ends a run whose tables could not all finish
-(an error escaped the driver); an ended run is not opened again.
-
-How a run ends depends on how it is loaded, not on who drives it: loaded in one extract (the
-plain source, `pipeline.run(drone_ops())`), it records itself with its tables and raises when
-a table failed, as a dlt source does (dlt fails the extract, nothing loads); loaded group by
-group (`loads_by_group`: `drone-sync run`), a failed table fails only its group, and the
+The run owns its lifecycle, whatever drives it. It opens once, through the pipeline that
+loads it (`open`), by its first table as dlt extracts it or earlier by a driver that loads
+while the walk goes on (`drone-sync run`). It ends when its last table has finished
+(`table_finished`: extracted, finished without dlt by `finish_quiet_tables`, or skipped by a
+stopped run), since dlt offers a source no hook at the end of an extract; a driver's `with
+run:` only ends a run whose tables could not all finish. Loaded in one extract (the plain
+source), a run records itself with its tables and raises when a table failed, as a dlt source
+does; loaded group by group (`loads_by_group`), a failed table fails only its group, and the
 driver records the run once it knows what its loads did.
 """
 
@@ -98,8 +93,7 @@ class SyncRun:
     walk: WorkspaceWalk | None = None
     record: RunRecord | None = None
     """What the run-state tables record of this run (`run_state.py`), once its tables are
-    done: made by the run itself when the source opened it, by `drone-sync run` otherwise
-    (which knows what its loads did)."""
+    done: made by the run itself when loaded in one extract, else by its driver."""
     decided: dict[str, ChangeSet | None] = field(default_factory=dict, init=False, repr=False)
     """Each history table's change set, compared once per run (`table_loads.py`): by
     the table's extract, or before it by `drone-sync run`, which finishes a group that loads
