@@ -13,12 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from drone_ops_sync.sources.drone_ops import (
-    ConfigError,
-    configured_names,
-    redact,
-    workspace_dataset,
-)
+from drone_ops_sync.sources.drone_ops import ConfigError
+from drone_ops_sync.sources.drone_ops.internal import configured_names, redact, workspace_dataset
 
 from .console.output import Output
 from .exit_codes import EXIT_FAILED, EXIT_OK

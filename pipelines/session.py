@@ -23,15 +23,14 @@ from types import TracebackType
 
 import dlt
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import SourceConfig, read_source_config
+from drone_ops_sync.sources.drone_ops.internal import (
     ProgressCallback,
     RunOptions,
     Seams,
-    SourceConfig,
     checked_tables,
-    read_source_config,
 )
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from .console.output import Output
 from .publish.snapshot_plan import SnapshotPlan

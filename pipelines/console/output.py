@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from drone_ops_sync.sources.drone_ops import AccessReport, SyncReport, TableResult, redact
+from drone_ops_sync.sources.drone_ops import SyncReport, TableResult
+from drone_ops_sync.sources.drone_ops.internal import AccessReport, redact
 
 from ..defaults import DEFAULT_HEARTBEAT_SECONDS
 from ..run.sync import SyncOutcome
@@ -62,8 +63,7 @@ def make_console() -> Console:
 
 class Output:
     """The common face of `TextOutput` and `JsonOutput`; also the run's observer
-    (`sync.RunObserver`), and the keeper of the final summary that alerts, metrics and
-    lineage read (`summary`)."""
+    (`sync.RunObserver`), keeping the final summary alerts, metrics and lineage read."""
 
     def __init__(
         self, console: Console, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS

@@ -12,7 +12,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from drone_ops_sync.sources.drone_ops import ALL_TABLES, TableResult, redact
+from drone_ops_sync.sources.drone_ops import ALL_TABLES, TableResult
+from drone_ops_sync.sources.drone_ops.internal import redact
 
 from ..run.sync import SyncOutcome
 

@@ -38,9 +38,9 @@ from typing import Any
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 from dlt.destinations.sql_client import SqlClientBase
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import DroneOpsError
+from drone_ops_sync.sources.drone_ops.internal import (
     UNROUTED,
-    DroneOpsError,
     ReceivedEvent,
     applied_events,
     configured_names,

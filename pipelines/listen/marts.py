@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from drone_ops_sync.sources.drone_ops import redact
+from drone_ops_sync.sources.drone_ops.internal import redact
 
 from ..publish.build_plan import SOURCE
 from ..publish.build_record import dbt_folder, forget_build, project_fingerprint, read_record

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import dlt
 import uvicorn
 
-from drone_ops_sync.sources.drone_ops import ConfigError, register_secret
+from drone_ops_sync.sources.drone_ops import ConfigError
+from drone_ops_sync.sources.drone_ops.internal import register_secret
 
 from ..defaults import MODEL_DESTINATIONS, WEBHOOK_SECRET_KEY
 from ..exit_codes import EXIT_BUSY, EXIT_OK

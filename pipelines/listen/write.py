@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 from dlt.destinations.sql_client import SqlClientBase
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops.internal import (
     EVENTS_TABLE,
     ReceivedEvent,
     event_rows,
@@ -40,7 +40,7 @@ from drone_ops_sync.sources.drone_ops import (
     newest_versions,
     project_versions,
 )
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from ..run.sql_load import (
     fits,

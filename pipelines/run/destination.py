@@ -16,7 +16,8 @@ from dlt.common.configuration.exceptions import (
 )
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
-from drone_ops_sync.sources.drone_ops import ConfigError, missing_setting, redact
+from drone_ops_sync.sources.drone_ops import ConfigError
+from drone_ops_sync.sources.drone_ops.internal import missing_setting, redact
 
 from ..defaults import DUCKDB_MEMORY_LIMIT_KEY, DUCKDB_THREADS_KEY
 from .credentials import CONNECTION_STRING_EXAMPLES, destination_credentials, missing_fields

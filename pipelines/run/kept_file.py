@@ -41,7 +41,8 @@ from pathlib import Path
 
 import duckdb
 
-from drone_ops_sync.sources.drone_ops import DroneOpsError, redact
+from drone_ops_sync.sources.drone_ops import DroneOpsError
+from drone_ops_sync.sources.drone_ops.internal import redact
 
 from .lock import (
     WarehouseBusy,

@@ -25,7 +25,7 @@ from dlt.destinations.sql_client import SqlClientBase
 from dlt.extract.source import DltSource
 from dlt.pipeline.trace import PipelineStepTrace, PipelineTrace, save_trace
 
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from .disk_full import disk_full_as_error
 from .target import Target

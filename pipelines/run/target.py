@@ -14,7 +14,7 @@ from typing import Any
 
 import dlt
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops.internal import (
     DEFAULT_WORKSPACE,
     require_dlt_settings,
     workspace_dataset,

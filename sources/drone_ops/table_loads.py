@@ -98,7 +98,7 @@ class TableLoads:
             result.new = changes.new - (len(kept_back) - held_before)
             result.changed = changes.changed - held_before
             result.retired = changes.retired
-            result.status = "success"
+            result.succeed()
         finally:
             self._count(result, self.walk.stats[table])
             result.seconds = walked + time.monotonic() - started
@@ -142,8 +142,7 @@ class TableLoads:
         )
         if refused is not None:
             log.error("%s", refused)
-            result.status = "refused"
-            result.error = str(refused)
+            result.refuse(str(refused))
             return None
         return changes
 
@@ -221,10 +220,9 @@ class TableLoads:
                 interrupted = isinstance(snapshot.error, Interrupted) or any(
                     isinstance(exc, Interrupted) for exc in failures.values()
                 )
-                result.status = "interrupted" if interrupted else "failed"
-                result.error = f"{result.table}: " + "; ".join(dict.fromkeys(errors))
+                result.fail("; ".join(dict.fromkeys(errors)), interrupted=interrupted)
             else:
-                result.status = "success"
+                result.succeed()
         finally:
             self._count(result, self.walk.stats["webhook_deliveries"])
             result.seconds = walked
@@ -243,7 +241,7 @@ class TableLoads:
         result.rows_seen = len(self.walk.context.creators)
         if rows:
             yield to_arrow(USERS.contract, rows, self.run.run_id, self.walk.issues)
-        result.status = "success"
+        result.succeed()
         result.seconds = walked
 
     def _users(self) -> tuple[list[dict[str, Any]], int]:
@@ -282,8 +280,8 @@ class TableLoads:
 
 def _record_failure(result: TableResult, error: DroneOpsError | None, prefix: str = "") -> None:
     """A table that loads nothing this run: interrupted by a signal, or failed with a cause."""
-    result.status = "interrupted" if isinstance(error, Interrupted) else "failed"
-    result.error = f"{result.table}: {prefix}{error or type(error).__name__}"
+    interrupted = isinstance(error, Interrupted)
+    result.fail(f"{prefix}{error or type(error).__name__}", interrupted=interrupted)
 
 
 def _not_older(

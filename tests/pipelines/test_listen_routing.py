@@ -15,7 +15,7 @@ import pytest
 
 from drone_ops_sync.pipelines.listen.apply import FileHeld, Router
 from drone_ops_sync.pipelines.run.target import Target
-from drone_ops_sync.sources.drone_ops import UNROUTED, ReceivedEvent
+from drone_ops_sync.sources.drone_ops.internal import UNROUTED, ReceivedEvent
 
 HOLD_THE_FILE = (
     "import duckdb, sys; connection = duckdb.connect(sys.argv[1]);"

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from drone_ops_sync.sources.drone_ops import settings
 from drone_ops_sync.sources.drone_ops.compare.changes import ChangeSet, diff, held_hashes
 from drone_ops_sync.sources.drone_ops.compare.deletions import outside_projects
+from drone_ops_sync.sources.drone_ops.internal import settings
 from drone_ops_sync.sources.drone_ops.tables.breaches import Issue
 from drone_ops_sync.sources.drone_ops.tables.entities import JOBS
 from drone_ops_sync.sources.drone_ops.tables.rows import job_row, row_hash

@@ -10,8 +10,8 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from drone_ops_sync.sources.drone_ops import settings
 from drone_ops_sync.sources.drone_ops.compare.deletions import tombstones
+from drone_ops_sync.sources.drone_ops.internal import settings
 from drone_ops_sync.sources.drone_ops.tables.entities import TABLE_COLUMNS, contract_of
 from drone_ops_sync.sources.drone_ops.tables.lines import LineBuffer
 from drone_ops_sync.sources.drone_ops.tables.payloads import _delivery_table_fast, delivery_table
