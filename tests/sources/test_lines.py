@@ -24,7 +24,7 @@ from drone_ops_sync.sources.drone_ops.tables.rows import (
     line_hash,
     record_line,
     row_hash,
-    to_arrow,
+    typed_row_by_row,
 )
 from tests.sources.fake_api import job, project
 
@@ -61,7 +61,7 @@ def both_paths(
         entity.row(r, version=v, parent_id=parent) for r, v in zip(records, versions, strict=True)
     ]
     slow_issues: list[Issue] = []
-    slow = to_arrow(entity.contract, rows, "r", slow_issues)
+    slow = typed_row_by_row(entity.contract, rows, "r", slow_issues)
     return fast, slow, fast_issues, slow_issues
 
 
