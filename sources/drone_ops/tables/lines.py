@@ -125,7 +125,7 @@ def typed_lines(
     for name in flattened:
         creator = read.column(name).combine_chunks()
         arrays[f"{name}_id"] = pc.struct_field(creator, "id")
-    if parent_column is not None and parent_ids is not None:
+    if parent_column is not None and parent_ids:
         listed_under = pa.array(parent_ids, pa.string())
         arrays[parent_column] = pc.coalesce(arrays[parent_column], listed_under)
     if contract.history:
@@ -145,36 +145,37 @@ def typed_batch(
     run_id: str,
     issues: list[Issue],
     row: RowBuilder,
-    versions: Sequence[str | None] | None = None,
+    versions: Sequence[str] = (),
     parent_column: str | None = None,
-    parent_ids: Sequence[str | None] | None = None,
+    parent_ids: Sequence[str | None] = (),
     read: Callable[[], pa.Table | None] | None = None,
 ) -> pa.Table:
-    """A batch of records, given as their lines, typed once, by one path: the fast reader
-    (`typed_lines`, or `read` for a table typed otherwise: deliveries' payloads), or, when it
-    declines because a value needs reporting, row by row through the table's row builder and
-    `rows.typed_row_by_row`, which reports each breach into `issues`."""
-    count = lines.count
-    known_versions = list(versions) if versions is not None else [None] * count
-    parents = list(parent_ids) if parent_ids is not None else [None] * count
+    """A batch of records, given as their lines (with their row hashes and parents, when the
+    table has them), typed once, by one path: the fast reader (`typed_lines`, or `read` for
+    a table typed otherwise: deliveries' payloads), or, when it declines because a value needs
+    reporting, row by row through the table's row builder and `rows.typed_row_by_row`, which
+    reports each breach into `issues`."""
     if read is None:
         fast = typed_lines(
             contract,
             lines,
-            versions=[version or "" for version in known_versions],
+            versions=versions,
             run_id=run_id,
             issues=issues,
             parent_column=parent_column,
-            parent_ids=parents,
+            parent_ids=parent_ids,
         )
     else:
         fast = read()
     if fast is not None:
         return fast
-    listed = zip(lines.lines(), known_versions, parents, strict=True)
     rows = [
-        row(orjson.loads(line), version=version, parent_id=parent)
-        for line, version, parent in listed
+        row(
+            orjson.loads(line),
+            version=versions[n] if versions else None,
+            parent_id=parent_ids[n] if parent_ids else None,
+        )
+        for n, line in enumerate(lines.lines())
     ]
     return typed_row_by_row(contract, rows, run_id, issues)
 
@@ -187,7 +188,7 @@ def typed_records(
     issues: list[Issue],
     row: RowBuilder,
     parent_column: str | None = None,
-    parent_ids: Sequence[str | None] | None = None,
+    parent_ids: Sequence[str | None] = (),
 ) -> pa.Table:
     """Records that did not come as a listed page (fetched by id, received in an event, made
     from creators) typed by the same path as a page: as their canonical lines (`record_line`,
