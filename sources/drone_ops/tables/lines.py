@@ -193,12 +193,7 @@ def typed_records(
     """Records that did not come as a listed page (fetched by id, received in an event, made
     from creators) typed by the same path as a page: as their canonical lines (`record_line`,
     whose hash is the row hash) through `typed_batch`."""
-    lines = LineBuffer()
-    versions = []
-    for record in records:
-        line = record_line(record)
-        lines.append(line)
-        versions.append(line_hash(line))
+    lines, versions = record_lines(records)
     return typed_batch(
         contract,
         lines,
@@ -209,6 +204,17 @@ def typed_records(
         parent_column=parent_column,
         parent_ids=parent_ids,
     )
+
+
+def record_lines(records: Iterable[Mapping[str, object]]) -> tuple[LineBuffer, list[str]]:
+    """Records as their canonical lines, with each line's row hash."""
+    lines = LineBuffer()
+    versions = []
+    for record in records:
+        line = record_line(record)
+        lines.append(line)
+        versions.append(line_hash(line))
+    return lines, versions
 
 
 def _extra(contract: Contract) -> list[str]:

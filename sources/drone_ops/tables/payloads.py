@@ -108,14 +108,10 @@ def delivery_table(
     def row(record: Record, **_: object) -> Record:
         return delivery_row(record, webhook_id)
 
-    return typed_batch(
-        contract,
-        lines,
-        run_id=run_id,
-        issues=issues,
-        row=row,
-        read=lambda: _delivery_table_fast(contract, lines, webhook_id),
-    )
+    def read() -> pa.Table | None:
+        return _delivery_table_fast(contract, lines, webhook_id)
+
+    return typed_batch(contract, lines, run_id=run_id, issues=issues, row=row, read=read)
 
 
 def _delivery_table_fast(contract: Contract, lines: LineBuffer, webhook_id: str) -> pa.Table | None:
