@@ -51,15 +51,8 @@ API_KEY_CREATOR = {"id": "apikey_1", "type": "api_key", "name": "CI"}
 def typed(table: str, records: list[dict[str, Any]], issues: list[Issue]) -> pa.Table:
     """Records typed by the one typing path (`typed_records`), as a walk types them."""
     entity = ENTITIES[table]
-    parent = entity.parent_column
     return typed_records(
-        entity.contract,
-        records,
-        run_id=RUN,
-        issues=issues,
-        row=entity.row or built_row,
-        parent_column=parent,
-        parent_ids=[str(r[parent]) if parent else None for r in records],
+        entity.contract, records, run_id=RUN, issues=issues, row=entity.row or built_row
     )
 
 

@@ -187,23 +187,12 @@ def typed_records(
     run_id: str,
     issues: list[Issue],
     row: RowBuilder,
-    parent_column: str | None = None,
-    parent_ids: Sequence[str | None] = (),
 ) -> pa.Table:
     """Records that did not come as a listed page (fetched by id, received in an event, made
     from creators) typed by the same path as a page: as their canonical lines (`record_line`,
     whose hash is the row hash) through `typed_batch`."""
     lines, versions = record_lines(records)
-    return typed_batch(
-        contract,
-        lines,
-        run_id=run_id,
-        issues=issues,
-        row=row,
-        versions=versions,
-        parent_column=parent_column,
-        parent_ids=parent_ids,
-    )
+    return typed_batch(contract, lines, run_id=run_id, issues=issues, row=row, versions=versions)
 
 
 def record_lines(records: Iterable[Mapping[str, object]]) -> tuple[LineBuffer, list[str]]:
