@@ -22,7 +22,7 @@ from . import settings
 from .compare.changes import ChangeSet, diff
 from .compare.deletions import (
     confirm_deletions,
-    fetch_rows,
+    fetch_records,
     mass_delete_refusal,
     outside_projects,
     tombstones,
@@ -33,7 +33,8 @@ from .known import KnownState, held_versions
 from .report import TableResult
 from .run import SyncRun
 from .tables.entities import ENTITIES, JOBS, PROJECTS, USERS
-from .tables.rows import to_arrow, user_row
+from .tables.lines import typed_records
+from .tables.rows import built_row, user_row
 from .tables.schema import ARROW_TYPES
 from .walk import WalkStats, WorkspaceWalk
 from .walk.rolling import rolling_scope
@@ -180,8 +181,8 @@ class TableLoads:
         list_path = self.run.config.jobs_path if entity is JOBS else str(entity.list_path)
         conflicts = sorted(self.walk.projects.conflicts) if table == "projects" else []
         if conflicts:
-            rows, _ = fetch_rows(table, conflicts, current, self.walk.lookup_records, list_path)
-            snapshot.replace(conflicts, rows)
+            found, _ = fetch_records(table, conflicts, current, self.walk.lookup_records, list_path)
+            snapshot.replace(conflicts, found)
         return confirm_deletions(
             table,
             diff(snapshot.versions(), current),
@@ -240,7 +241,9 @@ class TableLoads:
         result.new = len(rows) - result.changed
         result.rows_seen = len(self.walk.context.creators)
         if rows:
-            yield to_arrow(USERS.contract, rows, self.run.run_id, self.walk.issues)
+            yield typed_records(
+                USERS.contract, rows, run_id=self.run.run_id, issues=self.walk.issues, row=built_row
+            )
         result.succeed()
         result.seconds = walked
 

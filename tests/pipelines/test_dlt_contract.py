@@ -36,11 +36,11 @@ from drone_ops_sync.pipelines.run.destination import make_pipeline
 from drone_ops_sync.pipelines.run.run_record import write_record
 from drone_ops_sync.pipelines.run.run_trace import RunLoads
 from drone_ops_sync.pipelines.run.target import Target
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import SyncReport
+from drone_ops_sync.sources.drone_ops.internal import (
     DEFAULT_WORKSPACE,
     ReceivedEvent,
     RunRecord,
-    SyncReport,
     new_run_id,
 )
 from drone_ops_sync.sources.drone_ops.run_state import record_resources
