@@ -45,7 +45,7 @@ import httpx
 import orjson
 import urllib3
 
-from drone_ops_sync.sources.drone_ops import DroneOpsClient, Urllib3Transport
+from drone_ops_sync.sources.drone_ops.internal import DroneOpsClient, Urllib3Transport
 from testkit.simulator_process import running_simulator
 
 from .report import machine_info, write_result

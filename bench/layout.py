@@ -39,7 +39,8 @@ import pyarrow.compute as pc
 from bench.runner import simulator_scale
 from drone_ops_sync.pipelines.run.target import Target
 from drone_ops_sync.pipelines.session import run_sync
-from drone_ops_sync.sources.drone_ops import read_source_config, workspace_dataset
+from drone_ops_sync.sources.drone_ops import read_source_config
+from drone_ops_sync.sources.drone_ops.internal import workspace_dataset
 from testkit.postgres import RunningPostgres, running_postgres
 from testkit.simulator_process import running_simulator
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .against import PREVIOUS, against_lines, against_previous, previous
 from .measurement import Options, Sample
 
 # Which ours-variant each label is compared with, and whether it walks the whole workspace.
@@ -60,9 +61,6 @@ DESTINATION_PHASES = (
     ("no change", "ours_nochange", "postgres_nochange"),
     ("churn", "ours_churn", "postgres_churn"),
 )
-PREVIOUS = "prev_"
-"""The label prefix of `--against`'s variants (another checkout's code)."""
-PREVIOUS_ORDER = tuple(PREVIOUS + label for label in ORDER)
 RSS_LIMIT_MB = 300.0
 """Target for the peak RSS of the sync process at `large` (smaller scales are checked alike)."""
 
@@ -188,12 +186,11 @@ def build_document(
         "code_per_sample": sorted({s.code for s in samples}),
         "workspace": workspace,
         "workspace_rows": rows,
-        "variants": {k: variants[k] for k in (*ORDER, *PREVIOUS_ORDER) if k in variants},
+        "variants": {k: variants[k] for k in (*ORDER, *previous(ORDER)) if k in variants},
         "against": against_previous(variants, measured.get("against")),
         "models": measured.get("models"),
         "models_postgres": measured.get("models_postgres"),
         "postgres": measured.get("postgres"),
-        # CPU hogs beside every variant (`--busy N`): how many, how long, the CPU they got
         "busy": measured.get("busy") or {"hogs": 0},
         "total_seconds": round(total_seconds, 1),
     }
@@ -201,35 +198,6 @@ def build_document(
     document["targets"] = check_targets(document)
     document["samples"] = [asdict(s) for s in samples]
     return document
-
-
-def against_previous(
-    variants: dict[str, dict[str, Any]], checkout: str | None
-) -> dict[str, Any] | None:
-    """This checkout over `--against`'s, per variant both ran: wall, CPU and peak RSS (medians;
-    below 1 means this checkout is cheaper)."""
-    pairs = {
-        label: (entry, variants[PREVIOUS + label])
-        for label, entry in variants.items()
-        if PREVIOUS + label in variants
-    }
-    if not pairs:
-        return None
-
-    def over(a: Any, b: Any) -> float | None:
-        return round(a / b, 3) if a and b else None
-
-    return {
-        "checkout": checkout,
-        "ratios": {
-            label: {
-                "seconds": over(ours["seconds"], prev["seconds"]),
-                "cpu_seconds": over(ours["cpu_seconds"], prev["cpu_seconds"]),
-                "peak_rss_mb": over(ours["peak_rss_mb"], prev["peak_rss_mb"]),
-            }
-            for label, (ours, prev) in pairs.items()
-        },
-    }
 
 
 def _ratio(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:
@@ -363,12 +331,7 @@ def format_table(document: dict[str, Any]) -> str:
         )
     lines.append("ratios: " + ", ".join(f"{k}={v}" for k, v in document["ratios"].items() if v))
     lines.extend(destination_lines(document))
-    against = document.get("against")
-    if against:
-        lines.append(f"this checkout / {against['checkout']} (wall, CPU, peak RSS):")
-        for label, r in against["ratios"].items():
-            cells = [f"{r[k]:.2f}x" if r[k] is not None else "-" for k in r]
-            lines.append(f"  {label:<15} " + " ".join(f"{cell:>7}" for cell in cells))
+    lines.extend(against_lines(document.get("against")))
     for key, name in (("models", "model build"), ("models_postgres", "model build (postgres)")):
         models = document.get(key)
         if models:

@@ -18,12 +18,10 @@ import dagster as dg
 from drone_ops_sync.pipelines.console.summary import root_cause
 from drone_ops_sync.pipelines.exit_codes import EXIT_CONFIG, EXIT_FAILED
 from drone_ops_sync.pipelines.run.sync import SyncOutcome
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, TableResult
+from drone_ops_sync.sources.drone_ops.internal import (
     EVENTS_TABLE,
     FAILED_STATUSES,
-    ConfigError,
-    DroneOpsError,
-    TableResult,
     redact,
     settings,
 )

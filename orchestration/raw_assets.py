@@ -25,13 +25,11 @@ from drone_ops_sync.pipelines.run.lock import WarehouseBusy
 from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import (
     ALL_TABLES,
-    EVENTS_TABLE,
     ConfigError,
     DroneOpsError,
-    configured_names,
     read_workspace_config,
-    settings,
 )
+from drone_ops_sync.sources.drone_ops.internal import EVENTS_TABLE, configured_names, settings
 
 from .outcomes import (
     config_failure,

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .cli_parser import build_parser
-from .defaults import DEFAULT_HEARTBEAT_SECONDS, MODEL_DESTINATIONS
+from .cli_parser import build_parser, strict_settings
+from .defaults import DEFAULT_HEARTBEAT_SECONDS, MODEL_DESTINATIONS, OWN_SETTINGS
 from .exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -66,16 +66,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
     """Runs the command; every error a user can fix ends as one line and its exit code."""
-    from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, redact
+    from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
+    from drone_ops_sync.sources.drone_ops.internal import redact
 
     from .run.disk_full import DiskFull
     from .run.lock import WarehouseBusy
 
     try:
-        if args.command != "sim":  # a bad .dlt/*.toml: one line; unknown keys: `run`, `check`
-            from drone_ops_sync.sources.drone_ops import check_settings_files
+        if args.command != "sim":  # a bad .dlt/*.toml: one line; an unknown setting: named
+            from drone_ops_sync.sources.drone_ops.internal import check_settings_files
 
-            check_settings_files(warn_unknown=args.command in ("run", "check"))
+            refuse_as = strict_settings(args)
+            check_settings_files(warn_unknown=True, also_known=OWN_SETTINGS, refuse_as=refuse_as)
         if args.command == "run":
             return _run(args, output, stop, watch)
         if args.command == "status":
@@ -132,7 +134,7 @@ def _table_list(resources: str | None) -> list[str] | None:
 
 def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
     """One workspace in this process; several, each in a process of its own (`run/fleet.py`)."""
-    from drone_ops_sync.sources.drone_ops import selected_names
+    from drone_ops_sync.sources.drone_ops.internal import selected_names
 
     names = selected_names(_names(args.workspace))
     if len(names) > 1:
@@ -142,7 +144,7 @@ def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunW
 
 def _status(args: argparse.Namespace) -> int:
     """Each selected workspace's staleness; stale (1) if any is, else the worst code."""
-    from drone_ops_sync.sources.drone_ops import selected_names
+    from drone_ops_sync.sources.drone_ops.internal import selected_names
 
     from .observe.status import status_command
 
@@ -174,7 +176,8 @@ def _names(flag: str | None) -> list[str] | None:
 def _run_one(
     args: argparse.Namespace, name: str, output: Output, stop: SignalStop, watch: RunWatch
 ) -> int:
-    from drone_ops_sync.sources.drone_ops import RunOptions, checked_tables, read_workspace_config
+    from drone_ops_sync.sources.drone_ops import read_workspace_config
+    from drone_ops_sync.sources.drone_ops.internal import RunOptions, checked_tables
 
     from .run.destination import check_target
     from .run.dlt_tooling import link_for_dlt_cli
@@ -295,7 +298,7 @@ def _fleet_data_version(target: Target, known: str | None, known_for: str | None
     """What the whole warehouse holds, for the build record: the one workspace's data version
     when only the default is configured (as before workspaces existed), else every configured
     workspace's, joined (`known` is `known_for`'s, read by its run already)."""
-    from drone_ops_sync.sources.drone_ops import DEFAULT_WORKSPACE, configured_names
+    from drone_ops_sync.sources.drone_ops.internal import DEFAULT_WORKSPACE, configured_names
 
     names = configured_names()
     if list(names) == [DEFAULT_WORKSPACE]:
@@ -313,14 +316,8 @@ def _fleet_data_version(target: Target, known: str | None, known_for: str | None
 def _check(args: argparse.Namespace, output: Output) -> int:
     """Checks each selected workspace's settings and key; one workspace's failure is reported
     and the others are still checked."""
-    from drone_ops_sync.sources.drone_ops import (
-        ConfigError,
-        DroneOpsError,
-        check_access,
-        read_workspace_config,
-        redact,
-        selected_names,
-    )
+    from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, read_workspace_config
+    from drone_ops_sync.sources.drone_ops.internal import check_access, redact, selected_names
 
     names = selected_names(_names(args.workspace))
     if len(names) == 1:

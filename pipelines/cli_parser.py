@@ -8,6 +8,7 @@ loading dlt, DuckDB, pyarrow, rich, dbt or the simulator (docs/performance.md).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -22,10 +23,11 @@ from .defaults import (
     DEFAULT_LISTEN_PORT,
     DEFAULT_MAX_AGE,
     SNAPSHOT_CONFIG_KEY,
+    STRICT_SETTINGS_ENV,
 )
 from .exit_codes import EXIT_CONFIG
 
-__all__ = ["DISTRIBUTION", "SIM_HELP", "build_parser"]
+__all__ = ["DISTRIBUTION", "SIM_HELP", "build_parser", "strict_settings"]
 
 DISTRIBUTION = "drone-ops-sync"
 """The name pip installs us under (pyproject.toml), whose version `--version` prints."""
@@ -38,12 +40,12 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_CONFIG, f"{self.prog}: configuration error: {message} (see --help)\n")
 
 
-def _output_arguments(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
-    """`--log-format` and `-v`, both before the command (as the top-level --help lists them)
-    and after it. Only the top level has defaults: argparse copies every default of a
-    sub-command over what the top level parsed, so a sub-command's own default would silently
-    undo `drone-sync --log-format json run`. Given in both places, the sub-command's wins (it
-    is parsed last, and is the one written nearer the command)."""
+def _global_arguments(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
+    """`--log-format`, `-v` and `--strict-settings`, both before the command (as the top-level
+    --help lists them) and after it. Only the top level has defaults: argparse copies every
+    default of a sub-command over what the top level parsed, so a sub-command's own default
+    would silently undo `drone-sync --log-format json run`. Given in both places, the
+    sub-command's wins (it is parsed last, and is the one written nearer the command)."""
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),
@@ -56,6 +58,14 @@ def _output_arguments(parser: argparse.ArgumentParser, *, top_level: bool = Fals
         action="store_true",
         default=False if top_level else argparse.SUPPRESS,
         help="log requests and retries",
+    )
+    parser.add_argument(
+        "--strict-settings",
+        action="store_true",
+        default=False if top_level else argparse.SUPPRESS,
+        help="refuse to run (exit 2) when a key or section in .dlt/*.toml or a variable in"
+        " the environment is one nothing reads (a misspelling, otherwise a warning naming the"
+        f" closest valid name, and ignored); for CI and deploys; also {STRICT_SETTINGS_ENV}=1",
     )
 
 
@@ -103,6 +113,17 @@ def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="put the raw tables of the dataset into the BI snapshot too, beside the marts",
     )
+
+
+def strict_settings(args: argparse.Namespace) -> str | None:
+    """What asks for unknown settings to be refused, to name in the error: the flag, or the
+    variable (pip's and dbt's way: each flag also read from the environment); None when
+    nothing does."""
+    if getattr(args, "strict_settings", False):
+        return "--strict-settings"
+    if os.environ.get(STRICT_SETTINGS_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return STRICT_SETTINGS_ENV
+    return None
 
 
 class _VersionAction(argparse.Action):
@@ -169,7 +190,7 @@ def _status_parser(commands: Any) -> None:
     )
     _target_arguments(status)
     _workspace_arguments(status)
-    _output_arguments(status)
+    _global_arguments(status)
     status.add_argument(
         "--max-age",
         default=DEFAULT_MAX_AGE,
@@ -228,7 +249,7 @@ def _listen_parser(commands: Any) -> None:
     )
     _snapshot_arguments(listen)
     _target_arguments(listen)
-    _output_arguments(listen)
+    _global_arguments(listen)
 
 
 def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
@@ -240,7 +261,7 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
         " Exit codes: 0 ok, 1 a table or the model build failed, 2 configuration error,"
         " 75 warehouse busy, 130/143 interrupted.",
     )
-    _output_arguments(parser, top_level=True)
+    _global_arguments(parser, top_level=True)
     parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     _init_parser(commands)
@@ -248,7 +269,7 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="sync the workspaces into the warehouse")
     _target_arguments(run)
     _workspace_arguments(run)
-    _output_arguments(run)
+    _global_arguments(run)
     run.add_argument(
         "--parallel",
         type=int,
@@ -288,11 +309,11 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="validate config and key, list what is reachable")
     _workspace_arguments(check)
-    _output_arguments(check)
+    _global_arguments(check)
 
     models = commands.add_parser("models", help="build and test the dbt models")
     _target_arguments(models)
-    _output_arguments(models)
+    _global_arguments(models)
     models.add_argument("--no-test", action="store_true", help="build without running dbt tests")
     _snapshot_arguments(models)
 
@@ -313,19 +334,35 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
 
 
 SIM_HELP = "run the local Drone Operations API simulator"
+BI_SNAPSHOT_HELP = (
+    "The BI snapshot is a DuckDB file that `drone-sync run` and `drone-sync models` republish"
+    " after each success (default <warehouse stem>_bi.duckdb beside the warehouse, or"
+    f" {SNAPSHOT_CONFIG_KEY}; false publishes none): the marts, schema <dataset>_marts (dim_*"
+    " and fct_* tables), and the run records. A BI tool or notebook opens it read-only"
+    " (DuckDB's read_only=True, or a read-only DuckDB connection); replacing it never waits"
+    " for them, and reading it never waits for or blocks a sync. This command only reads it,"
+    " so it works on a read-only copy too."
+)
 
 
 def _report_parsers(commands: Any) -> None:
     """`dashboard` and `metrics`: both read the BI snapshot, never the warehouse (docs/bi.md)."""
     dashboard = commands.add_parser(
-        "dashboard", help="write the dashboard page of the BI snapshot (docs/dashboard.md)"
+        "dashboard",
+        help="write the dashboard page of the BI snapshot (docs/dashboard.md)",
+        description="Writes the dashboard of the BI snapshot: one self-contained HTML page,"
+        " opened from disk in a browser, with no server and no request leaving the machine."
+        f" {BI_SNAPSHOT_HELP}",
     )
     metrics = commands.add_parser(
-        "metrics", help="print the metrics of the BI snapshot (docs/metrics.md)"
+        "metrics",
+        help="print the metrics of the BI snapshot (docs/metrics.md)",
+        description="Prints the metrics of the BI snapshot, the dashboard's tiles (the table"
+        f" <dataset>_marts.fct_metrics). {BI_SNAPSHOT_HELP}",
     )
     for parser in (dashboard, metrics):
         _target_arguments(parser)
-        _output_arguments(parser)
+        _global_arguments(parser)
         parser.add_argument(
             "--snapshot",
             type=Path,

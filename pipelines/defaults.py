@@ -14,6 +14,24 @@ DEFAULT_MAX_AGE = "45m"
 """Three missed runs of the README's every-15-minutes schedule."""
 SNAPSHOT_CONFIG_KEY = "destination.duckdb.bi_snapshot"
 """Where the snapshot goes (a path), or false to publish none; default beside the warehouse."""
+SNAPSHOT_RUNS_CONFIG_KEY = "destination.duckdb.bi_snapshot_sync_runs"
+"""Whether the snapshot carries `<dataset>._sync_runs` (default true), for freshness tiles."""
+DUCKDB_MEMORY_LIMIT_KEY = "destination.duckdb.memory_limit"
+DUCKDB_THREADS_KEY = "destination.duckdb.threads"
+METRICS_FILE_KEY = "runtime.metrics_file"
+WEBHOOK_SECRET_KEY = "sources.drone_ops.webhook_secret"
+OWN_SETTINGS = (
+    SNAPSHOT_CONFIG_KEY,
+    SNAPSHOT_RUNS_CONFIG_KEY,
+    DUCKDB_MEMORY_LIMIT_KEY,
+    DUCKDB_THREADS_KEY,
+    METRICS_FILE_KEY,
+    WEBHOOK_SECRET_KEY,
+)
+"""The settings drone-sync reads beyond the source's and dlt's own, in sections whose other
+names come from them: known to the check of unknown settings (`settings_files.py`)."""
+STRICT_SETTINGS_ENV = "DRONE_SYNC_STRICT_SETTINGS"
+"""`--strict-settings` for every command of a deploy or a CI job (1, true or yes)."""
 MODEL_DESTINATIONS = ("duckdb", "postgres")
 """Destinations the dbt project is built and tested on (models/profiles.yml has their outputs)."""
 DEFAULT_LISTEN_HOST = "127.0.0.1"

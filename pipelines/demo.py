@@ -64,10 +64,12 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     from .publish.questions import answer_questions
     from .publish.snapshot import publish_snapshot
     from .publish.snapshot_plan import default_snapshot_path
+    from .run.destination import check_creatable
     from .run.dlt_tooling import link_for_dlt_cli
     from .session import run_sync
 
     database = directory / DEFAULT_DATABASE
+    check_creatable("--dir", database)
     _fresh(directory, database)
     target = Target(database=database)
     console.rule("drone-sync demo")
@@ -113,23 +115,22 @@ def run_demo(directory: Path, *, seed: int = 42, console: Console) -> int:
     tooling_note = link_for_dlt_cli(target)
     if tooling_note:
         console.print(tooling_note)
-    console.print(
-        f"\nThe warehouse is {database}. For a BI tool, use the read-only snapshot"
-        f" {snapshot.path} (schema {target.dataset}_marts, docs/bi.md); `dlt pipeline"
-        f" {target.pipeline_name()} info` shows dlt's view of the run. Run `drone-sync demo`"
-        " again for a fresh copy."
-    )
-    console.print(
-        f"\nThe dashboard of that snapshot: open {dashboard.as_uri()} in a browser"
-        " (docs/dashboard.md).",
-        markup=False,
-        highlight=False,
-    )
+    # short lines, wrapped at the console's width, naming only what an installed copy has
+    for line in (
+        f"\nThe warehouse: {database}",
+        f"For a BI tool, the read-only snapshot: {snapshot.path} (schema"
+        f" {target.dataset}_marts; open it read-only: `drone-sync metrics --help` says how)",
+        f"dlt's view of the run: `dlt pipeline {target.pipeline_name()} info`",
+        "Run `drone-sync demo` again for a fresh copy.",
+        f"\nThe dashboard of that snapshot, to open in a browser: {dashboard.as_uri()}",
+        "(`drone-sync dashboard` writes it again from the newest snapshot; see its --help)",
+    ):
+        console.print(line, markup=False, highlight=False, soft_wrap=False)
     return 0
 
 
 def _print_metrics(console: Console, snapshot: Path, dataset: str) -> None:
-    """The metrics mart as the dashboard's tiles show it (docs/metrics.md)."""
+    """The metrics mart as the dashboard's tiles show it."""
     from .publish.metrics import ALL_WORKSPACES, read_metrics_file
 
     metrics = [m for m in read_metrics_file(snapshot, dataset) if m.workspace != ALL_WORKSPACES]
@@ -206,7 +207,7 @@ def _print_queries(console: Console, database: Path) -> None:
             query = sql.format(raw="drone_ops")
             cursor = con.execute(query)
             columns = [column[0] for column in cursor.description or []]
-            console.print(f"[dim]{' '.join(query.split())}[/dim]")
+            console.print(f"[dim]{' '.join(query.split())}[/dim]", soft_wrap=False)
             _print_rows(console, title, columns, cursor.fetchall())
     finally:
         con.close()

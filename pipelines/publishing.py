@@ -13,12 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from drone_ops_sync.sources.drone_ops import (
-    ConfigError,
-    configured_names,
-    redact,
-    workspace_dataset,
-)
+from drone_ops_sync.sources.drone_ops import ConfigError
+from drone_ops_sync.sources.drone_ops.internal import configured_names, redact, workspace_dataset
 
 from .console.output import Output
 from .exit_codes import EXIT_FAILED, EXIT_OK
@@ -79,15 +75,18 @@ def build_models_step(
 
 @contextmanager
 def models_turn(target: Target) -> Iterator[None]:
-    """The turn of one model build: the warehouse's models lock (waited for, up to
-    `ACCESS_WAIT_SECONDS`, then `WarehouseBusy`), and on DuckDB the file's access lock for the
-    whole build, so no workspace loads meanwhile.
+    """The turn of one model build, waited for (up to `ACCESS_WAIT_SECONDS`, then
+    `WarehouseBusy`): on DuckDB the file's access lock for the whole build, so no workspace
+    loads meanwhile and no other build runs; on a server the warehouse's models lock.
 
     Why one build at a time per warehouse, whoever starts it (a workspace's run, a fleet run,
     `drone-sync models`, Dagster's dbt assets): they share the build record, and two builds
     replacing the same marts at once would fail each other."""
-    turn = waiting_turn(target.models_lock_path(), ACCESS_WAIT_SECONDS, "the model build")
-    with turn, target.file_access():
+    if target.duckdb_file() is not None:
+        with target.file_access():
+            yield
+        return
+    with waiting_turn(target.models_lock_path(), ACCESS_WAIT_SECONDS, "the model build"):
         yield
 
 

@@ -31,8 +31,9 @@ def report_command(args: argparse.Namespace, output: Output, target: Target | No
 
 def snapshot_path(target: Target, flag: Path | None) -> Path:
     """`--snapshot`, else the snapshot the warehouse's runs publish (docs/bi.md: the setting
-    `destination.duckdb.bi_snapshot`, or `<warehouse stem>_bi.duckdb` beside it)."""
-    from .publish.snapshot_plan import snapshot_plan
+    `destination.duckdb.bi_snapshot`, or `<warehouse stem>_bi.duckdb` beside it). Only read
+    here, so its folder may be read-only."""
+    from .publish.snapshot_plan import configured_snapshot
 
     if flag is not None:
         return flag
@@ -42,18 +43,21 @@ def snapshot_path(target: Target, flag: Path | None) -> Path:
             "the dashboard and the metrics read the BI snapshot of a DuckDB warehouse; give"
             " --snapshot PATH",
         )
-    plan = snapshot_plan(target.resolved_database(), target.dataset)
-    if plan is None:
+    located = configured_snapshot(target.resolved_database())
+    if located is None:
         raise ConfigError("--snapshot", "the BI snapshot is turned off: give --snapshot PATH")
-    return plan.path
+    return located[1]
 
 
 def _dashboard(
     snapshot: Path, dataset: str, path: Path | None, output: Output, as_json: bool
 ) -> int:
-    from .publish.dashboard import write_dashboard
+    from .publish.dashboard import default_dashboard_path, write_dashboard
+    from .run.destination import check_creatable
 
-    written = write_dashboard(snapshot, dataset, path).resolve()
+    page = path if path is not None else default_dashboard_path(snapshot)
+    check_creatable("--output", page, hint="" if path is not None else "; give --output PATH")
+    written = write_dashboard(snapshot, dataset, page).resolve()
     if as_json:
         sys.stdout.write(json.dumps({"event": "dashboard", "ok": True, "path": str(written)}))
         sys.stdout.write("\n")

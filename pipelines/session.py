@@ -23,21 +23,21 @@ from types import TracebackType
 
 import dlt
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import SourceConfig, read_source_config
+from drone_ops_sync.sources.drone_ops.internal import (
     ProgressCallback,
     RunOptions,
     Seams,
-    SourceConfig,
     checked_tables,
-    read_source_config,
 )
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from .console.output import Output
 from .publish.snapshot_plan import SnapshotPlan
 from .publishing import build_models_step, finish_success
 from .run.destination import check_target
 from .run.disk_full import disk_full_as_error
+from .run.kept_file import KeptFile
 from .run.lock import duckdb_busy_as, warehouse_lock
 from .run.reachable import ensure_destination_reachable
 from .run.recovery import (
@@ -49,7 +49,6 @@ from .run.recovery import (
 from .run.signals import SignalStop
 from .run.sync import RunObserver, SyncOutcome, sync_in_turn
 from .run.target import Target, apply_runtime_defaults
-from .run.turn_file import TurnFile
 from .run.warehouse import remove_replayed_rows
 
 
@@ -69,9 +68,9 @@ class Session:
         self._stack = ExitStack()
         self._pipeline: dlt.Pipeline | None = None
         self._ready = False
-        self.file = TurnFile(target)
+        self.file = KeptFile(target.duckdb_file())
         """The DuckDB file, held open across the turn's steps that follow one another
-        (`run/turn_file.py`); let go before the models and when the turn ends."""
+        (`run/kept_file.py`); let go before the models and when the turn ends."""
 
     def __enter__(self) -> Session:
         lock = warehouse_lock(self.target.lock_path(), self.notes, brief=self.brief)
@@ -91,7 +90,7 @@ class Session:
 
     def ready(self) -> None:
         """Checks, once per turn, that the warehouse is free (no other program holds the DuckDB
-        file: the turn's first step opens it, `TurnFile`) and reachable, before the turn
+        file: the turn's first step opens it, `KeptFile`) and reachable, before the turn
         changes anything."""
         if self._ready:
             return
@@ -176,7 +175,7 @@ class Session:
     ) -> int:
         """Builds (and tests) the models of the whole warehouse (every workspace's raw tables),
         publishes the snapshot and ends the command with its exit code
-        (`publishing.build_models_step`: the models lock, then the file's access lock)."""
+        (`publishing.build_models_step`, in the models' turn)."""
         self.file.release()
         return build_models_step(
             self.target.models_target(),

@@ -265,22 +265,68 @@ def test_the_dagster_code_location_sits_on_top() -> None:
     }
 
 
-def test_callers_use_the_source_through_its_facade() -> None:
-    """`pipelines/`, `bench/` and `orchestration/` import the source from `sources.drone_ops`
-    only: what its `__init__` exports is the source's interface, the wings behind it are free
-    to move."""
-    reaching_in = []
+FACES = ("sources.drone_ops", "sources.drone_ops.internal")
+"""The source's public face (its `__init__`, docs/plain-source.md) and what only drone-sync's
+own code may use beside it (`internal.py`, no compatibility promise)."""
+
+
+def _face_imports() -> Iterator[tuple[Path, ast.ImportFrom, str]]:
+    """Every `from <the source> import ...` in `pipelines/`, `bench/` and `orchestration/`."""
     for module, path in MODULES.items():
         if module.split(".")[0] not in ("pipelines", "bench", "orchestration"):
             continue
         for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [_folder_name(name) for name in _written_names(node)]
-            reaching_in += [
-                f"  {path.relative_to(REPO)}:{node.lineno} imports {name}"
-                for name in names
-                if name.startswith("sources.drone_ops.")
-            ]
+            for name in _written_names(node):
+                if _folder_name(name).startswith("sources.drone_ops"):
+                    assert isinstance(node, ast.ImportFrom), f"{path}:{node.lineno}"
+                    yield path, node, _folder_name(name)
+
+
+def test_callers_use_the_source_through_its_facade() -> None:
+    """`pipelines/`, `bench/` and `orchestration/` import the source from its public face or
+    its internal module only: the wings behind them are free to move."""
+    reaching_in = [
+        f"  {path.relative_to(REPO)}:{node.lineno} imports {name}"
+        for path, node, name in _face_imports()
+        if name not in FACES
+    ]
     assert not reaching_in, "past the facade:\n" + "\n".join(reaching_in)
+
+
+def _exported(face: str) -> list[str]:
+    """The `__all__` of one of the source's faces, read from its file."""
+    path = REPO / (
+        face.replace(".", "/") + (".py" if face.endswith("internal") else "/__init__.py")
+    )
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__":
+            return list(ast.literal_eval(node.value))
+    raise AssertionError(f"{path} has no __all__")
+
+
+def test_the_public_face_is_what_the_plain_source_page_documents() -> None:
+    """The source's `__all__` is a promise to plain-source users: it lists exactly the names
+    docs/plain-source.md documents under "The public face"."""
+    page = (REPO / "docs" / "plain-source.md").read_text(encoding="utf-8")
+    section = page.split("## The public face", 1)[1].split("\n## ", 1)[0]
+    documented = {
+        name.strip("`")
+        for line in section.splitlines()
+        if line.startswith("| `")
+        for name in line.split("|")[1].replace(",", " ").split()
+    }
+    assert documented == set(_exported(FACES[0]))
+
+
+def test_every_internal_name_has_a_caller() -> None:
+    """`internal.py` holds only what drone-sync's own code imports, and nothing of the public
+    face: a name no caller imports any more is deleted, not kept as plumbing."""
+    imported = {
+        alias.name for _, node, name in _face_imports() if name == FACES[1] for alias in node.names
+    }
+    internal = set(_exported(FACES[1]))
+    assert internal - imported == set(), "imported by nobody"
+    assert internal & set(_exported(FACES[0])) == set(), "public and internal"
 
 
 def test_the_http_layer_imports_nothing_above_it() -> None:
@@ -330,3 +376,22 @@ def test_the_run_lock_is_taken_at_one_site() -> None:
                 if name == "warehouse_lock":
                     callers.add(str(relative))
     assert callers == {"pipelines/session.py"}, callers
+
+
+def test_a_table_status_changes_only_through_the_report() -> None:
+    """A run's report has one writer of each table's outcome: `TableResult`'s own methods
+    (`sources/drone_ops/report.py`, which set the error with the status); nothing else assigns
+    another object's `status` or `loaded`, so a status cannot be written by one layer and
+    rewritten by another."""
+    outside = [
+        f"  {path.relative_to(REPO)}:{node.lineno}"
+        for module, path in MODULES.items()
+        if module.split(".")[0] in ("sources", "pipelines", "orchestration")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute)
+        and target.attr in ("status", "loaded")
+        and ast.unparse(target.value) != "self"
+    ]
+    assert not outside, "a status written outside report.py:\n" + "\n".join(outside)

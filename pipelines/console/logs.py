@@ -9,7 +9,7 @@ import logging
 import sys
 from datetime import UTC, datetime
 
-from drone_ops_sync.sources.drone_ops import redact
+from drone_ops_sync.sources.drone_ops.internal import redact
 
 from ..run.errors import is_disk_full, root_cause
 

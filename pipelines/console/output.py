@@ -10,6 +10,7 @@ drawn by `progress.py`, the run's summary table by `summary.py`, log lines by `l
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from drone_ops_sync.sources.drone_ops import AccessReport, SyncReport, TableResult, redact
+from drone_ops_sync.sources.drone_ops import SyncReport, TableResult
+from drone_ops_sync.sources.drone_ops.internal import AccessReport, redact
 
 from ..defaults import DEFAULT_HEARTBEAT_SECONDS
 from ..run.sync import SyncOutcome
@@ -42,8 +44,7 @@ if TYPE_CHECKING:
     from ..publish.snapshot import SnapshotResult
     from ..run.fleet import WorkspaceRun
 
-# Wide enough for the summary table and for error lines, so a log file gets them whole.
-PLAIN_WIDTH = 240
+PLAIN_WIDTH = 120  # output to a file or pipe, unless COLUMNS says (docs/operations.md, Output)
 # the summary's `outcome` for a command that ended before its summary
 _FAILED_OUTCOMES = {
     "configuration error": "config_error",
@@ -53,16 +54,16 @@ _FAILED_OUTCOMES = {
 
 
 def make_console() -> Console:
-    """A terminal gets rich output at its width; a file or pipe gets plain, unwrapped text."""
+    """Rich output on a terminal; else plain, `PLAIN_WIDTH` or COLUMNS (rich reads it) wide."""
     if sys.stdout.isatty():
         return Console()
-    return Console(width=PLAIN_WIDTH, soft_wrap=True, no_color=True, highlight=False)
+    width = None if os.environ.get("COLUMNS", "").lstrip("0").isdigit() else PLAIN_WIDTH
+    return Console(width=width, soft_wrap=True, no_color=True, highlight=False)
 
 
 class Output:
     """The common face of `TextOutput` and `JsonOutput`; also the run's observer
-    (`sync.RunObserver`), and the keeper of the final summary that alerts, metrics and
-    lineage read (`summary`)."""
+    (`sync.RunObserver`), keeping the final summary alerts, metrics and lineage read."""
 
     def __init__(
         self, console: Console, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
@@ -78,8 +79,7 @@ class Output:
         self.workspaces: dict[str, dict[str, Any]] = {}
         """A fleet run's workspaces by name (`workspace_finished`), for the final summary."""
         self.workspaces_exit = 0
-        """A fleet run's exit code from its workspaces alone (`fleet.fleet_exit_code`): the
-        command fails with it even when the model build after them succeeded."""
+        """A fleet's exit code from its workspaces (`fleet_exit_code`), even if the models built."""
 
     def workspace_finished(self, run: WorkspaceRun) -> None:
         """One workspace of a fleet run ended (`fleet.py`); shown as it happens."""
@@ -148,8 +148,8 @@ class Output:
         models: ModelsResult | None = None,
         error: str | None = None,
     ) -> int:
-        """Ends the command: records its summary (the root cause as `error` when it failed)
-        and shows it where the format has one."""
+        """Ends the command: records its summary (the root cause as `error` on failure) and
+        shows it where the format has one."""
         outcome = outcome if outcome is not None else self.outcome
         if self.workspaces_exit and exit_code == 0:
             exit_code, outcome_label = self.workspaces_exit, "failed"

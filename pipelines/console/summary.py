@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from drone_ops_sync.sources.drone_ops import ALL_TABLES, TableResult, redact
+from drone_ops_sync.sources.drone_ops import ALL_TABLES, TableResult
+from drone_ops_sync.sources.drone_ops.internal import redact
 
 from ..run.sync import SyncOutcome
 
@@ -86,7 +88,7 @@ def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync sum
             *(f"{row[key]:,}" for key in ("requests", "retries")),
             f"{row['seconds']:.2f}",
         )
-    console.print(table)
+    _print_whole(console, table)
     requests = sum(r.requests for r in report.tables.values())
     console.print(
         f"{requests:,} requests · load {outcome.load_seconds:.2f}s · total"
@@ -125,6 +127,18 @@ def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync sum
         console.print("[green]all tables loaded[/green]")
     else:
         console.print("[bold red]run failed[/bold red]")
+
+
+def _print_whole(console: Console, table: Table) -> None:
+    """Every figure whole in a log: a console narrower than the table's columns (which never
+    wrap) is widened for it, instead of cutting figures short with an ellipsis."""
+    needed = Measurement.get(console, console.options.update_width(10_000), table).minimum
+    width = console.width
+    console.width = max(width, needed)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 def _group_causes(errors: dict[str, str]) -> dict[str, list[str]]:

@@ -7,8 +7,8 @@ warehouse's, `sources.drone_ops` `newest_versions`) and one `_webhook_events` ro
 delivery. Each batch takes only the dataset's write turn (`Target.write_turn`: the DuckDB
 file's access lock, or `<run lock>.write` on a server), which a run holds only during each of
 its loads, so events land between a run's loads rather than after the run. Between batches
-the applier keeps the connection open, and on DuckDB the file with it, until another step waits
-for the file, events pause, or `HOLD_SECONDS` pass (`connections.py`). A batch the
+the applier keeps the DuckDB file open, as a run keeps it between its steps (`run/kept_file.py`),
+until another step waits for the file, events pause, or `HOLD_SECONDS` pass. A batch the
 transaction cannot write (a warehouse not synced yet, a new column) is a dlt load, under the
 run lock as a brief holder (a run that starts meanwhile waits for it, never fails: `lock.py`).
 
@@ -29,15 +29,18 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
+from dlt.destinations.sql_client import SqlClientBase
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import DroneOpsError
+from drone_ops_sync.sources.drone_ops.internal import (
     UNROUTED,
-    DroneOpsError,
     ReceivedEvent,
     applied_events,
     configured_names,
@@ -49,11 +52,12 @@ from drone_ops_sync.sources.drone_ops import (
     redact,
 )
 
+from ..run.kept_file import KeptFile
 from ..run.lock import WarehouseBusy, duckdb_busy_as
+from ..run.recovery import open_pipeline
 from ..run.run_trace import RunLoads
 from ..run.target import Target
 from ..session import Session
-from .connections import WANT_POLL_SECONDS, KeptConnections
 from .marts import MartsFollower
 from .quarantine import Quarantine, sort_lines
 from .spool import Position, Spool, read_from
@@ -65,6 +69,10 @@ MAX_BATCH_BYTES = 8 * 1024 * 1024
 
 BACKLOG_BYTES = MAX_BATCH_BYTES // 2
 """A batch at least this large means the spool holds more: the next is applied at once."""
+HOLD_SECONDS = 10.0
+"""The longest the applier keeps the DuckDB file through a burst before it lets it go once."""
+WANT_POLL_SECONDS = 0.02
+"""How often the resting applier asks whether another step waits for the file."""
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +111,31 @@ class Router:
     def __init__(self, base: Target, *, keep_open: bool = False) -> None:
         self.base = base
         self.owners: dict[str, str] = {}
-        self.connections = KeptConnections(keep=keep_open)
-        """Each workspace's SQL client; with `keep_open` (the applier) kept open between
-        batches (`connections.py`), else closed after each batch."""
+        self.file = KeptFile(base.duckdb_file(), HOLD_SECONDS if keep_open else 0.0, FileHeld)
+        """The DuckDB file the workspaces share; with `keep_open` (the applier) kept open
+        between batches (`run/kept_file.py`), else let go after each batch."""
+        self._clients: dict[str, SqlClientBase[Any]] = {}
+        self._open: set[str] = set()
+
+    @contextmanager
+    def opened(self, target: Target) -> Iterator[SqlClientBase[Any]]:
+        """The workspace pipeline's SQL client, open, inside a step of the kept file: made
+        once (making it resolves dlt's configuration), opened once and kept open with the
+        file (`KeptFile.keep`), since opening it again for each batch costs more than a
+        small batch's statements."""
+        workspace = target.workspace
+        if workspace not in self._clients:
+            self._clients[workspace] = open_pipeline(target)[0].sql_client()
+        client = self._clients[workspace]
+        if workspace not in self._open:
+            client.open_connection()
+            self._open.add(workspace)
+            self.file.keep(lambda: self._close(workspace))
+        yield client
+
+    def _close(self, workspace: str) -> None:
+        self._open.discard(workspace)
+        self._clients[workspace].close_connection()
 
     def route(self, events: Sequence[ReceivedEvent]) -> dict[str, list[ReceivedEvent]]:
         """The events by workspace; those of no known workspace under `UNROUTED`."""
@@ -113,36 +143,34 @@ class Router:
         if len(names) == 1:
             return {names[0]: list(events)} if events else {}
         if any((received.workspace_id or "") not in self.owners for received in events):
-            self.owners = _workspace_ids(self.base, names)
+            self.owners = self._workspace_ids(names)
         routed: dict[str, list[ReceivedEvent]] = {}
         for received in events:
             owner = self.owners.get(received.workspace_id or "", UNROUTED)
             routed.setdefault(owner, []).append(received)
         return routed
 
+    def _workspace_ids(self, names: Sequence[str]) -> dict[str, str]:
+        """The API's workspace id of each configured workspace, from its delivery logs.
 
-def _workspace_ids(base: Target, names: Sequence[str]) -> dict[str, str]:
-    """The API's workspace id of each configured workspace, from its delivery logs.
-
-    A workspace without delivery logs yet (not synced) teaches nothing and is skipped. Any
-    other failure to read (a file another process holds, a dropped connection, a refused
-    login) is raised: the batch then stays in the spool and is tried again, its error shown
-    by `/health`, where skipping would count its events unrouted and move the mark past them."""
-    from ..run.destination import make_pipeline
-
-    owners: dict[str, str] = {}
-    for name in names:
-        target = base.for_workspace(name)
-        try:
-            with target.file_access(), make_pipeline(target).sql_client() as client:
-                rows = client.execute_sql(
-                    "SELECT DISTINCT workspace_id FROM"
-                    f" {client.make_qualified_table_name('webhook_deliveries')}"
-                )
-        except DatabaseUndefinedRelation:
-            continue
-        owners.update({str(row[0]): name for row in rows or () if row[0] is not None})
-    return owners
+        A workspace without delivery logs yet (not synced) teaches nothing and is skipped. Any
+        other failure to read (a file another process holds, a dropped connection, a refused
+        login) is raised: the batch then stays in the spool and is tried again, its error
+        shown by `/health`, where skipping would count its events unrouted and move the mark
+        past them."""
+        owners: dict[str, str] = {}
+        for name in names:
+            target = self.base.for_workspace(name)
+            try:
+                with self.file.step(), self.opened(target) as client:
+                    rows = client.execute_sql(
+                        "SELECT DISTINCT workspace_id FROM"
+                        f" {client.make_qualified_table_name('webhook_deliveries')}"
+                    )
+            except DatabaseUndefinedRelation:
+                continue
+            owners.update({str(row[0]): name for row in rows or () if row[0] is not None})
+        return owners
 
 
 def apply_batch(router: Router, events: Sequence[ReceivedEvent]) -> dict[str, int]:
@@ -171,11 +199,11 @@ def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) ->
     transaction cannot write as dlt would (a warehouse not synced yet, a new column) goes
     through a dlt load under the run lock, as a run's own load would."""
     with duckdb_busy_as(target.duckdb_file(), FileHeld):
-        with router.connections.batch(target) as client:
+        with router.file.step(), target.write_turn(), router.opened(target) as client:
             outcomes = write_batch(client, batch)
         if outcomes is None:
             # the dlt load takes the run lock, which comes before the file's in the lock order
-            router.connections.release()
+            router.file.release()
             outcomes = _load_with_dlt(target, batch)
     counts: dict[str, int] = {}
     for outcome in outcomes.values():
@@ -253,7 +281,7 @@ class Applier:
         self._thread.join(timeout)
 
     def _loop(self) -> None:
-        connections = self.router.connections
+        kept = self.router.file
         try:
             while not self._rest():
                 try:
@@ -262,28 +290,28 @@ class Applier:
                     while self._tick_between_builds() and self._backlog and not self._stop.is_set():
                         pass
                 except Exception as exc:  # a batch failed: it stays in the spool for next tick
-                    connections.release()
+                    kept.release()
                     self.stats.last_error = redact(f"{type(exc).__name__}: {exc}")[:500]
                     log.warning("applying events failed, will retry: %s", self.stats.last_error)
                 if self._idle:  # events are quiet: the warehouse is let go until they come
-                    connections.release()
+                    kept.release()
         finally:
-            connections.release()
+            kept.release()
 
     def _rest(self) -> bool:
-        """Waits `interval` for the next tick; True once stopped. While a DuckDB file is kept
-        open (`connections.py`), it asks every `WANT_POLL_SECONDS` whether another step waits
-        for the file, and hands the file over at once."""
+        """Waits `interval` for the next tick; True once stopped. While the DuckDB file is
+        kept open, it asks every `WANT_POLL_SECONDS` whether another step waits for the file,
+        and hands the file over at once."""
         deadline = time.monotonic() + self.interval
-        connections = self.router.connections
-        while connections.holds_file:
+        kept = self.router.file
+        while kept.is_open:
             left = deadline - time.monotonic()
             if left <= 0:
                 return self._stop.is_set()
             if self._stop.wait(min(WANT_POLL_SECONDS, left)):
                 return True
-            if connections.wanted():
-                connections.release()
+            if kept.wanted():
+                kept.release()
         return self._stop.wait(max(0.0, deadline - time.monotonic()))
 
     def _tick_between_builds(self) -> bool:

@@ -17,9 +17,9 @@ so the next run builds every model (the repair), and leaves the previous snapsho
 
 It follows only a warehouse whose models a passing build made (a record exists, of this
 dataset and this dbt project): before that, or after the dbt project changed, the scheduled
-run's full build comes first. The build takes the same turn as every model build (the models
-lock, then on DuckDB the file's access lock: `publishing.models_turn`), so event batches and a
-run's loads wait for it.
+run's full build comes first. The build takes the same turn as every model build (on DuckDB
+the file's access lock: `publishing.models_turn`), so event batches and a run's loads wait for
+it.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from drone_ops_sync.sources.drone_ops import redact
+from drone_ops_sync.sources.drone_ops.internal import redact
 
 from ..publish.build_plan import SOURCE
 from ..publish.build_record import dbt_folder, forget_build, project_fingerprint, read_record
@@ -140,7 +140,7 @@ class MartsFollower:
         self.stats.skipped = None
         started = time.monotonic()
         self.stats.last_started_at = datetime.now(UTC).isoformat(timespec="seconds")
-        # the order: this process's batches held off, the models lock, the file's access lock
+        # the order: this process's batches held off, then the models' turn
         with self._building, models_turn(self.target):
             error, models = self._build()
             if error is None and self.snapshot is not None:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from drone_ops_sync.sources.drone_ops import ReceivedEvent, event_rows, project_versions
+from drone_ops_sync.sources.drone_ops.internal import ReceivedEvent, event_rows, project_versions
 
 from .spool import SpoolLine, segment_name
 

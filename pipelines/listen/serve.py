@@ -16,24 +16,24 @@ from typing import TYPE_CHECKING, Any
 import dlt
 import uvicorn
 
-from drone_ops_sync.sources.drone_ops import ConfigError, register_secret, setting_name
+from drone_ops_sync.sources.drone_ops import ConfigError
+from drone_ops_sync.sources.drone_ops.internal import register_secret
 
-from ..defaults import MODEL_DESTINATIONS
+from ..defaults import MODEL_DESTINATIONS, WEBHOOK_SECRET_KEY
 from ..exit_codes import EXIT_BUSY, EXIT_OK
 from ..publishing import command_snapshot_plan
-from ..run.destination import check_target
+from ..run.destination import check_creatable, check_target
 from ..run.target import Target
 from .app import EVENTS_PATH, UNSIGNED_WARNING, Receiver, build_app
 from .apply import Applier
 from .marts import MartsFollower
 from .signing import signing_key
-from .spool import Spool, SpoolBusy
+from .spool import Spool, SpoolBusy, segment_name
 
 if TYPE_CHECKING:
     from ..console.output import Output
     from ..run.signals import SignalStop
 
-SECRET_SETTING = "webhook_secret"
 SPOOL_FOLDER = "events"
 """The default spool's folder inside the warehouse's sync folder (`.drone_sync/<file>/`)."""
 
@@ -46,7 +46,7 @@ def read_webhook_secrets() -> tuple[str, ...]:
     A list of strings is accepted too, for a rotation where both secrets are valid. Each must be
     a Standard Webhooks secret (`whsec_<base64>`), checked here so a wrong one stops the start
     (exit 2) instead of refusing every delivery."""
-    name = setting_name(SECRET_SETTING)
+    name = WEBHOOK_SECRET_KEY
     raw: Any = dlt.secrets.get(name)
     if raw is None:
         return ()
@@ -68,12 +68,6 @@ def read_webhook_secrets() -> tuple[str, ...]:
     return tuple(secrets)
 
 
-def default_spool(args: argparse.Namespace) -> Path:
-    """Beside the warehouse, in its sync folder: `.drone_sync/<warehouse file>/events/`."""
-    target = Target(destination=args.destination, database=args.database, dataset=args.dataset)
-    return target.sync_dir() / SPOOL_FOLDER
-
-
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound before serving so `--port 0` can report the port taken."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -92,15 +86,20 @@ def listen_command(args: argparse.Namespace, output: Output, stop: SignalStop) -
     """Serves until SIGINT/SIGTERM; prints `url=<base url>` on stdout once listening."""
     logging.getLogger(__package__ or "drone_ops_sync.pipelines.listen").setLevel(logging.INFO)
     secrets = read_webhook_secrets()
-    spool_dir: Path = args.spool if args.spool is not None else default_spool(args)
+    target = Target(destination=args.destination, database=args.database, dataset=args.dataset)
+    # by default beside the warehouse, in its sync folder: `.drone_sync/<file>/events/`
+    spool_dir: Path = args.spool if args.spool is not None else target.sync_dir() / SPOOL_FOLDER
+    # what the receiver writes is checked before anything is created: the spool, and the
+    # warehouse it applies events to
+    check_creatable("--spool", spool_dir / segment_name(0))
+    if args.apply_every > 0:
+        check_target(target)
     try:
         spool = Spool(spool_dir)
     except SpoolBusy as exc:
         return output.fail("spool busy", str(exc), EXIT_BUSY)
     receiver = Receiver(spool=spool, secrets=secrets)
     if args.apply_every > 0:
-        target = Target(destination=args.destination, database=args.database, dataset=args.dataset)
-        check_target(target)
         receiver.applier = Applier(target, spool, args.apply_every)
         receiver.applier.follower = marts_follower(target, args)
     try:

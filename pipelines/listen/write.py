@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 from dlt.destinations.sql_client import SqlClientBase
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops.internal import (
     EVENTS_TABLE,
     ReceivedEvent,
     event_rows,
@@ -40,7 +40,7 @@ from drone_ops_sync.sources.drone_ops import (
     newest_versions,
     project_versions,
 )
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from ..run.sql_load import (
     fits,
@@ -59,7 +59,7 @@ def write_batch(
     client: SqlClientBase[Any], batch: Sequence[ReceivedEvent]
 ) -> dict[str, str] | None:
     """Writes one workspace's batch in one transaction through the workspace pipeline's SQL
-    client, open already (its owner, `connections.py`, decides how long it stays open);
+    client, open already (its owner, `apply.py`, opens it for the batch);
     returns every delivery's outcome, or None when the batch must go through a dlt load
     instead (see the module's docstring)."""
     projects_columns = table_columns(client, PROJECTS)

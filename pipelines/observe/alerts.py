@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drone_ops_sync.sources.drone_ops import FAILED_STATUSES, redact
+from drone_ops_sync.sources.drone_ops.internal import FAILED_STATUSES, redact
 
 from .transport import checked_url, post_json, read_setting
 

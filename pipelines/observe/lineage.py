@@ -23,13 +23,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from drone_ops_sync.sources.drone_ops import (
-    ENTITIES,
-    SyncReport,
-    TableResult,
-    redact,
-    register_secret,
-)
+from drone_ops_sync.sources.drone_ops import SyncReport, TableResult
+from drone_ops_sync.sources.drone_ops.internal import ENTITIES, redact, register_secret
 
 from .transport import checked_url, logger, post_json
 

@@ -21,10 +21,11 @@ from typing import Any
 
 from drone_ops_sync.sources.drone_ops import ConfigError
 
+from ..defaults import METRICS_FILE_KEY
 from ..run.destination import check_creatable
 from .transport import read_setting
 
-METRICS_SETTING = "runtime.metrics_file"
+METRICS_SETTING = METRICS_FILE_KEY
 ROW_KINDS = ("new", "changed", "retired")
 _LAST_SUCCESS = "drone_sync_last_success_timestamp_seconds"
 _LAST_SUCCESS_LINE = re.compile(

@@ -21,11 +21,10 @@ from typing import Any
 
 import duckdb
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
+from drone_ops_sync.sources.drone_ops.internal import (
     DEFAULT_WORKSPACE,
     Attempt,
-    ConfigError,
-    DroneOpsError,
     RunStateReader,
     checked_tables,
     connection_reader,

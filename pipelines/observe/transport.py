@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 import dlt
 import httpx
 
-from drone_ops_sync.sources.drone_ops import ConfigError, is_loopback_host, redact, register_secret
+from drone_ops_sync.sources.drone_ops import ConfigError
+from drone_ops_sync.sources.drone_ops.internal import is_loopback_host, redact, register_secret
 
 SEND_TIMEOUT_SECONDS = 5.0
 """Connect, read and write, each; one attempt."""

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drone_ops_sync.sources.drone_ops import SourceConfig, SyncReport, TableResult, redact
+from drone_ops_sync.sources.drone_ops import SourceConfig, SyncReport, TableResult
+from drone_ops_sync.sources.drone_ops.internal import redact
 
 from ..run.credentials import destination_credentials
 from ..run.sync import RunObserver

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import duckdb
 
-from drone_ops_sync.sources.drone_ops import RunStateReader, connection_reader
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops.internal import RunStateReader, connection_reader
+from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 log = logging.getLogger(__name__)
 

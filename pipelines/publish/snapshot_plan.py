@@ -12,12 +12,11 @@ import dlt
 
 from drone_ops_sync.sources.drone_ops import ConfigError
 
-from ..defaults import SNAPSHOT_CONFIG_KEY
+from ..defaults import SNAPSHOT_CONFIG_KEY, SNAPSHOT_RUNS_CONFIG_KEY
 from ..run.destination import check_creatable
 
 CONFIG_KEY = SNAPSHOT_CONFIG_KEY
-RUNS_CONFIG_KEY = "destination.duckdb.bi_snapshot_sync_runs"
-"""Whether the snapshot carries `<dataset>._sync_runs` (default true), for freshness tiles."""
+RUNS_CONFIG_KEY = SNAPSHOT_RUNS_CONFIG_KEY
 DEFAULT_SUFFIX = "_bi"
 _OFF_WORDS = frozenset({"false", "off", "no"})
 _ON_WORDS = frozenset({"true", "on", "yes"})
@@ -53,11 +52,10 @@ def snapshot_plan(
 ) -> SnapshotPlan | None:
     """The snapshot a command on a DuckDB warehouse publishes, or None when it is off.
 
-    `--no-snapshot` wins, then `--snapshot PATH`, then `destination.duckdb.bi_snapshot` (a path,
-    or false), then the default beside the warehouse. Raises `ConfigError` naming the flag or
-    setting for a path that cannot work, so a scheduler gets exit 2 before any sync starts."""
-    configured: Any = None if off_flag or path_flag is not None else dlt.config.get(CONFIG_KEY)
-    if off_flag or _is_off(configured):
+    Where it goes is `configured_snapshot`'s; raises `ConfigError` naming the flag or setting
+    for a path that cannot work, so a scheduler gets exit 2 before any sync starts."""
+    located = configured_snapshot(database, path_flag=path_flag, off_flag=off_flag)
+    if located is None:
         if include_raw:
             setting = "--no-snapshot" if off_flag else CONFIG_KEY
             raise ConfigError(
@@ -66,21 +64,34 @@ def snapshot_plan(
                 " tables to: drop --snapshot-raw, or turn the snapshot on",
             )
         return None
-    if path_flag is not None:
-        setting, path = "--snapshot", path_flag
-    elif configured is None or _is_on(configured):
-        setting, path = CONFIG_KEY, default_snapshot_path(database)
-    elif isinstance(configured, str) and configured.strip():
-        setting, path = CONFIG_KEY, Path(configured.strip())
-    else:
-        raise ConfigError(
-            CONFIG_KEY,
-            f"{configured!r} is not a file path; expected the path of the snapshot file, or"
-            " false to publish none",
-        )
+    setting, path = located
     check_snapshot_path(setting, path, database, dataset)
     include_runs = not _is_off(dlt.config.get(RUNS_CONFIG_KEY))
     return SnapshotPlan(path=path, include_raw=include_raw, include_runs=include_runs)
+
+
+def configured_snapshot(
+    database: Path, *, path_flag: Path | None = None, off_flag: bool = False
+) -> tuple[str, Path] | None:
+    """The snapshot's path and the flag or setting that names it, or None when it is off:
+    `--no-snapshot` wins, then `--snapshot PATH`, then `destination.duckdb.bi_snapshot` (a
+    path, or false), then the default beside the warehouse. Not checked for writing, so a
+    command that only reads the snapshot (`metrics`, `dashboard`) finds it on a read-only
+    host."""
+    configured: Any = None if off_flag or path_flag is not None else dlt.config.get(CONFIG_KEY)
+    if off_flag or _is_off(configured):
+        return None
+    if path_flag is not None:
+        return "--snapshot", path_flag
+    if configured is None or _is_on(configured):
+        return CONFIG_KEY, default_snapshot_path(database)
+    if isinstance(configured, str) and configured.strip():
+        return CONFIG_KEY, Path(configured.strip())
+    raise ConfigError(
+        CONFIG_KEY,
+        f"{configured!r} is not a file path; expected the path of the snapshot file, or"
+        " false to publish none",
+    )
 
 
 def _is_off(value: Any) -> bool:

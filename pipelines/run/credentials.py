@@ -7,7 +7,7 @@ from typing import Any
 
 from dlt.common.configuration.exceptions import ConfigFieldMissingException, LookupTraces
 
-from drone_ops_sync.sources.drone_ops import register_secret
+from drone_ops_sync.sources.drone_ops.internal import register_secret
 
 
 def destination_credentials(name: str) -> Any:

@@ -21,7 +21,8 @@ from typing import Any
 
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from drone_ops_sync.sources.drone_ops import DroneOpsError, SyncRun, delivery_wave, marks_resource
+from drone_ops_sync.sources.drone_ops import DroneOpsError
+from drone_ops_sync.sources.drone_ops.internal import SyncRun, delivery_wave, marks_resource
 
 from .errors import root_cause
 from .run_trace import RunLoads
@@ -73,14 +74,11 @@ class DeliveryWaves:
         walk is CPU-bound (no latency to hide behind) a wave takes the GIL from the walkers and
         adds to the run instead of hiding in it; at `large`, 0 ms, waves during the lists cost
         22 s of CPU and 9 s of wall time."""
-        walk = self.run.walk
-        assert walk is not None, "waves load only while the run's walk is open"
-        deliveries = walk.tables["webhook_deliveries"]
         window = _CpuWindow()
-        while self.error is None and walk.walking(stage, WAVE_POLL_SECONDS):
+        while self.error is None and self.run.walking(stage, WAVE_POLL_SECONDS):
             if self.run.interrupted:
                 return
-            if deliveries.loadable_rows() < self.wave_rows:
+            if self.run.deliveries_waiting() < self.wave_rows:
                 continue
             if only_when_idle and window.busy():
                 continue
@@ -91,7 +89,7 @@ class DeliveryWaves:
                 self.error = (
                     f"a wave of deliveries failed to load: {exc.step} failed: {root_cause(exc)}"
                 )
-                deliveries.fail(DroneOpsError(self.error))
+                self.run.deliveries_failed(DroneOpsError(self.error))
                 log.error("%s", self.error)
                 return
             self.count += 1

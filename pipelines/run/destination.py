@@ -16,8 +16,10 @@ from dlt.common.configuration.exceptions import (
 )
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
-from drone_ops_sync.sources.drone_ops import ConfigError, missing_setting, redact
+from drone_ops_sync.sources.drone_ops import ConfigError
+from drone_ops_sync.sources.drone_ops.internal import missing_setting, redact
 
+from ..defaults import DUCKDB_MEMORY_LIMIT_KEY, DUCKDB_THREADS_KEY
 from .credentials import CONNECTION_STRING_EXAMPLES, destination_credentials, missing_fields
 from .target import Target, apply_runtime_defaults
 
@@ -77,17 +79,19 @@ def check_target(target: Target, *, read_only: bool = False) -> None:
     _check_destination(target.destination)
 
 
-def check_creatable(setting: str, path: Path) -> None:
+def check_creatable(setting: str, path: Path, *, hint: str = "") -> None:
     """The nearest existing folder above `path` is a writable folder, so the file can be
-    created: said as one line naming the setting, not as an OS error from deep in a mkdir."""
+    created or replaced (and DuckDB can write its .wal and lock files beside it): said as one
+    line naming the setting, not as an OS error from deep in a mkdir. `hint` ends the line."""
     for parent in path.absolute().parents:
         if parent.exists():
             if not parent.is_dir():
                 raise ConfigError(
-                    setting, f"{path} cannot be created: {parent} is a file, not a folder"
+                    setting, f"{path} cannot be created: {parent} is a file, not a folder{hint}"
                 )
             if not os.access(parent, os.W_OK):
-                raise ConfigError(setting, f"{path} cannot be created: {parent} is read-only")
+                done = "written" if path.exists() else "created"
+                raise ConfigError(setting, f"{path} cannot be {done}: {parent} is read-only{hint}")
             return
 
 
@@ -135,20 +139,20 @@ def _check_destination(name: str) -> None:
 def duckdb_memory_limit() -> str:
     """DuckDB's working memory for loads and merges: it spills to disk beyond this, so the
     sync's footprint stays flat as the workspace grows (DuckDB's own default is 80% of RAM)."""
-    configured: Any = dlt.config.get("destination.duckdb.memory_limit")
+    configured: Any = dlt.config.get(DUCKDB_MEMORY_LIMIT_KEY)
     return str(configured or DEFAULT_DUCKDB_MEMORY_LIMIT)
 
 
 def duckdb_threads() -> int:
     """DuckDB's threads for loads and merges (`destination.duckdb.threads`, default 1)."""
-    configured: Any = dlt.config.get("destination.duckdb.threads")
+    configured: Any = dlt.config.get(DUCKDB_THREADS_KEY)
     try:
         threads = int(configured) if configured is not None else DEFAULT_DUCKDB_THREADS
     except (TypeError, ValueError):
         threads = 0
     if threads < 1:
         raise ConfigError(
-            "destination.duckdb.threads", f"{configured!r}; expected a whole number of 1 or more"
+            DUCKDB_THREADS_KEY, f"{configured!r}; expected a whole number of 1 or more"
         )
     return threads
 

@@ -8,9 +8,10 @@ a later one never waits for an earlier one, so no two holders can wait for each 
 2. the run lock, `<warehouse>.lock` (`warehouse_lock`): one turn of a workspace at a time,
    taken by `pipelines/session.py` and nowhere else; refused at once when another turn holds
    it, waited for (up to `BRIEF_WAIT_SECONDS`) while a brief turn holds it (the receiver's dlt
-   load of one batch), and a brief taker gives way to a run already waiting (`.waiting`);
-3. the models lock, `models.lock` in the warehouse's sync folder (`waiting_turn`): one model
-   build of a warehouse at a time, waited for (`publishing.models_turn`);
+   load of one batch), and a brief taker gives way to a run already waiting (`turn_wanted`);
+3. the models lock (`publishing.models_turn`): one model build of a warehouse at a time,
+   waited for. On a server it is `models.lock` in the warehouse's sync folder; on DuckDB it is
+   the file's access lock (4) itself, held for the whole build, so no lock file of its own;
 4. the write turn (`Target.write_turn`, `held_turn`): on DuckDB the file's access lock,
    `<file>.access.lock` (`duckdb_access`), held by every step while it has the file open; on a
    server `<run lock>.write`, held by each load. Waited for, re-entrant per thread, so the
@@ -18,10 +19,13 @@ a later one never waits for an earlier one, so no two holders can wait for each 
    overlap, and the event receiver writes a batch between a run's loads.
 
 A step that has to wait for a lock says so while it waits: it shares a `flock` on
-`<lock>.want` beside it (`waiting_turn`). A holder that keeps a turn between uses (the event
-receiver keeps the DuckDB file open between its batches: `listen/connections.py`; a run's
-turn between its steps: `turn_file.py`) asks `turn_wanted` and hands the turn over at once; a
-waiter that dies drops its share with it.
+`<lock>.want` beside it (`waiting_turn`, and a run waiting for a brief holder of the run
+lock). A holder that keeps the DuckDB file between uses (a run's turn between its steps, the
+event receiver between its batches: `kept_file.py`) asks `turn_wanted` and hands it over at
+once, and a brief taker of the run lock lets a waiting run go first; a waiter that dies drops
+its share with it. So a DuckDB warehouse has four lock files: `<file>.lock` (one per
+workspace: `<file>.<dataset>.lock` for a named one), `<file>.access.lock`, and the `.want` of
+each.
 
 The run lock file is never deleted (deleting it would let a waiting run and a new one each
 lock a different file), only emptied on release; it names its holder, so the next run can say
@@ -94,7 +98,7 @@ def warehouse_lock(
     `BRIEF_WAIT_SECONDS` instead, so a run that starts during it is delayed, never refused."""
     key = lock_path.resolve()
     key.parent.mkdir(parents=True, exist_ok=True)
-    if brief and _run_waiting(key):
+    if brief and turn_wanted(key):
         raise WarehouseBusy(f"a run is waiting for {key}; the brief holder gives it the turn")
     handle = open(key, "a+", encoding="utf-8")  # noqa: SIM115 (held until release below)
     try:
@@ -132,49 +136,29 @@ def warehouse_lock(
 
 def _take_run_lock(handle: IO[str], key: Path) -> float:
     """Takes the run lock, waiting while (and only while) a brief holder has it; returns how
-    long it waited. While it waits, a `<lock>.waiting` file tells brief takers to let it go
-    first (the receiver's next batch would otherwise take the lock straight back)."""
-    deadline = time.monotonic() + BRIEF_WAIT_SECONDS
-    waiting = _waiting_path(key)
-    announced = False
+    long it waited. While it waits it shares `<lock>.want` (`turn_wanted`), which tells brief
+    takers to let it go first (the receiver's next batch would otherwise take the lock straight
+    back); a waiter that dies drops its share with it."""
+    started = time.monotonic()
+    deadline = started + BRIEF_WAIT_SECONDS
     holder: dict[str, Any] = {}
 
     def brief_holder() -> bool:
-        nonlocal announced, holder
+        nonlocal holder
         holder = _read_holder(handle)
         # an empty file: the holder has just taken it and is writing who it is
-        if not (holder.get("brief") or not holder) or time.monotonic() >= deadline:
-            return False
-        if not announced:  # once: it stays fresh for the whole wait (`_run_waiting`'s bound)
-            waiting.write_text(str(os.getpid()), encoding="utf-8")
-            announced = True
-        return True
+        return bool(holder.get("brief") or not holder) and time.monotonic() < deadline
 
-    try:
-        waited = take_flock(handle.fileno(), brief_holder)
-    finally:
-        if announced:
-            waiting.unlink(missing_ok=True)
+    waited = take_flock(handle.fileno())
+    if waited is None and brief_holder():
+        with _wanting(key):
+            waited = take_flock(handle.fileno(), brief_holder)
     if waited is None:
         raise WarehouseBusy(
             f"another drone-sync run ({_describe(holder)}) holds {key}; wait for it to"
             " finish, or stop that process, then run again"
         )
-    return waited
-
-
-def _waiting_path(key: Path) -> Path:
-    return key.with_name(key.name + ".waiting")
-
-
-def _run_waiting(key: Path) -> bool:
-    """Whether a run is waiting for a brief holder to finish (a file younger than the
-    longest wait: one a killed waiter left is ignored after that)."""
-    try:
-        age = time.time() - _waiting_path(key).stat().st_mtime
-    except OSError:
-        return False
-    return age < BRIEF_WAIT_SECONDS
+    return time.monotonic() - started
 
 
 def _read_holder(handle: IO[str]) -> dict[str, Any]:
@@ -327,11 +311,14 @@ def ensure_duckdb_free(database: Path) -> None:
         open_duckdb(database).close()
 
 
-def open_duckdb(database: Path) -> duckdb.DuckDBPyConnection:
-    """A connection to the existing DuckDB file, or `WarehouseBusy` when another process holds
-    it, a `ConfigError` when it is no DuckDB database (a full disk is raised as it is, for
+def open_duckdb(
+    database: Path, busy: type[DroneOpsError] = WarehouseBusy
+) -> duckdb.DuckDBPyConnection:
+    """A connection to the existing DuckDB file, or `busy` (`WarehouseBusy` for a run, exit 75;
+    the event applier's own kind, retried next tick) when another process holds it, a
+    `ConfigError` when it is no DuckDB database (a full disk is raised as it is, for
     `disk_full.py` to say). Opened with DuckDB's defaults, as dlt opens it, so dlt's own
-    connections in this process share its database instance (`run/turn_file.py`)."""
+    connections in this process share its database instance (`run/kept_file.py`)."""
     try:
         return duckdb.connect(str(database.resolve()))
     except duckdb.Error as exc:
@@ -343,7 +330,7 @@ def open_duckdb(database: Path) -> duckdb.DuckDBPyConnection:
                 "--database / destination.duckdb.credentials",
                 f"{database} cannot be opened as a DuckDB database ({exc})",
             ) from None
-        raise WarehouseBusy(message) from None
+        raise busy(message) from None
 
 
 @contextmanager

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, redact
+from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
+from drone_ops_sync.sources.drone_ops.internal import redact
 
 from .credentials import destination_credentials
 from .target import Target

@@ -14,7 +14,7 @@ from dlt.common.schema.exceptions import SchemaException
 from dlt.common.storages.exceptions import InStorageSchemaModified
 from dlt.pipeline.exceptions import CannotRestorePipelineException
 
-from drone_ops_sync.sources.drone_ops import SPILL_PREFIX
+from drone_ops_sync.sources.drone_ops.internal import SPILL_PREFIX
 
 from .destination import make_pipeline
 from .errors import innermost, is_disk_full, root_cause

@@ -28,15 +28,15 @@ from dlt.destinations.exceptions import DestinationException
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import RECORD_RESOURCES
+from drone_ops_sync.sources.drone_ops.internal import (
     EVENTS_TABLE,
-    RECORD_RESOURCES,
     RunRecord,
     SyncRun,
     record_tables,
     redact,
 )
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from .errors import root_cause
 from .run_trace import RunLoads

@@ -25,7 +25,7 @@ from dlt.destinations.sql_client import SqlClientBase
 from dlt.extract.source import DltSource
 from dlt.pipeline.trace import PipelineStepTrace, PipelineTrace, save_trace
 
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from .disk_full import disk_full_as_error
 from .target import Target
@@ -45,13 +45,15 @@ class RunLoads:
     def run(self, data: Any) -> None:
         """One load of `data`; its trace is kept whether it succeeds or raises.
 
-        Why not one `pipeline.run`: a load group whose extract yields nothing (a group with
+        Why not `pipeline.run`: a load group whose extract yields nothing (a group with
         nothing to load never gets here: `finish_quiet_tables`; but the versions a group
         found may all be older than what the event receiver applied meanwhile) would still
-        pay for normalize and load. The steps are dlt's own, called in
-        `run`'s order, and a group whose extract wrote no job ends there, its empty package
-        dropped. dlt's state sync with the destination, which `run` does before its first
-        extract, is done once, before the turn's first load."""
+        pay for normalize and load; and with a package a failed load left pending, `run`
+        loads that package and returns without extracting `data` at all. The steps are
+        dlt's own, called in `run`'s order: dlt's state sync with the destination once,
+        before the first load; then the extract; then normalize and load, which take a
+        pending package along with the new one (oldest first). An extract that wrote no
+        job, with nothing pending, ends there, its empty package dropped."""
         schema = None if isinstance(data, DltSource) else self._source_schema()
         pipeline = self.pipeline
         file_format: Any = self.target.loader_file_format()
@@ -59,20 +61,16 @@ class RunLoads:
         # group's extract reads what its walk stage already spilled; the write turn (the file's
         # access lock on DuckDB) is the event receiver's too
         with self.target.write_turn(), disk_full_as_error(self.target, pipeline):
-            if pipeline.has_pending_data:  # a failed load's package: dlt's run loads it first
-                try:
-                    pipeline.run(data, schema=schema, loader_file_format=file_format)  # type: ignore[arg-type]
-                finally:
-                    self._keep_trace()
-                return
             if not self._synced and pipeline.config.restore_from_destination:
                 pipeline.sync_destination()
             self._synced = True
+            pending = pipeline.has_pending_data
             try:
                 extracted = pipeline.extract(data, schema=schema, loader_file_format=file_format)  # type: ignore[arg-type]
             finally:
                 self._keep_trace()
-            if not any(info.jobs.get("new_jobs") for info in extracted.load_packages):
+            wrote = any(info.jobs.get("new_jobs") for info in extracted.load_packages)
+            if not wrote and not pending:
                 pipeline.abort_packages()  # only this empty extract is pending: it is deleted
                 return
             for step in (pipeline.normalize, pipeline.load):

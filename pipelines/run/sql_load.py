@@ -31,7 +31,7 @@ from dlt.common.utils import uniq_id_base64
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 from dlt.destinations.impl.duckdb.sql_client import DuckDbSqlClient
 
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 INSERT_ROWS = 500
 """Rows per INSERT statement: a receiver backlog's batch (up to 8 MiB of spool) stays a few

@@ -17,7 +17,8 @@ import dlt
 import pyarrow as pa
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import SourceConfig, SyncReport, TableResult, drone_ops
+from drone_ops_sync.sources.drone_ops.internal import (
     ENTITIES,
     LISTS,
     LOAD_GROUPS,
@@ -26,24 +27,20 @@ from drone_ops_sync.sources.drone_ops import (
     RunOptions,
     RunRecord,
     Seams,
-    SourceConfig,
-    SyncReport,
     SyncRun,
-    TableResult,
-    drone_ops,
     finish_quiet_tables,
 )
-from drone_ops_sync.sources.drone_ops import settings as source_settings
+from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from .delivery_waves import DeliveryWaves, record_marks_first
 from .disk_full import disk_full_as_error
 from .errors import root_cause
+from .kept_file import KeptFile
 from .loaded_packages import prune_loaded_packages
 from .lock import duckdb_busy_as
 from .run_record import record_run
 from .run_trace import RunLoads
 from .target import Target
-from .turn_file import TurnFile
 from .warehouse import read_data_version
 
 
@@ -85,7 +82,7 @@ class RunObserver(Protocol):
 def sync_in_turn(
     target: Target,
     pipeline: Callable[[], dlt.Pipeline],
-    file: TurnFile,
+    file: KeptFile,
     config: SourceConfig,
     options: RunOptions,
     *,
@@ -98,7 +95,7 @@ def sync_in_turn(
     """One sync, in a turn (`pipelines/session.py`) that holds the run lock and has checked
     the settings; `pipeline()` opens the turn's pipeline (repairing what a crashed turn left),
     called once the observer heard the run start. `file` is the turn's DuckDB file, held open
-    across the steps that follow one another (`turn_file.py`).
+    across the steps that follow one another (`kept_file.py`).
 
     `cancel`, once set (by a signal handler), interrupts the run: tables whose walk had not
     finished load nothing and are recorded as `interrupted`. `delivery_wave_rows` is how many
@@ -112,6 +109,7 @@ def sync_in_turn(
         cancel=cancel if cancel is not None else threading.Event(),
         seams=seams if seams is not None else Seams(),
         workspace=target.workspace,
+        loads_by_group=True,
     )
     if observer is not None:
         observer.run_started(run.report, run.options.tables)
@@ -126,7 +124,7 @@ def sync_in_turn(
 def _locked_run(
     target: Target,
     pipeline: dlt.Pipeline,
-    file: TurnFile,
+    file: KeptFile,
     run: SyncRun,
     delivery_wave_rows: int,
     observer: RunObserver | None,
@@ -144,25 +142,23 @@ def _locked_run(
     tables = run.options.tables
     # made when a group has something to load: building dlt's source resolves its settings
     source = _SourceOnce(run)
-    # this run owns its walk: opened here, after the repairs, and stopped, its spill files
-    # removed, when the block ends, however it ends
+    # opened here, after the repairs, so the walk goes on while the groups load; it ends with
+    # its last table (`SyncRun`), or at the end of this block when an error escaped
     with run:
         with _step(target, pipeline, file):
             run.open(pipeline)
-            assert run.known is not None and run.walk is not None
             record_marks_first(loads, run)
         file.release()  # the walk may take long: the file is nobody's meanwhile
         marks = _load_groups(loads, run, source, delivery_wave_rows, outcome, observer)
-        walk_issues = list(run.walk.issues)
         interrupted = run.interrupted
     if interrupted:
-        _mark_interrupted(report, tables)
+        report.interrupt_unloaded(tables)
         marks = {}
     outcome.load_seconds = time.monotonic() - load_started
-    outcome.issues = report.issues = len(walk_issues)
+    outcome.issues = len(run.issues)
     outcome.total_seconds = time.monotonic() - started
     finished = datetime.now(UTC)
-    record = RunRecord(report, target.workspace, walk_issues, marks, finished)
+    record = RunRecord(report, target.workspace, run.issues, marks, finished)
     with _step(target, pipeline, file):
         note = record_run(loads, run, source, record)
     if note is None:
@@ -179,7 +175,7 @@ def _locked_run(
 
 
 @contextmanager
-def _step(target: Target, pipeline: dlt.Pipeline, file: TurnFile) -> Iterator[None]:
+def _step(target: Target, pipeline: dlt.Pipeline, file: KeptFile) -> Iterator[None]:
     """A step of the run on the warehouse: the turn's file (opened again if it was let go)
     and its access lock, a full disk said as one line, the file's opening included."""
     with disk_full_as_error(target, pipeline), file.step():
@@ -212,8 +208,7 @@ def _load_groups(
     walk goes on, the list tables as soon as their part is done, the rest once the chains
     end); a group with nothing to load is finished without dlt (`finish_quiet_tables`).
     Returns the delivery marks the run may record."""
-    walk, report = run.walk, run.report
-    assert walk is not None, "groups load only while the run's walk is open"
+    report = run.report
     tables = run.options.tables
     marks: dict[str, int] = {}
     waves = (
@@ -227,18 +222,18 @@ def _load_groups(
             stage = _stage_of(group)
             waves.load_while(stage, only_when_idle=stage == LISTS)
         if run.interrupted:
-            walk.interrupt()
-            _mark_interrupted(report, selected)
+            run.skip(selected)
             _tell(observer, report, selected)
             continue
         if finish_quiet_tables(run, selected):
-            loaded = _mark_loaded(report, selected)
+            report.load_committed(selected)
+            loaded = True
         else:
             loaded = _load(loads, source().with_resources(*selected), report, selected, outcome)
         _tell(observer, report, selected)
         if "webhook_deliveries" in selected and loaded and waves and waves.error is None:
             # every entry the completed chains walked is loaded: their marks may move
-            marks = dict(walk.webhooks.completed_marks)
+            marks = run.completed_marks
     if waves is not None:
         outcome.delivery_waves = waves.count
         if waves.error is not None and outcome.load_error is None:
@@ -258,15 +253,6 @@ def _stage_of(group: Sequence[str]) -> str:
     return WEBHOOKS if any(WEBHOOKS in ENTITIES[name].stages for name in group) else LISTS
 
 
-def _mark_interrupted(report: SyncReport, tables: Sequence[str]) -> None:
-    """Tables a stopped run never got to (or whose load it skipped) load nothing."""
-    for name in tables:
-        result = report.table(name)
-        if result.status == "skipped" or (result.status == "success" and not result.loaded):
-            result.status = "interrupted"
-            result.error = f"{name}: the run was interrupted before this table was loaded"
-
-
 def _load(
     loads: RunLoads,
     source: Any,
@@ -281,19 +267,7 @@ def _load(
     except PipelineStepFailed as exc:
         error = f"{exc.step} failed: {root_cause(exc)}"
         outcome.load_error = error if outcome.load_error is None else outcome.load_error
-        for name in tables:
-            result = report.table(name)
-            if result.status in ("success", "skipped"):
-                result.status = "failed"
-                result.error = f"{name}: {error}"
+        report.load_failed(tables, error)
         return False
-    return _mark_loaded(report, tables)
-
-
-def _mark_loaded(report: SyncReport, tables: Sequence[str]) -> bool:
-    """A group whose load (or whose finish without one) went through: each table that
-    succeeded counts as loaded."""
-    for name in tables:
-        result = report.table(name)
-        result.loaded = result.status == "success"
+    report.load_committed(tables)
     return True

@@ -14,7 +14,7 @@ from typing import Any
 
 import dlt
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops.internal import (
     DEFAULT_WORKSPACE,
     require_dlt_settings,
     workspace_dataset,
@@ -140,7 +140,8 @@ class Target:
         return LOADER_FILE_FORMATS.get(self.destination)
 
     def models_lock_path(self) -> Path:
-        """Taken by every model build of this warehouse (`publishing.build_models_step`)."""
+        """Taken by every model build of a warehouse on a server (`publishing.models_turn`;
+        on DuckDB the file's access lock is the models lock)."""
         return self.models_target().sync_dir() / "models.lock"
 
     def duckdb_file(self) -> Path | None:

@@ -12,7 +12,8 @@ import logging
 import dlt
 from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
-from drone_ops_sync.sources.drone_ops import ALL_TABLES, ENTITIES, ENTITY_TABLES, EVENTS_TABLE
+from drone_ops_sync.sources.drone_ops import ALL_TABLES
+from drone_ops_sync.sources.drone_ops.internal import ENTITIES, ENTITY_TABLES, EVENTS_TABLE
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,8 @@ import pyarrow as pa
 from dlt.common.schema.typing import TColumnSchema
 
 from .tables.entities import ENTITIES
-from .tables.rows import Issue, project_row, to_arrow
+from .tables.lines import typed_records
+from .tables.rows import Issue, creator_flattened_row
 
 EVENTS_TABLE = "_webhook_events"
 PROJECT_EVENTS = frozenset({"project.created", "project.updated"})
@@ -126,9 +127,15 @@ def drop_older_versions(batch: pa.Table, held: Mapping[str, int]) -> pa.Table:
 def project_versions(events: Iterable[ReceivedEvent], run_id: str) -> pa.Table:
     """The projects rows of the applied events, typed like the walk's (breaches dropped: the
     batch run reports them in `_sync_issues`)."""
-    rows = [project_row(dict(received.project() or {}))[0] for received in events]
+    records = [dict(received.project() or {}) for received in events]
     issues: list[Issue] = []
-    return to_arrow(ENTITIES["projects"].contract, rows, run_id, issues)
+    return typed_records(
+        ENTITIES["projects"].contract,
+        records,
+        run_id=run_id,
+        issues=issues,
+        row=creator_flattened_row,
+    )
 
 
 def event_rows(

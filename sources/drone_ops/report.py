@@ -1,7 +1,13 @@
-"""What a run did, per table: filled in by the resources, read by the CLI and `_sync_runs`."""
+"""What a run did, per table: filled in by the resources, read by the CLI and `_sync_runs`.
+
+A table's status changes only through the methods below, whoever learns the outcome (the
+table's rows as the walk is compared, or the driver once the table's load group ended), so
+every transition and its wording is in one place.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -27,6 +33,34 @@ class TableResult:
     loaded: bool = False
     """Set by the pipeline layer once the load of this table's group committed."""
 
+    def succeed(self) -> None:
+        """The table's rows were compared and handed to the load."""
+        self.status = "success"
+
+    def fail(self, error: str, *, interrupted: bool = False) -> None:
+        """The table loads nothing this run: its walk or a check failed, or a signal stopped it."""
+        self.status = "interrupted" if interrupted else "failed"
+        self.error = f"{self.table}: {error}"
+
+    def refuse(self, error: str) -> None:
+        """The mass-delete guard refused the table (`error` names the guard and the share)."""
+        self.status = "refused"
+        self.error = error
+
+    def load_failed(self, error: str) -> None:
+        """The load of the table's group failed: a table that had succeeded so far fails."""
+        if self.status in ("success", "skipped"):
+            self.fail(error)
+
+    def interrupt_unloaded(self) -> None:
+        """A stopped run never got to this table, or skipped its load."""
+        if self.status == "skipped" or (self.status == "success" and not self.loaded):
+            self.fail("the run was interrupted before this table was loaded", interrupted=True)
+
+    def load_committed(self) -> None:
+        """The load of the table's group (or its finish without one) went through."""
+        self.loaded = self.status == "success"
+
     @property
     def wrote(self) -> bool:
         """Whether the run had anything to load for this table."""
@@ -48,3 +82,27 @@ class SyncReport:
     @property
     def ok(self) -> bool:
         return all(result.status in ("success", "skipped") for result in self.tables.values())
+
+    def load_committed(self, tables: Iterable[str]) -> None:
+        """A group's load (or its finish without one) went through."""
+        for name in tables:
+            self.table(name).load_committed()
+
+    def load_failed(self, tables: Iterable[str], error: str) -> None:
+        """A group's load failed: each of its tables that had succeeded so far fails with it."""
+        for name in tables:
+            self.table(name).load_failed(error)
+
+    def interrupt_unloaded(self, tables: Iterable[str]) -> None:
+        """A stopped run: each of `tables` that it never got to or did not load is interrupted."""
+        for name in tables:
+            self.table(name).interrupt_unloaded()
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the run is not `ok`, one entry per table that failed, was refused or interrupted."""
+        return [
+            result.error or f"{result.table}: {result.status}"
+            for result in self.tables.values()
+            if result.status not in ("success", "skipped")
+        ]

@@ -6,10 +6,15 @@ Four separate things a run is given or makes, so none of them is written back in
 of each, mints the run id once, and owns the one cancellation token that the walk and the HTTP
 client share.
 
-Who opens a run closes it. `drone-sync run` (`pipelines/`) opens it explicitly, after its own
-repairs, and closes it when its last load is done; the plain source (`pipeline.run(drone_ops())`)
-has no such owner, so the first of its tables to run opens it and the last selected table to
-finish closes it.
+The run owns its lifecycle, whatever drives it. It opens once, through the pipeline that
+loads it (`open`), by its first table as dlt extracts it or earlier by a driver that loads
+while the walk goes on (`drone-sync run`). It ends when its last table has finished
+(`table_finished`: extracted, finished without dlt by `finish_quiet_tables`, or skipped by a
+stopped run), since dlt offers a source no hook at the end of an extract; a driver's `with
+run:` only ends a run whose tables could not all finish. Loaded in one extract (the plain
+source), a run records itself with its tables and raises when a table failed, as a dlt source
+does; loaded group by group (`loads_by_group`), a failed table fails only its group, and the
+driver records the run once it knows what its loads did.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from .http import DroneOpsClient
 from .known import KnownState, read_known_state
 from .report import SyncReport
 from .run_state import RunRecord
+from .tables.breaches import Issue
 from .tables.entities import ALL_TABLES
 from .walk import ProgressCallback, WalkPlan, WorkspaceWalk
 from .workspaces import DEFAULT_WORKSPACE
@@ -78,31 +84,38 @@ class SyncRun:
     seams: Seams = field(default_factory=Seams)
     workspace: str = DEFAULT_WORKSPACE
     """Whose run this is, as its run-state rows say."""
+    loads_by_group: bool = False
+    """Loaded group by group (`drone-sync run`) rather than in one extract: a failed table
+    then fails only its group, so the run neither raises nor records itself when it ends."""
     run_id: str = field(default_factory=new_run_id)
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     known: KnownState | None = None
     walk: WorkspaceWalk | None = None
     record: RunRecord | None = None
     """What the run-state tables record of this run (`run_state.py`), once its tables are
-    done: made by the run itself when the source opened it, by `drone-sync run` otherwise
-    (which knows what its loads did)."""
+    done: made by the run itself when loaded in one extract, else by its driver."""
     decided: dict[str, ChangeSet | None] = field(default_factory=dict, init=False, repr=False)
     """Each history table's change set, compared once per run (`table_loads.py`): by
     the table's extract, or before it by `drone-sync run`, which finishes a group that loads
     nothing without a dlt extract (`finish_quiet_tables`). None: the table loads nothing
     (its walk or a record check failed, or the mass-delete guard refused; the report says)."""
     report: SyncReport = field(init=False)
-    _pending: set[str] | None = field(default=None, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    issues: list[Issue] = field(default_factory=list, init=False, repr=False)
+    """The contract issues the walk found, kept when the walk closes (`_sync_issues`)."""
+    _pending: set[str] = field(default_factory=set, init=False, repr=False)
+    _marks: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    _ended: bool = field(default=False, init=False, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.report = SyncReport(self.run_id, self.started_at)
 
     def open(self, pipeline: dlt.Pipeline) -> None:
-        """Reads what the warehouse holds through `pipeline` and opens the walk; the walk
-        starts with the first table that waits for it."""
+        """Reads what the warehouse holds through `pipeline` and opens the walk, once; the walk
+        starts with the first table that waits for it. Every table of the run is pending
+        until it finishes."""
         with self._lock:
-            if self.walk is not None:
+            if self.walk is not None or self._ended:
                 return
             self.known = read_known_state(
                 pipeline,
@@ -110,13 +123,20 @@ class SyncRun:
                 full_refresh=self.options.full_refresh,
             )
             self.walk = self._open_walk(self.known)
+            self._pending = set(self.options.tables)
 
     def close(self) -> None:
-        """Stops a walk still under way and removes its spill files."""
+        """Ends the run: stops a walk still under way and removes its spill files, keeping
+        what the run's record needs of it (its issues, the delivery marks it reached)."""
         with self._lock:
-            walk, self.walk = self.walk, None
-        if walk is not None:
-            walk.close()
+            walk, self.walk, self._ended = self.walk, None, True
+        if walk is None:
+            return
+        walk.close()
+        with self._lock:
+            self.issues = list(walk.issues)
+            self._marks = dict(walk.webhooks.completed_marks)
+            self.report.issues = len(self.issues)
 
     def __enter__(self) -> SyncRun:
         return self
@@ -128,40 +148,74 @@ class SyncRun:
     def interrupted(self) -> bool:
         return self.cancel.is_set()
 
-    def table_started(self, selected: Iterable[str]) -> None:
-        """Called by each table as it starts: a run nobody opened (the plain source) is opened
-        here, through the pipeline dlt is running, and closes when every table `selected` for
-        this extraction has finished."""
-        self.open(dlt.current.pipeline())
+    @property
+    def completed_marks(self) -> dict[str, int]:
+        """Each webhook's newest delivery whose chain reached known ground: where its next
+        walk may stop, once every delivery this run walked is loaded (`delivery_waves.py`)."""
         with self._lock:
-            # the run-state resources follow the tables; they are not tables of the walk
-            self._pending = {name for name in selected if name in ALL_TABLES}
+            walk = self.walk
+            return dict(walk.webhooks.completed_marks) if walk is not None else dict(self._marks)
+
+    def table_started(self, selected: Iterable[str]) -> None:
+        """Called by each table as dlt extracts it: a run no driver opened yet is opened here,
+        through the pipeline dlt is running, and then waits only for the tables `selected`
+        for this extraction (the run-state resources follow the tables; they are not tables
+        of the walk)."""
+        with self._lock:
+            if self.walk is not None or self._ended:
+                return
+            self.open(dlt.current.pipeline())
+            self._pending &= set(selected)
 
     def table_finished(self, table: str) -> None:
-        """Called by each table as it ends. A run the source opened itself closes after the
-        last selected table and then raises if any table failed or was refused, as a dlt
-        source does: dlt fails the extract, so nothing of this run is loaded and the warehouse
-        stays as it was (the next run compares again)."""
+        """Called as each table finishes, however: the run ends after the last one. Loaded in
+        one extract, it records itself then and raises if any table failed or was refused:
+        dlt fails the extract, so nothing of this run is loaded and the warehouse stays as it
+        was (the next run compares again)."""
         with self._lock:
-            if self._pending is None:
+            if table not in self._pending:
                 return
             self._pending.discard(table)
-            done = not self._pending
-        if not done:
-            return
-        self.record = self._record()
+            if self._pending:
+                return
+            if not self.loads_by_group:
+                self.record = self._record()
         self.close()
-        problems = [
-            result.error or f"{result.table}: {result.status}"
-            for result in self.report.tables.values()
-            if result.status not in ("success", "skipped")
-        ]
-        if problems:
+        problems = self.report.problems
+        if problems and not self.loads_by_group:
             raise DroneOpsError("; ".join(problems))
+
+    def skip(self, tables: Iterable[str]) -> None:
+        """A stopped run skips `tables` (their load group had not started): the walk stops
+        now, nothing partial loads, and each table finishes as interrupted."""
+        with self._lock:
+            if self.walk is not None:
+                self.walk.interrupt()
+        tables = list(tables)
+        self.report.interrupt_unloaded(tables)
+        for name in tables:
+            self.table_finished(name)
+
+    def walking(self, stage: str, timeout: float) -> bool:
+        """Waits up to `timeout` seconds for a stage of the walk; True while it still walks."""
+        walk = self.walk
+        return walk is not None and walk.walking(stage, timeout)
+
+    def deliveries_waiting(self) -> int:
+        """How many typed deliveries wait to load (a wave loads them while the chains walk)."""
+        walk = self.walk
+        return 0 if walk is None else walk.tables["webhook_deliveries"].loadable_rows()
+
+    def deliveries_failed(self, error: DroneOpsError) -> None:
+        """A wave of deliveries failed to load: the table fails with it, and the run records
+        no delivery marks."""
+        walk = self.walk
+        if walk is not None:
+            walk.tables["webhook_deliveries"].fail(error)
 
     def _record(self) -> RunRecord:
         """The run as the source records it: every table extracted, so its rows load in the
-        same package as the tables (a failed table raises below, and nothing loads). The marks
+        same package as the tables (a failed table raises, and nothing loads). The marks
         move only when the deliveries' walk succeeded."""
         walk = self.walk
         assert walk is not None, "a run records itself before its walk closes"

@@ -10,9 +10,9 @@ what the warehouse already holds is read through the running pipeline (`known.py
 contract holds on any destination: history, confirmed deletions, the mass-delete guard, users
 and the delivery early stop. The source records its own runs (`run_state.py`: `_sync_runs`,
 `_sync_issues`, `_sync_delivery_marks`) in resources that follow the tables, so a plain
-pipeline keeps them as well. `drone-sync run` runs this same source, passing its own `SyncRun`
-(which it opens after its repairs and closes after its last load), and loads those resources
-once it knows what its loads did.
+pipeline keeps them as well. `drone-sync run` runs this same source group by group, passing
+a `SyncRun` it opens after its repairs (the run ends with its last table either way:
+`run.py`), and loads those resources once it knows what its loads did.
 
 Each table below reads like what it produces: its name, how it is written, its columns. History
 tables are scd2 with explicit change sets: dlt's
@@ -87,8 +87,8 @@ def drone_ops(
     and every project's jobs. `workspace` names whose settings are read (the top-level ones by
     default, `sources.drone_ops.workspaces.<name>` for a named one: `workspaces.py`). `run` is
     a `SyncRun` made by `drone-sync` (typed `Any` for dlt, which builds a config spec from the
-    signature); without it the source reads its settings from dlt's config and opens its own
-    run when dlt first asks it for rows."""
+    signature); without it the source reads its settings from dlt's config and makes its own
+    run, which opens when dlt first asks it for rows (`run.py`: the run's lifecycle)."""
     require_dlt_settings()
     if run is None:
         options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
@@ -123,6 +123,8 @@ def finish_quiet_tables(run: SyncRun, tables: Sequence[str]) -> bool:
     if not sync.loads_nothing(tables):
         return False
     sync.finish_unloaded(tables)
+    for table in tables:
+        run.table_finished(table)
     return True
 
 
@@ -247,13 +249,13 @@ def _rows_of(
     merge: TWriteDispositionConfig,
     rows: Callable[[], Iterator[pa.Table]],
 ) -> Iterator[Any]:
-    """A table's rows. The plain source opens its run when the first table starts (and closes
-    it when the last selected table ends); only then is it known whether a table is new, so
-    its first batch carries the append for a table the warehouse does not have yet."""
+    """A table's rows, between the run's two hooks (`SyncRun.table_started`,
+    `table_finished`). A run opened by its first table learns only then whether a table is
+    new, so that table's first batch carries the append for a table the warehouse does not
+    have yet."""
     run = sync.run
     declared = _disposition(sync, entity, merge)
-    if run.walk is None:
-        run.table_started(dlt.current.source().selected_resources)
+    run.table_started(dlt.current.source().selected_resources)
     try:
         actual = _disposition(sync, entity, merge)
         for batch in rows():

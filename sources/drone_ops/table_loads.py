@@ -22,7 +22,7 @@ from . import settings
 from .compare.changes import ChangeSet, diff
 from .compare.deletions import (
     confirm_deletions,
-    fetch_rows,
+    fetch_records,
     mass_delete_refusal,
     outside_projects,
     tombstones,
@@ -33,7 +33,8 @@ from .known import KnownState, held_versions
 from .report import TableResult
 from .run import SyncRun
 from .tables.entities import ENTITIES, JOBS, PROJECTS, USERS
-from .tables.rows import to_arrow, user_row
+from .tables.lines import typed_records
+from .tables.rows import built_row, user_row
 from .tables.schema import ARROW_TYPES
 from .walk import WalkStats, WorkspaceWalk
 from .walk.rolling import rolling_scope
@@ -98,7 +99,7 @@ class TableLoads:
             result.new = changes.new - (len(kept_back) - held_before)
             result.changed = changes.changed - held_before
             result.retired = changes.retired
-            result.status = "success"
+            result.succeed()
         finally:
             self._count(result, self.walk.stats[table])
             result.seconds = walked + time.monotonic() - started
@@ -142,8 +143,7 @@ class TableLoads:
         )
         if refused is not None:
             log.error("%s", refused)
-            result.status = "refused"
-            result.error = str(refused)
+            result.refuse(str(refused))
             return None
         return changes
 
@@ -181,8 +181,8 @@ class TableLoads:
         list_path = self.run.config.jobs_path if entity is JOBS else str(entity.list_path)
         conflicts = sorted(self.walk.projects.conflicts) if table == "projects" else []
         if conflicts:
-            rows, _ = fetch_rows(table, conflicts, current, self.walk.lookup_records, list_path)
-            snapshot.replace(conflicts, rows)
+            found, _ = fetch_records(table, conflicts, current, self.walk.lookup_records, list_path)
+            snapshot.replace(conflicts, found)
         return confirm_deletions(
             table,
             diff(snapshot.versions(), current),
@@ -221,10 +221,9 @@ class TableLoads:
                 interrupted = isinstance(snapshot.error, Interrupted) or any(
                     isinstance(exc, Interrupted) for exc in failures.values()
                 )
-                result.status = "interrupted" if interrupted else "failed"
-                result.error = f"{result.table}: " + "; ".join(dict.fromkeys(errors))
+                result.fail("; ".join(dict.fromkeys(errors)), interrupted=interrupted)
             else:
-                result.status = "success"
+                result.succeed()
         finally:
             self._count(result, self.walk.stats["webhook_deliveries"])
             result.seconds = walked
@@ -242,8 +241,10 @@ class TableLoads:
         result.new = len(rows) - result.changed
         result.rows_seen = len(self.walk.context.creators)
         if rows:
-            yield to_arrow(USERS.contract, rows, self.run.run_id, self.walk.issues)
-        result.status = "success"
+            yield typed_records(
+                USERS.contract, rows, run_id=self.run.run_id, issues=self.walk.issues, row=built_row
+            )
+        result.succeed()
         result.seconds = walked
 
     def _users(self) -> tuple[list[dict[str, Any]], int]:
@@ -282,8 +283,8 @@ class TableLoads:
 
 def _record_failure(result: TableResult, error: DroneOpsError | None, prefix: str = "") -> None:
     """A table that loads nothing this run: interrupted by a signal, or failed with a cause."""
-    result.status = "interrupted" if isinstance(error, Interrupted) else "failed"
-    result.error = f"{result.table}: {prefix}{error or type(error).__name__}"
+    interrupted = isinstance(error, Interrupted)
+    result.fail(f"{prefix}{error or type(error).__name__}", interrupted=interrupted)
 
 
 def _not_older(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from drone_ops_sync.sources.drone_ops import settings
+from drone_ops_sync.sources.drone_ops.internal import settings
 
 from .bad_data import (
     KEY,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from drone_ops_sync.sources.drone_ops import settings
+from drone_ops_sync.sources.drone_ops.internal import settings
 
 PROJECT_FILE = pathlib.Path(__file__).resolve().parents[2] / "models" / "dbt_project.yml"
 

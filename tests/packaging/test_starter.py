@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -47,6 +48,20 @@ def test_starter_source_settings_are_the_code_defaults() -> None:
     given = tomllib.loads(starter_text("config.toml"))["sources"]["drone_ops"]
     assert set(given) <= names
     assert given == {name: getattr(defaults, name) for name in given}
+
+
+@pytest.mark.parametrize("name", ["config.toml", "secrets.toml"])
+def test_starter_points_only_at_what_an_installed_copy_has(name: str) -> None:
+    """A wheel user has no docs/ folder, README or repository paths: the starter explains each
+    setting beside it and points at commands (`drone-sync check`, `--help`) instead."""
+    text = starter_text(name)
+    for absent in ("docs/", "README", ".md", "sources/drone_ops/"):
+        assert absent not in text, f"{name} points at {absent!r}"
+    if name == "config.toml":
+        commands = re.findall(r"`(drone-sync [a-z]+)[^`]*`", text)
+        assert commands, "the starter names the commands that explain and check it"
+        for command in commands:
+            assert command.split()[1] in {"check", "dashboard", "init", "--help"}, command
 
 
 def test_init_writes_the_starter_with_a_private_secrets_file(

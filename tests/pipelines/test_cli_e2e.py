@@ -168,7 +168,11 @@ def test_interrupted_load_is_repaired_by_the_next_run(
 def test_demo_runs_from_a_fresh_directory(tmp_path: Path) -> None:
     """`drone-sync demo` with nothing configured: two syncs, queries, models, metrics,
     questions, and the dashboard page."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DESTINATION__"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SOURCES__", "DESTINATION__")) and k not in ("COLUMNS", "LINES")
+    }
     env["PYTHONPATH"] = str(REPO)
     result = subprocess.run(
         [
@@ -216,3 +220,10 @@ def test_demo_runs_from_a_fresh_directory(tmp_path: Path) -> None:
     link = Path(env["DLT_DATA_DIR"]) / "pipelines" / name
     assert link.resolve() == database.parent / ".dlt_pipelines" / database.name / name
     assert f"dlt pipeline {name} info" in out, "the demo names the warehouse's pipeline"
+    # piped into a log, its tables fit 120 columns (they were 240 wide, its SQL and closing
+    # lines 265-320), and it points only at what an installed copy has: commands, not docs/
+    tables = [line for line in out.splitlines() if line.startswith(tuple("┏┃┡│└"))]
+    assert tables and max(map(len, tables)) <= 120, max(tables, key=len)
+    closing = out[out.index("The warehouse: ") :].splitlines()
+    assert max(map(len, closing)) <= 120 and "drone-sync dashboard" in out, closing
+    assert "docs/" not in out and "README" not in out, out[-2000:]

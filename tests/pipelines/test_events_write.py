@@ -26,7 +26,8 @@ from drone_ops_sync.pipelines.run.destination import make_pipeline
 from drone_ops_sync.pipelines.run.sync import SyncOutcome
 from drone_ops_sync.pipelines.run.target import Target
 from drone_ops_sync.pipelines.session import run_sync
-from drone_ops_sync.sources.drone_ops import ReceivedEvent, Seams, read_source_config
+from drone_ops_sync.sources.drone_ops import read_source_config
+from drone_ops_sync.sources.drone_ops.internal import ReceivedEvent, Seams
 from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import wait_until

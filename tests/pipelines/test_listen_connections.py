@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from drone_ops_sync.pipelines.listen import connections
+from drone_ops_sync.pipelines.listen import apply
 from drone_ops_sync.pipelines.listen.apply import Applier
 from drone_ops_sync.pipelines.listen.spool import Spool
 from drone_ops_sync.pipelines.run.target import Target
@@ -113,7 +113,7 @@ def test_the_applier_keeps_the_file_between_batches_and_hands_it_to_a_waiting_st
         projects = api.get("/v1/projects").json()["projects"]
     database = target.database
     assert database is not None
-    monkeypatch.setattr(connections, "HOLD_SECONDS", 3600.0)
+    monkeypatch.setattr(apply, "HOLD_SECONDS", 3600.0)
     spool = Spool(tmp_path / "spool")
     applier = Applier(target, spool, interval=0.2)
     try:
@@ -157,7 +157,7 @@ def test_a_run_between_kept_batches_completes_on_both_destinations(
     headers = {"Authorization": f"Bearer {tiny_sim.full_key}"}
     with httpx.Client(base_url=tiny_sim.base_url, headers=headers, timeout=60) as api:
         projects = api.get("/v1/projects").json()["projects"]
-    monkeypatch.setattr(connections, "HOLD_SECONDS", 3600.0)
+    monkeypatch.setattr(apply, "HOLD_SECONDS", 3600.0)
     spool = Spool(tmp_path / "spool")
     applier = Applier(any_target, spool, interval=0.2)
     outcome: list[bool] = []

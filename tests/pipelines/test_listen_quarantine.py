@@ -33,7 +33,7 @@ from drone_ops_sync.pipelines.listen.spool import (
 )
 from drone_ops_sync.pipelines.run.lock import WarehouseBusy
 from drone_ops_sync.pipelines.run.target import Target
-from drone_ops_sync.sources.drone_ops import ReceivedEvent
+from drone_ops_sync.sources.drone_ops.internal import ReceivedEvent
 
 
 def _event(delivery_id: str, **overrides: object) -> dict[str, object]:

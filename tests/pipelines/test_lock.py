@@ -106,9 +106,8 @@ def test_a_brief_taker_lets_a_waiting_run_go_first(tmp_path: Path) -> None:
     waiter = threading.Thread(target=run)
     waiter.start()
     try:
-        # the run is waiting once it has said so (the lock file's `.waiting` neighbour)
-        waiting = lock.with_name(lock.name + ".waiting")
-        assert wait_until(waiting.exists, WAIT_S), "the run never said it was waiting"
+        # the run is waiting once it has said so (its share of the lock's `.want`)
+        assert wait_until(lambda: turn_wanted(lock), WAIT_S), "the run never said it waited"
         with (
             pytest.raises(WarehouseBusy, match="a run is waiting"),
             warehouse_lock(lock, brief=True),
@@ -118,7 +117,7 @@ def test_a_brief_taker_lets_a_waiting_run_go_first(tmp_path: Path) -> None:
         let_go.set()
         holder.join(WAIT_S)
     waiter.join(WAIT_S)
-    assert run_has_it.is_set()
+    assert run_has_it.is_set() and not turn_wanted(lock)
     with warehouse_lock(lock, brief=True):  # the run is done: the receiver's turn again
         pass
 

@@ -71,6 +71,9 @@ def test_output_options_are_honoured_before_and_after_the_command(command: str) 
     assert (neither.log_format, neither.verbose) == (None, False)
     both = parser.parse_args(["--log-format", "json", command, "--log-format", "text"])
     assert both.log_format == "text"
+    for strict in (["--strict-settings", command], [command, "--strict-settings"]):
+        assert parser.parse_args(strict).strict_settings is True
+    assert neither.strict_settings is False
 
 
 def test_global_log_format_reaches_the_run(tmp_path: Path) -> None:
@@ -144,52 +147,181 @@ def test_unedited_example_secrets_say_the_key_is_the_placeholder(
 # --- 4. a misspelled setting ----------------------------------------------------------------
 
 
-def test_misspelled_settings_warn_once_naming_the_closest_name(
-    tmp_path: Path, shared_sim: SimulatorHandle
-) -> None:
-    """`max_worker = 4` (TOML, top level and a named workspace) and
-    SOURCES__DRONE_OPS__MAX_WORKER: one warning line each naming the key, where it was found
-    and the closest known name; the command's exit code is unchanged."""
+MISSPELLED_CONFIG = """\
+[runtime]
+log_level = "WARNING"
+metrics_fil = "run.prom"
+
+[sources.drone_ops]
+max_worker = 4
+
+[sources.drone_ops.workspaces.acme]
+base_url = "{base_url}"
+timeout_secs = 5
+
+[sources.drone_ops.workspace.north]
+base_url = "{base_url}"
+
+[sources.drone_op]
+max_workers = 2
+
+[sources.github]
+access_token_note = "another dlt source in the same file: not ours to judge"
+
+[destination.duckdb]
+memory_limt = "1GB"
+threads = 1
+bi_snapshot_sync_runs = true
+
+[destinaton.postgres]
+credentials = "postgresql://loader@127.0.0.1:5432/dw"
+"""
+MISSPELLED_SECRETS = """\
+[sources.drone_ops]
+webhook_secret = "whsec_bm90LXJlYWQtYnktY2hlY2s="
+
+[sources.drone_ops.workspaces.acme]
+api_key = "{api_key}"
+
+[destination.postgres.credentials]
+host = "127.0.0.1"
+pasword = "{password}"
+"""
+PASSWORD = "pw-never-shown-8c1e"
+# what each misspelling is called, where, and the closest valid name
+EXPECTED_WARNINGS = {
+    "sources.drone_ops.max_worker ": ("config.toml", "sources.drone_ops.max_workers?"),
+    "sources.drone_ops.workspaces.acme.timeout_secs ": (
+        "config.toml",
+        "sources.drone_ops.workspaces.acme.timeout_seconds?",
+    ),
+    "[sources.drone_ops.workspace] ": ("config.toml", "[sources.drone_ops.workspaces]?"),
+    "[sources.drone_op] ": ("config.toml", "[sources.drone_ops]?"),
+    "runtime.metrics_fil ": ("config.toml", "runtime.metrics_file?"),
+    "destination.duckdb.memory_limt ": ("config.toml", "destination.duckdb.memory_limit?"),
+    "[destinaton] ": ("config.toml", "[destination]?"),
+    "destination.postgres.credentials.pasword ": (
+        "secrets.toml",
+        "destination.postgres.credentials.password?",
+    ),
+    "SOURCES__DRONE_OPS__RETRY_BUDGET ": (
+        "the environment",
+        "SOURCES__DRONE_OPS__RETRY_BUDGET_SECONDS?",
+    ),
+    "DESTINATION__DUCKDB__MEMORY_LIMT ": (
+        "the environment",
+        "DESTINATION__DUCKDB__MEMORY_LIMIT?",
+    ),
+    "SOURCES__DRONE_OP__TIMEOUT_SECONDS ": (
+        "the environment",
+        "SOURCES__DRONE_OPS__TIMEOUT_SECONDS?",
+    ),
+    "DESTINATION__DUCKDB__CREDENTIALS__DATABSE ": (
+        "the environment",
+        "DESTINATION__DUCKDB__CREDENTIALS__DATABASE?",
+    ),
+}
+
+
+def misspelled_project(tmp_path: Path, sim: SimulatorHandle) -> tuple[Path, dict[str, str]]:
+    """A project whose .dlt/ files and environment misspell a key or a section in each place
+    drone-sync or dlt reads one, beside valid settings of ours and dlt's and another source's
+    section (none of which may warn)."""
     work = tmp_path / "project"
     (work / ".dlt").mkdir(parents=True)
-    (work / ".dlt" / "config.toml").write_text(
-        "[sources.drone_ops]\n"
-        "max_worker = 4\n"
-        "[sources.drone_ops.workspaces.acme]\n"
-        f'base_url = "{shared_sim.base_url}"\n'
-        "timeout_secs = 5\n"
-    )
+    (work / ".dlt" / "config.toml").write_text(MISSPELLED_CONFIG.format(base_url=sim.base_url))
     (work / ".dlt" / "secrets.toml").write_text(
-        f'[sources.drone_ops.workspaces.acme]\napi_key = "{shared_sim.read_key}"\n'
+        MISSPELLED_SECRETS.format(api_key=sim.read_key, password=PASSWORD)
     )
     env = cli_env(
         tmp_path,
-        base_url=shared_sim.base_url,
-        api_key=shared_sim.read_key,
+        base_url=sim.base_url,
+        api_key=sim.read_key,
         settings={"RETRY_BUDGET": "30"},
+        extra={
+            "DESTINATION__DUCKDB__MEMORY_LIMT": "1GB",
+            "DESTINATION__DUCKDB__CREDENTIALS__DATABSE": "elsewhere.duckdb",
+            "DESTINATION__DUCKDB__THREADS": "1",
+            "SOURCES__DRONE_OP__TIMEOUT_SECONDS": "5",
+            "RUNTIME__DLTHUB_TELEMETRY": "false",
+        },
     )
+    return work, env
+
+
+def test_misspelled_settings_warn_once_naming_the_closest_name(
+    tmp_path: Path, shared_sim: SimulatorHandle
+) -> None:
+    """Each misspelled key or section, in `.dlt/config.toml`, `.dlt/secrets.toml` or the
+    environment, under the source's section, a named workspace's, a destination's (its
+    credentials too) or `[runtime]`: one warning naming it as written, where, and the closest
+    valid name; the command's exit code is unchanged and no secret's value is shown. Before,
+    only the source's own keys were named: a misspelled section, destination key or variable
+    was ignored without a word."""
+    work, env = misspelled_project(tmp_path, shared_sim)
     result = run_cli(["check"], env, work, timeout=60)
     assert result.code == EXIT_OK, result.describe()
-    assert TRACEBACK not in result.text
-    warnings = [line for line in result.err.splitlines() if "unknown setting" in line]
-    assert len(warnings) == 3, result.describe()
-    toml_top = [w for w in warnings if "sources.drone_ops.max_worker " in w]
-    assert len(toml_top) == 1 and ".dlt/config.toml" in toml_top[0], warnings
-    assert "did you mean sources.drone_ops.max_workers?" in toml_top[0], warnings
-    acme = [w for w in warnings if "workspaces.acme.timeout_secs" in w]
-    assert len(acme) == 1 and "workspaces.acme.timeout_seconds?" in acme[0], warnings
-    environ = [w for w in warnings if "SOURCES__DRONE_OPS__RETRY_BUDGET " in w]
-    assert len(environ) == 1 and "environment" in environ[0], warnings
-    assert "SOURCES__DRONE_OPS__RETRY_BUDGET_SECONDS?" in environ[0], warnings
+    assert TRACEBACK not in result.text and PASSWORD not in result.text
+    warnings = [line for line in result.err.splitlines() if "unknown " in line]
+    for name, (where, closest) in EXPECTED_WARNINGS.items():
+        said = [
+            line
+            for line in warnings
+            if f"unknown setting {name}" in line or f"section {name}" in line
+        ]
+        assert len(said) == 1, f"{name}: {said}\n{result.describe()}"
+        assert f" in {where if where == 'the environment' else '.dlt/' + where} " in said[0], said
+        assert said[0].endswith(f"is ignored; did you mean {closest}"), said
+    assert len(warnings) == len(EXPECTED_WARNINGS), "\n".join(warnings)
 
-    as_json = run_cli(["check", "--log-format", "json"], env, work, timeout=60)
-    assert as_json.code == EXIT_OK, as_json.describe()
+    as_json = run_cli(["status", "--log-format", "json"], env, work, timeout=60)
     logs = [
         obj
         for obj in json_objects(as_json.out)
-        if obj["event"] == "log" and "unknown setting" in obj["message"]
+        if obj["event"] == "log" and "unknown " in obj["message"]
     ]
-    assert len(logs) == 3 and {obj["level"] for obj in logs} == {"WARNING"}, as_json.describe()
+    assert len(logs) == len(EXPECTED_WARNINGS), as_json.describe()
+    assert {obj["level"] for obj in logs} == {"WARNING"}, as_json.describe()
+
+
+def test_strict_settings_refuse_what_would_be_ignored(
+    tmp_path: Path, shared_sim: SimulatorHandle
+) -> None:
+    """`--strict-settings` (before or after the command) or DRONE_SYNC_STRICT_SETTINGS=1: the
+    same names, then one configuration error, exit 2, before any request or write; a project
+    without a misspelling passes."""
+    work, env = misspelled_project(tmp_path, shared_sim)
+    shared_sim.reset_stats()
+    for args, extra, named in (
+        (["--strict-settings", "check"], {}, "--strict-settings"),
+        (
+            ["run", "--strict-settings", "--database", str(tmp_path / "w.duckdb")],
+            {},
+            "--strict-settings",
+        ),
+        (["status"], {"DRONE_SYNC_STRICT_SETTINGS": "1"}, "DRONE_SYNC_STRICT_SETTINGS"),
+    ):
+        result = run_cli(args, {**env, **extra}, work, timeout=60)
+        assert result.code == EXIT_CONFIG, result.describe()
+        assert TRACEBACK not in result.text and PASSWORD not in result.text
+        lines = result.lines()
+        assert len(lines) == len(EXPECTED_WARNINGS) + 1, result.describe()
+        assert all("unknown " in line and " is refused; " in line for line in lines[:-1]), lines
+        assert lines[-1].startswith(f"drone-sync: configuration error: {named}: "), lines
+        assert f"{len(EXPECTED_WARNINGS)} unknown settings" in lines[-1], lines[-1]
+    assert shared_sim.stats()["total"] == 0
+    assert not (tmp_path / "w.duckdb").exists()
+
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    passed = run_cli(
+        ["--strict-settings", "check"],
+        cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key),
+        clean,
+        timeout=60,
+    )
+    assert passed.code == EXIT_OK, passed.describe()
+    assert "unknown " not in passed.text, passed.describe()
 
 
 # --- 5. status and check only read ----------------------------------------------------------
@@ -218,25 +350,32 @@ def _read_only_tree(root: Path) -> None:
     root.chmod(0o555)
 
 
-def test_status_and_check_work_on_a_read_only_warehouse(
+def test_reading_commands_work_on_a_read_only_warehouse(
     tmp_path: Path, shared_sim: SimulatorHandle
 ) -> None:
-    """A warehouse on a folder the user may only read (a read-only mount, a BI user's
-    account): `status` reads it (it used to refuse: "--database: ... is read-only", exit 2),
-    `check` runs from it, and neither writes a thing there. As root the reader runs without
-    the capabilities that override mode bits; as another user the modes stop it as they are."""
+    """A warehouse and its BI snapshot in a folder the user may only read (a read-only mount,
+    a BI host's account): `status`, `check`, `metrics` and `dashboard --output` elsewhere read
+    it (`status` used to refuse with "--database: ... is read-only", `metrics` and `dashboard`
+    with "destination.duckdb.bi_snapshot: ... cannot be created", exit 2) and write nothing
+    there; the commands that must write there (`run`, `models`, `listen`, `demo`, `dashboard`
+    beside the snapshot) say which path and why in one line, exit 2 (`listen` and `demo` used to
+    end in a PermissionError's traceback). As root the reader runs without the
+    capabilities that override mode bits; as another user the modes stop it as they are."""
     warehouse = tmp_path / "wh"
     warehouse.mkdir()
     database = warehouse / "w.duckdb"
     env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key)
-    synced = run_cli(
-        ["run", "--no-models", "--no-snapshot", "--database", str(database)], env, warehouse
-    )
+    synced = run_cli(["run", "--no-models", "--database", str(database)], env, warehouse)
     assert synced.code == EXIT_OK, synced.describe()
+    assert (warehouse / "w_bi.duckdb").is_file(), synced.describe()
     (warehouse / ".dlt").mkdir()
     (warehouse / ".dlt" / "config.toml").write_text(
         f'[destination.duckdb]\ncredentials = "{database}"\n'
     )
+    for lock in warehouse.glob("*.lock"):  # a copy on a BI host has none: none is made
+        lock.unlink()
+    elsewhere = tmp_path / "pages"
+    elsewhere.mkdir()
     reader = {"preexec_fn": _without_root_overrides} if os.geteuid() == 0 else {}
     before = tree_snapshot(tmp_path, "wh")
     _read_only_tree(warehouse)
@@ -260,6 +399,31 @@ def test_status_and_check_work_on_a_read_only_warehouse(
         assert json_objects(by_flag.out)[0]["stale"] is False, by_flag.describe()
         check = as_reader(["check"])
         assert check.code == EXIT_OK, check.describe()
+        metrics = as_reader(["metrics"])
+        assert metrics.code == EXIT_OK, metrics.describe()
+        assert "No metrics yet" in metrics.out and TRACEBACK not in metrics.text, metrics.describe()
+        page = elsewhere / "page.html"
+        dashboard = as_reader(["dashboard", "--output", str(page)])
+        assert dashboard.code == EXIT_OK, dashboard.describe()
+        assert page.is_file() and "<html" in page.read_text(encoding="utf-8").lower()
+        beside = as_reader(["dashboard"])
+        line = one_line(beside)
+        assert beside.code == EXIT_CONFIG, beside.describe()
+        assert str(warehouse / "w_bi_dashboard.html") in line and "read-only" in line, line
+        assert "--output" in line, line
+        spool = warehouse / ".drone_sync" / "w.duckdb"  # made by the run, the spool's parent
+        must_write = {  # the path it would write, the read-only folder that stops it
+            "run": (database, warehouse),
+            "models": (database, warehouse),
+            "listen": (spool / "events", spool),
+            "demo": (warehouse / "demo" / "drone_ops_warehouse.duckdb", warehouse),
+        }
+        for command, (path, folder) in must_write.items():
+            demo_dir = ["--dir", str(warehouse / "demo")] if command == "demo" else []
+            refused = as_reader([command, *demo_dir])
+            line = one_line(refused)
+            assert refused.code == EXIT_CONFIG, refused.describe()
+            assert str(path) in line and f"{folder} is read-only" in line, line
         after = tree_snapshot(tmp_path, "wh")
     finally:
         for path in [warehouse, *warehouse.rglob("*")]:

@@ -1,6 +1,6 @@
 """A quiet turn: a run that finds nothing changed makes no dlt extract (its groups are finished
 without dlt: `finish_quiet_tables`), and the turn keeps the DuckDB file open across the steps
-that follow one another, handing it over to a step that waits (`pipelines/run/turn_file.py`).
+that follow one another, handing it over to a step that waits (`pipelines/run/kept_file.py`).
 
 What is checked, from dlt's working folder, the warehouse and other processes, not from the
 code under test: a quiet run leaves dlt's schema, trace and package folders exactly as the
@@ -17,9 +17,9 @@ import sys
 import pytest
 
 from drone_ops_sync.pipelines.run.destination import make_pipeline
+from drone_ops_sync.pipelines.run.kept_file import KeptFile
 from drone_ops_sync.pipelines.run.lock import access_lock_path, holds_turn, turn_wanted
 from drone_ops_sync.pipelines.run.target import Target
-from drone_ops_sync.pipelines.run.turn_file import TurnFile
 from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import wait_until
@@ -76,7 +76,7 @@ def test_the_turns_file_is_kept_between_steps_and_handed_to_a_waiter(
     sync(target, tiny_sim)
     database = target.database
     assert database is not None
-    file = TurnFile(target)
+    file = KeptFile(target.duckdb_file())
 
     with file.step():
         pass
@@ -115,7 +115,7 @@ def test_a_step_inside_an_outer_holders_lock_keeps_nothing(
     sync(target, tiny_sim)
     database = target.database
     assert database is not None
-    file = TurnFile(target)
+    file = KeptFile(target.duckdb_file())
     with target.write_turn():
         with file.step():
             pass

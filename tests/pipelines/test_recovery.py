@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import dlt
+import duckdb
 import pytest
 from dlt.common.schema.utils import generate_version_hash
 
+from drone_ops_sync.pipelines.run.destination import make_pipeline
 from drone_ops_sync.pipelines.run.recovery import DAMAGED_SUFFIX, finish_pending
+from drone_ops_sync.pipelines.run.run_trace import RunLoads
 from drone_ops_sync.pipelines.run.target import Target
 from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
@@ -96,3 +99,27 @@ def test_dropped_pending_data_is_told_in_words_with_the_os_error_at_debug(
     debug = [r.getMessage() for r in ours if r.levelno == logging.DEBUG]
     assert any("[Errno 39] Directory not empty" in message for message in debug), debug
     assert not pipeline.has_pending_data
+
+
+def test_a_load_after_a_failed_one_loads_both_the_pending_package_and_its_own_data(
+    target: Target,
+) -> None:
+    """A package a failed load of the same run left pending is loaded first, and the load's
+    own data after it: dlt's `pipeline.run` would load the pending package and return without
+    extracting the data it was given."""
+    pipeline = make_pipeline(target)
+    loads = RunLoads(target, pipeline)
+    loads.run(dlt.resource([{"id": "first"}], name="loaded_before"))
+    pipeline.extract([{"id": "left"}], table_name="left_pending")
+    pipeline.normalize()  # the load step of this package failed
+    assert pipeline.has_pending_data
+
+    loads.run(dlt.resource([{"id": "new"}], name="loaded_after"))
+
+    assert not pipeline.has_pending_data
+    with duckdb.connect(str(target.resolved_database()), read_only=True) as warehouse:
+        loaded = (("loaded_before", "first"), ("left_pending", "left"), ("loaded_after", "new"))
+        for table, expected in loaded:
+            rows = warehouse.sql(f"SELECT id FROM {target.dataset}.{table}").fetchall()
+            assert rows == [(expected,)], table
+    assert loads.save_trace(), "the run's trace names the packages it loaded"

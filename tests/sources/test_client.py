@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from drone_ops_sync.sources.drone_ops import read_source_config, settings
+from drone_ops_sync.sources.drone_ops import read_source_config
 from drone_ops_sync.sources.drone_ops.config import checked_api_key, validate_base_url
 from drone_ops_sync.sources.drone_ops.exceptions import (
     ApiError,
@@ -31,6 +31,7 @@ from drone_ops_sync.sources.drone_ops.exceptions import (
 )
 from drone_ops_sync.sources.drone_ops.http.client import DroneOpsClient
 from drone_ops_sync.sources.drone_ops.http.throttle import AdaptiveLimiter, parse_retry_after
+from drone_ops_sync.sources.drone_ops.internal import settings
 from drone_ops_sync.sources.drone_ops.walk import WalkStats
 
 CANARY = "canary-SECRET-5f1e"

@@ -18,12 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from drone_ops_sync.sources.drone_ops import settings
 from drone_ops_sync.sources.drone_ops.compare.changes import ChangeSet, diff, held_hashes
 from drone_ops_sync.sources.drone_ops.compare.deletions import outside_projects
+from drone_ops_sync.sources.drone_ops.internal import settings
 from drone_ops_sync.sources.drone_ops.tables.breaches import Issue
 from drone_ops_sync.sources.drone_ops.tables.entities import JOBS
-from drone_ops_sync.sources.drone_ops.tables.rows import job_row, row_hash
+from drone_ops_sync.sources.drone_ops.tables.rows import row_hash
 from drone_ops_sync.sources.drone_ops.walk.spill import TableSnapshot
 from tests.sources.fake_api import job
 
@@ -163,7 +163,7 @@ def test_records_fetched_one_by_one_get_the_first_look_too(tmp_path: Path) -> No
     fetched = {**records[2], "status": "cancelled"}
     snapshot.replace(
         ["j1", "j2", "j3"],
-        [job_row(records[1], parent_id="p1"), job_row(fetched, parent_id="p1")],
+        [(records[1], "p1"), (fetched, "p1")],
     )
     changes = diff(snapshot.versions(), current)
     assert _outcome(changes) == ({"j2"}, 0, 1, {"j3"})

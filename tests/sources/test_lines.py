@@ -18,13 +18,18 @@ from drone_ops_sync.sources.drone_ops.tables.entities import (
     WEBHOOKS_TABLE,
     Entity,
 )
-from drone_ops_sync.sources.drone_ops.tables.lines import LineBuffer, list_json_text, typed_lines
+from drone_ops_sync.sources.drone_ops.tables.lines import (
+    LineBuffer,
+    list_json_text,
+    record_lines,
+    typed_lines,
+)
 from drone_ops_sync.sources.drone_ops.tables.rows import (
     Issue,
     line_hash,
     record_line,
     row_hash,
-    to_arrow,
+    typed_row_by_row,
 )
 from tests.sources.fake_api import job, project
 
@@ -40,12 +45,7 @@ def both_paths(
     entity: Entity, records: list[dict[str, Any]], parent: str | None = None
 ) -> tuple[pa.Table | None, pa.Table, list[Issue], list[Issue]]:
     """(fast table or None, slow table, fast issues, slow issues) for one batch."""
-    lines = LineBuffer()
-    versions = []
-    for record in records:
-        line = record_line(record)
-        lines.append(line)
-        versions.append(line_hash(line))
+    lines, versions = record_lines(records)
     fast_issues: list[Issue] = []
     fast = typed_lines(
         entity.contract,
@@ -61,7 +61,7 @@ def both_paths(
         entity.row(r, version=v, parent_id=parent) for r, v in zip(records, versions, strict=True)
     ]
     slow_issues: list[Issue] = []
-    slow = to_arrow(entity.contract, rows, "r", slow_issues)
+    slow = typed_row_by_row(entity.contract, rows, "r", slow_issues)
     return fast, slow, fast_issues, slow_issues
 
 

@@ -11,14 +11,9 @@ import dlt
 import duckdb
 import pytest
 
-from drone_ops_sync.sources.drone_ops import (
-    RunRecord,
-    RunStateReader,
-    SyncReport,
-    connection_reader,
-    pipeline_reader,
-)
-from drone_ops_sync.sources.drone_ops.run_state import record_resources
+from drone_ops_sync.sources.drone_ops import SyncReport
+from drone_ops_sync.sources.drone_ops.internal import RunRecord, RunStateReader, connection_reader
+from drone_ops_sync.sources.drone_ops.run_state import pipeline_reader, record_resources
 
 DATASET = "drone_ops"
 START = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)

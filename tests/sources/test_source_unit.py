@@ -19,16 +19,12 @@ import pytest
 from drone_ops_sync.pipelines.run.sync import SyncOutcome
 from drone_ops_sync.pipelines.run.target import Target
 from drone_ops_sync.pipelines.session import run_sync
-from drone_ops_sync.sources.drone_ops import (
-    ConfigError,
-    Seams,
-    WorkspaceWalk,
-    read_source_config,
-    settings,
-)
+from drone_ops_sync.sources.drone_ops import ConfigError, read_source_config
 from drone_ops_sync.sources.drone_ops.config import checked_config
 from drone_ops_sync.sources.drone_ops.http.client import DroneOpsClient
+from drone_ops_sync.sources.drone_ops.internal import Seams, settings
 from drone_ops_sync.sources.drone_ops.tables.entities import ALL_TABLES
+from drone_ops_sync.sources.drone_ops.walk import WorkspaceWalk
 from tests.sources.fake_api import API_KEY, BASE_URL, FakeApi, job, project
 
 DATASET = "drone_ops"

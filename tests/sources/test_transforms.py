@@ -10,20 +10,26 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from drone_ops_sync.sources.drone_ops import settings
 from drone_ops_sync.sources.drone_ops.compare.deletions import tombstones
-from drone_ops_sync.sources.drone_ops.tables.entities import TABLE_COLUMNS, contract_of
-from drone_ops_sync.sources.drone_ops.tables.lines import LineBuffer
+from drone_ops_sync.sources.drone_ops.internal import settings
+from drone_ops_sync.sources.drone_ops.tables.entities import (
+    ENTITIES,
+    TABLE_COLUMNS,
+    USERS,
+    contract_of,
+)
+from drone_ops_sync.sources.drone_ops.tables.lines import LineBuffer, typed_records
 from drone_ops_sync.sources.drone_ops.tables.payloads import _delivery_table_fast, delivery_table
 from drone_ops_sync.sources.drone_ops.tables.rows import (
     Issue,
+    built_row,
     delivery_row,
     entity_row,
     issue_table,
     job_row,
     project_row,
     row_hash,
-    to_arrow,
+    typed_row_by_row,
     user_row,
     webhook_row,
 )
@@ -42,10 +48,17 @@ PERSON = {
 API_KEY_CREATOR = {"id": "apikey_1", "type": "api_key", "name": "CI"}
 
 
+def typed(table: str, records: list[dict[str, Any]], issues: list[Issue]) -> pa.Table:
+    """Records typed by the one typing path (`typed_records`), as a walk types them."""
+    entity = ENTITIES[table]
+    return typed_records(
+        entity.contract, records, run_id=RUN, issues=issues, row=entity.row or built_row
+    )
+
+
 def _jobs_table(*records: dict[str, Any]) -> tuple[pa.Table, list[Issue]]:
     issues: list[Issue] = []
-    rows = [job_row(r, str(r["project_id"])) for r in records]
-    return to_arrow(contract_of("jobs"), rows, RUN, issues), issues
+    return typed("jobs", list(records), issues), issues
 
 
 def _issues_for(issues: list[Issue], field: str) -> list[Issue]:
@@ -57,9 +70,8 @@ def _issues_for(issues: list[Issue], field: str) -> list[Issue]:
 
 def test_ms_timestamp_converts_exactly_to_utc_microseconds() -> None:
     """API milliseconds become a UTC µs timestamp with no precision lost."""
-    row, _ = project_row(project("p1", 1_700_000_000_123, updated=1_700_000_000_999))
     issues: list[Issue] = []
-    table = to_arrow(contract_of("projects"), [row], RUN, issues)
+    table = typed("projects", [project("p1", 1_700_000_000_123, updated=1_700_000_000_999)], issues)
     created = table.column("created")
     assert created.type == pa.timestamp("us", tz="UTC")
     assert created.cast(pa.int64()).to_pylist() == [1_700_000_000_123_000]
@@ -70,8 +82,7 @@ def test_ms_timestamp_converts_exactly_to_utc_microseconds() -> None:
 
 def test_dates_become_date32() -> None:
     """`start_date`/`end_date` strings become Arrow date32 values; null stays null."""
-    row, _ = project_row(project("p1", 1, start_date="2026-01-31", end_date=None))
-    table = to_arrow(contract_of("projects"), [row], RUN, [])
+    table = typed("projects", [project("p1", 1, start_date="2026-01-31", end_date=None)], [])
     assert table.column("start_date").type == pa.date32()
     assert table.column("start_date").to_pylist() == [date(2026, 1, 31)]
     assert table.column("end_date").to_pylist() == [None]
@@ -192,10 +203,8 @@ def test_out_of_range_latitude_is_kept_and_reported() -> None:
 
 def test_unknown_status_is_kept_and_reported() -> None:
     """A status outside the spec's set is loaded as given and reported."""
-    row, _ = project_row(project("p1", 1, status="exploded"))
-    ok, _ = project_row(project("p2", 2))
     issues: list[Issue] = []
-    table = to_arrow(contract_of("projects"), [row, ok], RUN, issues)
+    table = typed("projects", [project("p1", 1, status="exploded"), project("p2", 2)], issues)
     assert table.column("status").to_pylist() == ["exploded", "planned"]
     [issue] = _issues_for(issues, "status")
     assert (issue["table_name"], issue["record_id"], issue["value"]) == (
@@ -244,9 +253,8 @@ def test_a_missing_required_field_is_recorded_and_the_record_kept() -> None:
     record = project("p1", 1_700_000_000_000)
     del record["name"]
     record["created"] = None
-    rows = [project_row(record)[0]]
     issues: list[Issue] = []
-    table = to_arrow(contract_of("projects"), rows, "run", issues)
+    table = typed("projects", [record], issues)
     assert table.num_rows == 1
     assert {(i["record_id"], i["field"], i["problem"]) for i in issues} == {
         ("p1", "name", "required but missing"),
@@ -333,7 +341,7 @@ def test_creator_becomes_created_by_id(
     assert (found == creator) if returns_creator else found is None
     if make_row is project_row:
         issues: list[Issue] = []
-        table = to_arrow(contract_of("projects"), [row], RUN, issues)
+        table = typed("projects", [record], issues)
         assert table.column("created_by_id").to_pylist() == [expected_id]
         assert "created_by" not in table.column_names
         assert issues == []
@@ -353,7 +361,7 @@ def test_user_row_for_person() -> None:
     assert row["display_name"] == "Ana Lima"
     assert row["email"] == "ana@example.com"
     assert (row["first_seen_at"], row["last_seen_at"]) == (1_000, 2_000)
-    table = to_arrow(contract_of("users"), [row], RUN, [])
+    table = typed(USERS.table, [row], [])
     assert table.column("first_seen_at").cast(pa.int64()).to_pylist() == [1_000_000]
 
 
@@ -363,7 +371,7 @@ def test_user_row_for_api_key() -> None:
     assert row["kind"] == "api_key"
     assert row["display_name"] == "CI"
     assert row["email"] is None and row["first_name"] is None
-    assert to_arrow(contract_of("users"), [row], RUN, []).num_rows == 1
+    assert typed(USERS.table, [row], []).num_rows == 1
 
 
 def test_user_row_fallbacks() -> None:
@@ -408,7 +416,7 @@ def test_delivery_row_parses_request_payload() -> None:
     assert row["webhook_id"] == "wh1"
     assert (row["delivery_id"], row["event"], row["workspace_id"]) == ("d-1", "job.created", "ws9")
     issues: list[Issue] = []
-    table = to_arrow(DELIVERIES, [row], RUN, issues)
+    table = delivery_table(DELIVERIES, as_lines([_log_entry(text)]), "wh1", RUN, issues)
     assert table.column("request_payload").to_pylist() == [text]
     assert table.column("event_timestamp").cast(pa.int64()).to_pylist() == [1_700_000_000_456_000]
     assert json.loads(table.column("data").to_pylist()[0]) == payload["data"]
@@ -418,8 +426,7 @@ def test_delivery_row_parses_request_payload() -> None:
 @pytest.mark.parametrize("payload", ['{"delivery_id": "d-1", ', "[1, 2]", '"text"', None], ids=str)
 def test_delivery_row_tolerates_bad_payload(payload: Any) -> None:
     """Invalid JSON or a non-object payload: the record is kept, parsed columns are null."""
-    row = delivery_row(_log_entry(payload), "wh1")
-    table = to_arrow(DELIVERIES, [row], RUN, [])
+    table = delivery_table(DELIVERIES, as_lines([_log_entry(payload)]), "wh1", RUN, [])
     assert table.num_rows == 1
     assert table.column("id").to_pylist() == ["log0"]
     assert table.column("request_payload").to_pylist() == [payload]
@@ -517,7 +524,7 @@ def test_delivery_batches_typed_in_duckdb_equal_the_row_by_row_path(shift: int) 
     entries = [_delivery_entry(f"l{n}", payload) for n, payload in enumerate(payloads)]
     fast = _delivery_table_fast(DELIVERIES, as_lines(entries), "wh1")
     assert fast is not None, "well-typed input takes the fast path"
-    slow = to_arrow(
+    slow = typed_row_by_row(
         contract_of("webhook_deliveries"), [delivery_row(e, "wh1") for e in entries], "r", []
     )
     assert fast.schema == slow.schema
@@ -547,7 +554,7 @@ def test_unusual_delivery_batches_take_the_reporting_path(odd: dict[str, Any]) -
     entries = [_delivery_entry("ok", PAYLOADS[0]), {**_delivery_entry("odd", None), **odd}]
     assert _delivery_table_fast(DELIVERIES, as_lines(entries), "wh1") is None
     table = delivery_table(DELIVERIES, as_lines(entries), "wh1", "r", [])
-    expected = to_arrow(
+    expected = typed_row_by_row(
         contract_of("webhook_deliveries"), [delivery_row(e, "wh1") for e in entries], "r", []
     )
     assert table.equals(expected)
@@ -567,7 +574,7 @@ def test_a_failing_fast_path_falls_back_to_the_row_by_row_path() -> None:
         table = delivery_table(DELIVERIES, as_lines(entries), "wh1", "r", [])
     finally:
         del payloads._duckdb.connection
-    slow = to_arrow(
+    slow = typed_row_by_row(
         contract_of("webhook_deliveries"), [delivery_row(e, "wh1") for e in entries], "r", []
     )
     assert table.equals(slow)

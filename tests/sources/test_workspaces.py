@@ -7,15 +7,14 @@ import json
 
 import pytest
 
-from drone_ops_sync.sources.drone_ops import (
+from drone_ops_sync.sources.drone_ops import ConfigError, read_workspace_config
+from drone_ops_sync.sources.drone_ops.internal import (
     DEFAULT_WORKSPACE,
-    ConfigError,
     configured_names,
-    read_workspace_config,
-    read_workspaces,
     selected_names,
     workspace_dataset,
 )
+from drone_ops_sync.sources.drone_ops.workspaces import read_workspaces
 
 ROOT = "SOURCES__DRONE_OPS__"
 
@@ -129,7 +128,8 @@ def test_a_refused_key_names_the_workspace_setting(fleet: pytest.MonkeyPatch) ->
     """The 401 message of a named workspace points at its own key, not the top-level one."""
     import httpx
 
-    from drone_ops_sync.sources.drone_ops import AuthError, check_access
+    from drone_ops_sync.sources.drone_ops import AuthError
+    from drone_ops_sync.sources.drone_ops.internal import check_access
 
     refuse = httpx.MockTransport(lambda request: httpx.Response(401, json={"message": "no"}))
     with pytest.raises(AuthError) as raised:

@@ -12,7 +12,7 @@ Pure and columnar: nothing here reads the warehouse or the API.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -48,14 +48,6 @@ def first_look(records: Iterable[Record], held: frozenset[str]) -> FirstLook:
             look.lines.append(line)
             look.hashes.append(version)
     return look
-
-
-def split_held(rows: Sequence[Record], held: frozenset[str]) -> tuple[list[Record], list[Record]]:
-    """The first look for rows built from records fetched one by one (which carry their row
-    hash already): (held rows, rows to type and keep)."""
-    kept = [row for row in rows if row[settings.ROW_HASH_COLUMN] in held]
-    others = [row for row in rows if row[settings.ROW_HASH_COLUMN] not in held]
-    return kept, others
 
 
 def doubled_ids(current: pa.Table) -> pa.Array:

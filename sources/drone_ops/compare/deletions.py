@@ -41,7 +41,10 @@ Versions = Callable[[], Walked]
 """The walked snapshot's ids and the first look's decisions, read again after records were
 replaced (the fetched records had their own first look)."""
 
-Replace = Callable[[list[str], list[Record]], None]
+Fetched = tuple[Record, str | None]
+"""A record fetched by id, with the id of the parent it is listed under (a job's project)."""
+
+Replace = Callable[[list[str], list[Fetched]], None]
 """Puts records fetched by id into the walked snapshot in place of what the lists gave."""
 
 
@@ -60,9 +63,9 @@ def confirm_deletions(
     version where the single-record shape cannot stand in for a list row (team members)."""
     if not changes.retire_ids or len(changes.retire_ids) > MAX_DELETION_CHECKS:
         return changes
-    rows, kept = fetch_rows(table, changes.retire_ids, current, lookup, list_path)
-    if rows:
-        replace([str(row["id"]) for row in rows], rows)
+    found, kept = fetch_records(table, changes.retire_ids, current, lookup, list_path)
+    if found:
+        replace([str(record["id"]) for record, _ in found], found)
         changes = diff(versions(), current)
     if kept:
         keep = set(kept)
@@ -76,21 +79,22 @@ def confirm_deletions(
     return changes
 
 
-def fetch_rows(
+def fetch_records(
     table: str,
     ids: list[str],
     current: pa.Table | None,
     lookup: RecordLookup,
     list_path: str,
-) -> tuple[list[Record], list[str]]:
-    """Fetches entities one by one: rows for those that exist, plus the ids that exist
-    but whose single-record shape cannot stand in for a list row (team members)."""
+) -> tuple[list[Fetched], list[str]]:
+    """Fetches entities one by one: the records of those that exist (each with its parent's
+    id, as a listed record has it), plus the ids that exist but whose single-record shape
+    cannot stand in for a list row (team members)."""
     entity = ENTITIES[table]
     paths = _single_record_paths(entity, ids, current, list_path)
     if not paths:
         return [], []
     found = lookup(table, list(paths.values()))
-    rows: list[Record] = []
+    fetched: list[Fetched] = []
     kept: list[str] = []
     for entity_id, record in zip(paths, found, strict=True):
         if record is None:
@@ -98,12 +102,12 @@ def fetch_rows(
         if entity.record_replaces_row and entity.row is not None:
             parent = entity.parent_column
             parent_id = str(record.get(parent, "")) if parent is not None else None
-            rows.append(entity.row(record, parent_id=parent_id))
+            fetched.append((record, parent_id))
         else:
             # the single-record shape differs from list rows (team members lack status):
             # it exists, so keep its current version rather than retire it
             kept.append(entity_id)
-    return rows, kept
+    return fetched, kept
 
 
 def _single_record_paths(

@@ -11,15 +11,17 @@ is a third the memory of the dict it replaces.
 
 The reader is strict: a value of another type, an integer beyond 64 bits or with a fraction,
 an unknown field, a date that is not YYYY-MM-DD, a timestamp beyond what microseconds hold: any
-of them makes the batch take the row-by-row path (`rows.to_arrow`), which reports each
-breach. For well-typed input both paths give the same table (tests/sources/test_lines.py);
-`typed_batch` is the one call that picks between them for a batch of listed records.
-Nothing here does I/O.
+of them makes the batch take the row-by-row path (`rows.typed_row_by_row`), which reports
+each breach. For well-typed input both paths give the same table (tests/sources/test_lines.py).
+`typed_batch` is the one call that types rows, whoever produced them: pages of listed records,
+records fetched one by one, users made from creators, event payloads and delivery log entries
+all reach it as canonical lines (`typed_records` makes them from records), so a value is
+typed and a breach reported the same way wherever the record came from. Nothing here does I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 
 import orjson
@@ -29,7 +31,14 @@ import pyarrow.json as pa_json
 
 from .. import settings
 from .breaches import Issue, record_breaches
-from .rows import MAX_TIMESTAMP_MS, RowBuilder, to_arrow, with_required_fields
+from .rows import (
+    MAX_TIMESTAMP_MS,
+    RowBuilder,
+    line_hash,
+    record_line,
+    typed_row_by_row,
+    with_required_fields,
+)
 from .schema import ARROW_TYPES, READ_TYPES, Column, Contract
 
 # The objects a row builder flattens to their id (`rows.project_row`): a person or an API
@@ -96,7 +105,7 @@ def typed_lines(
     parent_column: str | None = None,
     parent_ids: Sequence[str | None] | None = None,
 ) -> pa.Table | None:
-    """An entity table's typed batch from its records' lines, as `rows.to_arrow` would
+    """An entity table's typed batch from its records' lines, as `rows.typed_row_by_row` would
     build it from the row builders' rows; None when the batch must take that path instead.
 
     `versions` are the records' row hashes (in line order), `parent_ids` the id each record was
@@ -116,7 +125,7 @@ def typed_lines(
     for name in flattened:
         creator = read.column(name).combine_chunks()
         arrays[f"{name}_id"] = pc.struct_field(creator, "id")
-    if parent_column is not None and parent_ids is not None:
+    if parent_column is not None and parent_ids:
         listed_under = pa.array(parent_ids, pa.string())
         arrays[parent_column] = pc.coalesce(arrays[parent_column], listed_under)
     if contract.history:
@@ -133,33 +142,68 @@ def typed_batch(
     contract: Contract,
     lines: LineBuffer,
     *,
-    versions: Sequence[str],
     run_id: str,
     issues: list[Issue],
     row: RowBuilder,
+    versions: Sequence[str] = (),
     parent_column: str | None = None,
-    parent_ids: Sequence[str | None],
+    parent_ids: Sequence[str | None] = (),
+    read: Callable[[], pa.Table | None] | None = None,
 ) -> pa.Table:
-    """A batch of listed records typed once, by one path: `typed_lines`, or, when any value
-    needs reporting, row by row through the table's row builder and `rows.to_arrow`, which
+    """A batch of records, given as their lines (with their row hashes and parents, when the
+    table has them), typed once, by one path: the fast reader (`typed_lines`, or `read` for
+    a table typed otherwise: deliveries' payloads), or, when it declines because a value needs
+    reporting, row by row through the table's row builder and `rows.typed_row_by_row`, which
     reports each breach into `issues`."""
-    fast = typed_lines(
-        contract,
-        lines,
-        versions=versions,
-        run_id=run_id,
-        issues=issues,
-        parent_column=parent_column,
-        parent_ids=parent_ids,
-    )
+    if read is None:
+        fast = typed_lines(
+            contract,
+            lines,
+            versions=versions,
+            run_id=run_id,
+            issues=issues,
+            parent_column=parent_column,
+            parent_ids=parent_ids,
+        )
+    else:
+        fast = read()
     if fast is not None:
         return fast
-    listed = zip(lines.lines(), versions, parent_ids, strict=True)
     rows = [
-        row(orjson.loads(line), version=version, parent_id=parent)
-        for line, version, parent in listed
+        row(
+            orjson.loads(line),
+            version=versions[n] if versions else None,
+            parent_id=parent_ids[n] if parent_ids else None,
+        )
+        for n, line in enumerate(lines.lines())
     ]
-    return to_arrow(contract, rows, run_id, issues)
+    return typed_row_by_row(contract, rows, run_id, issues)
+
+
+def typed_records(
+    contract: Contract,
+    records: Iterable[Mapping[str, object]],
+    *,
+    run_id: str,
+    issues: list[Issue],
+    row: RowBuilder,
+) -> pa.Table:
+    """Records that did not come as a listed page (fetched by id, received in an event, made
+    from creators) typed by the same path as a page: as their canonical lines (`record_line`,
+    whose hash is the row hash) through `typed_batch`."""
+    lines, versions = record_lines(records)
+    return typed_batch(contract, lines, run_id=run_id, issues=issues, row=row, versions=versions)
+
+
+def record_lines(records: Iterable[Mapping[str, object]]) -> tuple[LineBuffer, list[str]]:
+    """Records as their canonical lines, with each line's row hash."""
+    lines = LineBuffer()
+    versions = []
+    for record in records:
+        line = record_line(record)
+        lines.append(line)
+        versions.append(line_hash(line))
+    return lines, versions
 
 
 def _extra(contract: Contract) -> list[str]:

@@ -12,13 +12,12 @@ import logging
 import threading
 
 import duckdb
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .breaches import Issue
-from .lines import LineBuffer, read_lines
-from .rows import MAX_TIMESTAMP_MS, delivery_row, to_arrow, with_required_fields
+from .lines import LineBuffer, read_lines, typed_batch
+from .rows import MAX_TIMESTAMP_MS, Record, delivery_row, with_required_fields
 from .schema import ARROW_TYPES, Contract
 
 log = logging.getLogger(__name__)
@@ -102,14 +101,17 @@ def delivery_table(
     by DuckDB's JSON functions, both outside the GIL, rather than one `orjson.loads` per entry
     and payload: at 500,000 deliveries that was a quarter of the walk's Python time, competing
     with every request. A batch with anything unusual (an unknown field, a value of the wrong
-    type, in the entry or its payload) takes the row-by-row path, which reports each breach;
-    both paths give the same table for well-typed input.
+    type, in the entry or its payload) takes the row-by-row path of `typed_batch`, the one
+    typing path, which reports each breach; both give the same table for well-typed input.
     """
-    fast = _delivery_table_fast(contract, lines, webhook_id)
-    if fast is not None:
-        return fast
-    rows = [delivery_row(orjson.loads(line), webhook_id) for line in lines.lines()]
-    return to_arrow(contract, rows, run_id, issues)
+
+    def row(record: Record, **_: object) -> Record:
+        return delivery_row(record, webhook_id)
+
+    def read() -> pa.Table | None:
+        return _delivery_table_fast(contract, lines, webhook_id)
+
+    return typed_batch(contract, lines, run_id=run_id, issues=issues, row=row, read=read)
 
 
 def _delivery_table_fast(contract: Contract, lines: LineBuffer, webhook_id: str) -> pa.Table | None:

@@ -1,9 +1,11 @@
 """Pure record transforms: API JSON records in, warehouse rows and Arrow tables out.
 
 Nothing here does I/O and nothing here knows which tables exist: each function is given the
-table's `Contract` (declared in `entities.py`). Conversion is columnar (one Arrow array per
-column per batch); only a batch whose values break the declared types falls back to a
-per-value path, which keeps the record, nulls the broken value and reports it.
+table's `Contract` (declared in `entities.py`). The row builders here are what the typing's
+row-by-row path (`typed_row_by_row`) reads; it is reached only through `lines.typed_batch`, when
+the fast reader declines a batch. Conversion is columnar (one Arrow array per column per batch);
+only a batch whose values break the declared types falls back to a per-value path, which keeps
+the record, nulls the broken value and reports it.
 """
 
 from __future__ import annotations
@@ -90,6 +92,14 @@ def entity_row(
     return row
 
 
+def built_row(
+    record: Mapping[str, Any], version: str | None = None, parent_id: str | None = None
+) -> Record:
+    """The row builder of a table whose records are built as rows already (users:
+    `user_row`, which carries its own row hash)."""
+    return dict(record)
+
+
 def delivery_row(record: Mapping[str, Any], webhook_id: str) -> Record:
     """A webhook_deliveries row with its request payload parsed into columns."""
     row = dict(record)
@@ -139,10 +149,11 @@ def user_row(creator: Mapping[str, Any], first_ms: int | None, last_ms: int | No
     return row
 
 
-def to_arrow(
+def typed_row_by_row(
     contract: Contract, rows: Sequence[Record], run_id: str, issues: list[Issue]
 ) -> pa.Table:
-    """Builds the typed Arrow table of a batch; appends every contract breach to `issues`."""
+    """The typed Arrow table of a batch of built rows; appends every contract breach to
+    `issues`. The fallback of `lines.typed_batch`, the one typing path: call that instead."""
     table, declared = contract.table, contract.columns
     reported_before = len(issues)
     arrays = well_typed_arrays(declared, rows)

@@ -4,7 +4,8 @@ the workspace.
 
 A page offered to a table's snapshot takes three plain calls in sequence: the first look at
 change (`compare/changes.py` `first_look`), the typing of what it did not find held
-(`tables/lines.py` `typed_batch`), and the write here. Held records stay in memory as id and
+(`tables/lines.py` `typed_batch`), and the write here. Records fetched one by one (`replace`)
+take the same three calls. Held records stay in memory as id and
 hash only; each batch carries what the first look decided for its rows (`SpilledBatch.held`),
 so the comparison after the walk (`changes.diff`) never looks at a hash again.
 """
@@ -21,12 +22,13 @@ import pyarrow.compute as pc
 import pyarrow.feather as feather
 
 from .. import settings
-from ..compare.changes import Walked, first_look, split_held
+from ..compare.changes import Walked, first_look
+from ..compare.deletions import Fetched
 from ..exceptions import DroneOpsError, Interrupted
 from ..tables.breaches import Issue
 from ..tables.entities import Entity
 from ..tables.lines import LineBuffer, typed_batch
-from ..tables.rows import Record, to_arrow
+from ..tables.rows import Record
 
 SPILL_PREFIX = "drone-ops-walk-"
 """Spill folders are named so a later run can find and remove those a killed run left."""
@@ -133,28 +135,56 @@ class TableSnapshot:
             self._type_and_keep(batch)
         return look.held_ids
 
+    def replace(self, ids: list[str], fetched: list[Fetched]) -> None:
+        """Settles ids the lists showed inconsistently: their list rows give way to the records
+        fetched one by one, which take the first look and the typing a listed page takes; an
+        id without a record is then simply absent."""
+        held_ids: list[str] = []
+        held_hashes: list[str] = []
+        batch = PendingLines()
+        for record, parent_id in fetched:
+            look = first_look([record], self.held_hashes)
+            held_ids.extend(look.held_ids)
+            held_hashes.extend(look.held_hashes)
+            for line in look.lines:
+                batch.lines.append(line)
+            batch.versions.extend(look.hashes)
+            batch.parents.extend([parent_id] * len(look.lines))
+        self._replaced = pa.concat_arrays([self._replaced, pa.array(ids, pa.string())])
+        if held_ids:
+            held = SpilledBatch(
+                None,
+                pa.array(held_ids, pa.string()),
+                pa.array(held_hashes, pa.string()),
+                authoritative=True,
+            )
+            with self._lock:
+                self._held_batches.append(held)
+        if batch.lines:
+            self._type_and_keep(batch, authoritative=True)
+
     def finish(self) -> None:
         with self._lock:
             batch, self._pending = self._pending, PendingLines()
         if batch.lines:
             self._type_and_keep(batch)
 
-    def _type_and_keep(self, batch: PendingLines) -> None:
-        """Types a batch of listed records (`typed_batch`: one path) and keeps it."""
+    def _type_and_keep(self, batch: PendingLines, *, authoritative: bool = False) -> None:
+        """Types a batch of records (`typed_batch`: one path) and keeps it."""
         entity = self.entity
         assert entity.row is not None, f"{self.name} rows are not built from listed records"
         issues: list[Issue] = []
         typed = typed_batch(
             entity.contract,
             batch.lines,
-            versions=batch.versions,
             run_id=self._run_id,
             issues=issues,
             row=entity.row,
+            versions=batch.versions,
             parent_column=entity.parent_column,
             parent_ids=batch.parents,
         )
-        self.keep(typed, issues)
+        self.keep(typed, issues, authoritative=authoritative)
 
     def keep(
         self,
@@ -178,27 +208,6 @@ class TableSnapshot:
         with self._lock:
             self._batches.append(batch)
             self.rows_seen += rows_seen
-
-    def replace(self, ids: list[str], rows: list[Record]) -> None:
-        """Settles ids the lists showed inconsistently: their list rows give way to `rows`
-        (records fetched one by one, which come as row dicts and are typed by
-        `rows.to_arrow`); an id without a row is then simply absent. The first look splits
-        them as it does listed records."""
-        self._replaced = pa.concat_arrays([self._replaced, pa.array(ids, pa.string())])
-        held, others = split_held(rows, self.held_hashes)
-        if held:
-            batch = SpilledBatch(
-                None,
-                pa.array([str(row["id"]) for row in held], pa.string()),
-                pa.array([row[settings.ROW_HASH_COLUMN] for row in held], pa.string()),
-                authoritative=True,
-            )
-            with self._lock:
-                self._held_batches.append(batch)
-        if others:
-            issues: list[Issue] = []
-            typed = to_arrow(self.entity.contract, others, self._run_id, issues)
-            self.keep(typed, issues, authoritative=True)
 
     def _not_replaced(self, batch: SpilledBatch, ids: pa.Array) -> pa.Array | None:
         """The mask of `ids` (a list batch's) not settled by `replace`, None to keep them all."""
