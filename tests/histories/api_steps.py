@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from drone_ops_sync.sources.drone_ops import settings
+from drone_ops_sync.sources.drone_ops.internal import settings
 
 from .machine import HistoryFrame
 from .values import date_range, job_start, split_pair, text, timestamp_ms

@@ -32,7 +32,8 @@ from drone_ops_sync.pipelines.run.sync import SyncOutcome
 from drone_ops_sync.pipelines.run.target import Target
 from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.simulator.signing import sign
-from drone_ops_sync.sources.drone_ops import Seams, read_source_config
+from drone_ops_sync.sources.drone_ops import read_source_config
+from drone_ops_sync.sources.drone_ops.internal import Seams
 from testkit.simulator_process import SimulatorHandle, running_simulator
 from tests.pipelines.receiver import Receiver as Mailbox
 from tests.pipelines.receiver import running_receiver
@@ -171,7 +172,7 @@ class World:
                 if not applier.tick():
                     break
         finally:
-            applier.router.connections.release()
+            applier.router.file.release()
         left = read_from(applier.spool.directory, applier.position, MAX_BATCH_BYTES)
         assert left.end == applier.position, f"events left unapplied: {applier.stats}"
 
@@ -247,7 +248,7 @@ def open_world(place: Place, seed: int) -> Iterator[World]:
         stack.callback(spool.close)
         listener = stack.enter_context(serving(build_app(Receiver(spool, (SECRET,)))))
         applier = Applier(target, spool, interval=1.0)
-        stack.callback(applier.router.connections.release)
+        stack.callback(applier.router.file.release)
         world = World(sim, mailbox, listener, applier, target, warehouse)
         stack.callback(world.close)
         hook = {

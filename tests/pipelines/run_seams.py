@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from drone_ops_sync.sources.drone_ops.http.transport import Urllib3Transport
+from drone_ops_sync.sources.drone_ops.internal import Urllib3Transport
 
 
 class SeamTransport(httpx.BaseTransport):
