@@ -141,10 +141,19 @@ def start(sim: SimulatorHandle, tmp_path: Path, *flags: str) -> Background:
 def test_a_signal_in_the_first_half_second(
     sim: SimulatorHandle, tmp_path: Path, signum: int, delay: float
 ) -> None:
+    """The handler is there before the heavy imports (no DuckDB or Arrow library is loaded
+    when it is seen), and a signal anywhere in them is the one line."""
     run = start(sim, tmp_path, "--no-models")
     try:
-        assert wait_until(lambda: not run.running() or handles_sigterm(run.pid), MOMENT_BOUND_S)
+        seen = lambda: not run.running() or handles_sigterm(run.pid)  # noqa: E731
+        assert wait_until(seen, MOMENT_BOUND_S, interval=0.002)
         assert run.running(), "the run ended before its handler was seen"
+        os.kill(run.pid, signal.SIGSTOP)
+        try:
+            loaded = Path(f"/proc/{run.pid}/maps").read_text()
+        finally:
+            os.kill(run.pid, signal.SIGCONT)
+        assert "duckdb" not in loaded and "arrow" not in loaded, "handler after the imports"
         # a fixed delay on purpose: wherever in the imports the signal lands, it is one line
         wait_until(lambda: not run.running(), delay)
         run.process.send_signal(signum)
