@@ -14,8 +14,10 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from subprocess import Popen
 
 import pytest
 
@@ -84,9 +86,10 @@ def closed_from_the_start(args: Sequence[str], env: dict[str, str], cwd: Path) -
     return Result(list(args), done.returncode, "", done.stderr, 0.0)
 
 
-def head_one(args: Sequence[str], env: dict[str, str], cwd: Path) -> Result:
-    """`drone-sync ARGS | head -1`: the first line is read, then the pipe is closed."""
-    err = cwd / "head-one.err"
+@contextmanager
+def piped(args: Sequence[str], env: dict[str, str], cwd: Path, err: Path) -> Iterator[Popen[bytes]]:
+    """`drone-sync ARGS` with its stdout a pipe the test reads and closes, its stderr in `err`;
+    killed by its own handle if it still runs at the end."""
     with err.open("wb") as err_file:
         process = subprocess.Popen(
             cli_command(args),
@@ -97,14 +100,21 @@ def head_one(args: Sequence[str], env: dict[str, str], cwd: Path) -> Result:
             stderr=err_file,
         )
         try:
-            assert process.stdout is not None
-            first = process.stdout.readline()
-            process.stdout.close()
-            code = process.wait(timeout=HANG_GUARD_S)
+            yield process
         finally:
             if process.poll() is None:
                 process.kill()
                 process.wait(timeout=30)
+
+
+def head_one(args: Sequence[str], env: dict[str, str], cwd: Path) -> Result:
+    """`drone-sync ARGS | head -1`: the first line is read, then the pipe is closed."""
+    err = cwd / "head-one.err"
+    with piped(args, env, cwd, err) as process:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        process.stdout.close()
+        code = process.wait(timeout=HANG_GUARD_S)
     return Result(list(args), code, first.decode(), err.read_text(), 0.0)
 
 
@@ -190,25 +200,12 @@ def test_a_heartbeat_that_finds_the_output_closed_stops_the_run(
     err = tmp_path / "stopped.err"
     sim.set_gate(True)
     try:
-        with err.open("wb") as err_file:
-            process = subprocess.Popen(
-                cli_command([*args, "--database", "w.duckdb"]),
-                cwd=tmp_path,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=err_file,
-            )
-            try:
-                assert process.stdout is not None
-                assert b'"event": "start"' in process.stdout.readline()
-                assert wait_until(lambda: sim.gate()["held"] >= 1, HANG_GUARD_S)
-                process.stdout.close()
-                code = process.wait(timeout=HANG_GUARD_S)
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait(timeout=30)
+        with piped([*args, "--database", "w.duckdb"], env, tmp_path, err) as process:
+            assert process.stdout is not None
+            assert b'"event": "start"' in process.stdout.readline()
+            assert wait_until(lambda: sim.gate()["held"] >= 1, HANG_GUARD_S)
+            process.stdout.close()
+            code = process.wait(timeout=HANG_GUARD_S)
     finally:
         sim.set_gate(False)
     assert (code, err.read_text().strip()) == (EXIT_SIGPIPE, ""), err.read_text()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
@@ -84,6 +85,15 @@ def interrupt_at(run: Background, moment: Callable[[], Any], signum: int, what: 
         os.kill(run.pid, signal.SIGCONT)
 
 
+def interrupted(run: Background, moment: Callable[[], Any], signum: int, what: str) -> Result:
+    """The run, interrupted at `moment` (`interrupt_at`), once it ended (`ended`)."""
+    try:
+        interrupt_at(run, moment, signum, what)
+        return ended(run, signum)
+    finally:
+        run.stop()
+
+
 def ended(run: Background, signum: int) -> Result:
     """The run's end after `signum`: its code, and no traceback from anyone."""
     try:
@@ -114,6 +124,10 @@ def healed(sim: SimulatorHandle, tmp_path: Path, *flags: str) -> None:
     assert_equals_api(sim, Target(database=database))
     leftovers = [path.name for path in tmp_path.iterdir() if ".tmp-" in path.name]
     assert not leftovers, leftovers
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", "replace")
 
 
 def start(sim: SimulatorHandle, tmp_path: Path, *flags: str) -> Background:
@@ -178,11 +192,7 @@ def test_a_signal_during_the_walk_records_every_table_and_the_rerun_converges(
     sim.set_gate(True)
     try:
         run = start(sim, tmp_path, "--no-models")
-        try:
-            interrupt_at(run, lambda: sim.gate()["held"] >= 1, signum, "its walk")
-            result = ended(run, signum)
-        finally:
-            run.stop()
+        result = interrupted(run, lambda: sim.gate()["held"] >= 1, signum, "its walk")
     finally:
         sim.set_gate(False)
     line = the_line(result, signum)
@@ -206,13 +216,8 @@ def test_a_signal_during_the_load_ends_the_json_events_with_it(
     """Once the first table's load committed (its `table` event); in JSON the line is the
     `error` event, before the summary, and stderr stays empty."""
     run = start(sim, tmp_path, "--no-models", "--log-format", "json")
-    try:
-        interrupt_at(
-            run, lambda: '"event": "table"' in _read(run.out_path), signal.SIGINT, "a load"
-        )
-        result = ended(run, signal.SIGINT)
-    finally:
-        run.stop()
+    loaded = lambda: '"event": "table"' in _read(run.out_path)  # noqa: E731
+    result = interrupted(run, loaded, signal.SIGINT, "a load")
     assert not result.err.strip(), result.describe()
     events = [json.loads(line) for line in result.out.splitlines() if line.strip()]
     assert [event["event"] for event in events[-2:]] == ["error", "summary"], result.describe()
@@ -231,12 +236,8 @@ def test_a_signal_during_the_dbt_build_is_one_line_not_dbts_traceback(
     own, and the next run builds the models."""
     compiled = Target(database=tmp_path / "w.duckdb").sync_dir() / "dbt" / "target" / "run"
     run = start(sim, tmp_path)
-    try:
-        moment = lambda: any(path.is_file() for path in compiled.rglob("*.sql"))  # noqa: E731
-        interrupt_at(run, moment, signal.SIGINT, "the dbt build")
-        result = ended(run, signal.SIGINT)
-    finally:
-        run.stop()
+    moment = lambda: any(path.is_file() for path in compiled.rglob("*.sql"))  # noqa: E731
+    result = interrupted(run, moment, signal.SIGINT, "the dbt build")
     assert "while building dbt models" in the_line(result, signal.SIGINT), result.describe()
     assert "dbt error" not in result.out and "Encountered an error" not in result.out
     healed(sim, tmp_path)
@@ -246,31 +247,29 @@ def test_a_signal_while_the_snapshot_is_written(sim: SimulatorHandle, tmp_path: 
     """While the BI snapshot's new file is being written; the previous snapshot stays as it
     was and the temporary file goes."""
     run = start(sim, tmp_path)
-    try:
-        moment = lambda: any(tmp_path.glob("w_bi.duckdb.tmp-*"))  # noqa: E731
-        interrupt_at(run, moment, signal.SIGINT, "the snapshot")
-        result = ended(run, signal.SIGINT)
-    finally:
-        run.stop()
+    moment = lambda: any(tmp_path.glob("w_bi.duckdb.tmp-*"))  # noqa: E731
+    result = interrupted(run, moment, signal.SIGINT, "the snapshot")
     assert "while publishing the BI snapshot" in the_line(result, signal.SIGINT), result.describe()
     healed(sim, tmp_path)
     assert (tmp_path / "w_bi.duckdb").is_file() and (tmp_path / "w_bi_dashboard.html").is_file()
 
 
 def test_a_signal_while_the_dashboard_page_is_written(sim: SimulatorHandle, tmp_path: Path) -> None:
-    """The page's temporary file is a FIFO nobody reads, so the run waits in the dashboard's
-    write for as long as the test likes; the page is the snapshot's, and goes with it."""
+    """The page's temporary file is a FIFO the test opens but does not read, so the run waits
+    in the dashboard's write (the page is larger than a pipe holds) for as long as the test
+    likes; the page is the snapshot's, and goes with it."""
     run = start(sim, tmp_path)
+    page = tmp_path / f"w_bi_dashboard.html.tmp-{run.pid}"
     try:
-        os.mkfifo(tmp_path / f"w_bi_dashboard.html.tmp-{run.pid}")
-        moment = lambda: (tmp_path / "w_bi.duckdb").is_file()  # noqa: E731
-        interrupt_at(run, moment, signal.SIGINT, "the dashboard page")
-        result = ended(run, signal.SIGINT)
-    finally:
+        os.mkfifo(page)
+        reader = os.open(page, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
         run.stop()
+        raise
+    try:
+        writing = lambda: bool(select.select([reader], [], [], 0)[0])  # noqa: E731
+        result = interrupted(run, writing, signal.SIGINT, "the dashboard page")
+    finally:
+        os.close(reader)
     assert "while publishing the BI snapshot" in the_line(result, signal.SIGINT), result.describe()
     healed(sim, tmp_path)
-
-
-def _read(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", "replace")
