@@ -70,35 +70,22 @@ def main(argv: Sequence[str] | None = None, stop: SignalStop | None = None) -> i
 
 
 def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
-    """Runs the command; every error a user can fix ends as one line and its exit code."""
+    """Runs the command; every error a user can fix ends as one line and its exit code, and an
+    interruption as the one line of `Output.interrupted`."""
     from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, redact
 
     from .run.disk_full import DiskFull
     from .run.lock import WarehouseBusy
 
     try:
-        if args.command != "sim":  # a bad .dlt/*.toml: one line; unknown keys: `run`, `check`
-            from drone_ops_sync.sources.drone_ops import check_settings_files
-
-            check_settings_files(warn_unknown=args.command in ("run", "check"))
-        if args.command == "run":
-            return _run(args, output, stop, watch)
-        if args.command == "status":
-            return _status(args)
-        if args.command == "check":
-            return _check(args, output)
-        if args.command == "models":
-            return _models(args, output, stop)
-        if args.command in ("demo", "dashboard", "metrics"):
-            from .report_commands import report_command
-
-            return report_command(args, output, _target(args) if args.command != "demo" else None)
-        if args.command == "listen":
-            from .listen.serve import listen_command
-
-            return listen_command(args, output, stop)
-        if args.command == "sim":
-            return int(args.sim_func(args) or 0)
+        try:
+            return _command(args, output, stop, watch)
+        except Exception:
+            if stop.received is None:
+                raise
+            # raised on the way out of a signal, so its consequence: DuckDB, for one, turns
+            # the KeyboardInterrupt of a query into `RuntimeError: Query interrupted`
+            raise KeyboardInterrupt from None
     except ConfigError as exc:
         return output.fail("configuration error", redact(str(exc)), EXIT_CONFIG)
     except WarehouseBusy as exc:
@@ -109,16 +96,40 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
         return output.fail("error", redact(str(exc)), EXIT_FAILED)
     except KeyboardInterrupt:
         return output.interrupted(stop, _NEXT_RUN.get(args.command, "nothing was changed"))
+
+
+def _command(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
+    if args.command != "sim":  # a bad .dlt/*.toml: one line; unknown keys: `run`, `check`
+        from drone_ops_sync.sources.drone_ops import check_settings_files
+
+        check_settings_files(warn_unknown=args.command in ("run", "check"))
+    if args.command == "run":
+        return _run(args, output, stop, watch)
+    if args.command == "status":
+        return _status(args)
+    if args.command == "check":
+        return _check(args, output)
+    if args.command == "models":
+        return _models(args, output, stop)
+    if args.command in ("demo", "dashboard", "metrics"):
+        from .report_commands import report_command
+
+        return report_command(args, output, _target(args) if args.command != "demo" else None)
+    if args.command == "listen":
+        from .listen.serve import listen_command
+
+        return listen_command(args, output, stop)
+    if args.command == "sim":
+        return int(args.sim_func(args) or 0)
     return EXIT_FAILED
 
 
-_NEXT_RUN = {
+_NEXT_RUN = {  # what the next command does after a signal stopped one at once
     "run": "what was loaded is complete per table, and the next run picks up the rest",
     "models": "the next run builds the models",
     "dashboard": "the previous page stays in place",
     "demo": "the next demo starts afresh",
 }
-"""What the next command does after a signal stopped one at once (the line says it)."""
 
 
 def _target(args: argparse.Namespace) -> Target:
@@ -266,8 +277,7 @@ def _run_fleet(
         )
     output.workspaces_exit = fleet_exit_code(runs)
     if stop.received is not None:
-        then = "the workspaces that ended are as they say above, and the next run picks up the rest"
-        return output.interrupted(stop, then, doing="during the workspaces' runs")
+        return output.interrupted(stop, _NEXT_RUN["run"], doing="during the workspaces' runs")
     if not any(run.ok for run in runs):
         failed = ", ".join(run.name for run in runs)
         return output.finish(
