@@ -66,6 +66,19 @@ class SimulatorHandle(HandleBase):
     def counts(self) -> dict[str, int]:
         return dict(self._admin("GET", names.ADMIN_COUNTS_PATH))
 
+    def edit(
+        self,
+        list_name: str,
+        record_id: str | None = None,
+        fields: dict[str, Any] | None = None,
+        *,
+        delete: bool = False,
+    ) -> dict[str, Any]:
+        """One record edited as in the dashboard (`simulator/store/edits.py`): fields set, a
+        team member or job type added, or the record deleted; returns it as stored."""
+        body = {"list": list_name, "id": record_id, "set": fields or {}, "delete": delete}
+        return dict(self._admin("POST", names.ADMIN_EDIT_PATH, body))
+
     def set_delivery_faults(self, spec: str | None) -> dict[str, Any]:
         """Replace the webhook delivery faults; returns `{"faults", "active"}`."""
         return dict(self._admin("PUT", names.ADMIN_DELIVERY_FAULTS_PATH, {"faults": spec}))

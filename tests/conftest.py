@@ -48,6 +48,7 @@ _LONGEST_FIRST = (
     "tests/test_code_quality.py",
     "tests/packaging/test_wheel.py",
     "tests/chaos/",
+    "tests/histories/",
     "tests/pipelines/",
     "tests/orchestration/",
     "tests/deploy/",

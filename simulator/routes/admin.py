@@ -2,8 +2,8 @@
 
 Faults (of the API and of webhook deliveries) can be switched, the API's answers held, the
 webhook signing secret set or rotated, deliveries awaited and every attempt of each read back,
-request counts read and reset, the workspace churned and its rows counted; every call needs the
-full_access key.
+request counts read and reset, the workspace churned, one record edited as in the dashboard and
+its rows counted; every call needs the full_access key.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..names import (
     ADMIN_DELIVERIES_RESET_PATH,
     ADMIN_DELIVERY_FAULTS_PATH,
     ADMIN_DELIVERY_RETRIES_PATH,
+    ADMIN_EDIT_PATH,
     ADMIN_FAULTS_PATH,
     ADMIN_GATE_PATH,
     ADMIN_STATS_PATH,
@@ -47,6 +48,7 @@ class AdminRoutes:
             Endpoint(ADMIN_STATS_RESET_PATH, "POST", self.reset_stats),
             Endpoint(ADMIN_CHURN_PATH, "POST", self.churn),
             Endpoint(ADMIN_COUNTS_PATH, "GET", self.counts),
+            Endpoint(ADMIN_EDIT_PATH, "POST", self.edit),
             Endpoint(ADMIN_DELIVERY_FAULTS_PATH, "PUT", self.set_delivery_faults),
             Endpoint(ADMIN_DELIVERY_FAULTS_PATH, "GET", self.get_delivery_faults),
             Endpoint(ADMIN_DELIVERY_RETRIES_PATH, "PUT", self.set_delivery_retries),
@@ -115,6 +117,20 @@ class AdminRoutes:
 
     async def counts(self, _: Request) -> Response:
         return json_response(self.rt.store.counts())
+
+    async def edit(self, r: Request) -> Response:
+        """`{"list", "id"?, "set"?: {field: value}, "delete"?: bool}`: one record edited as in
+        the dashboard (`store/edits.py`); answers the record as stored."""
+        body = await read_json(r)
+        record_id, fields = body.get("id"), body.get("set") or {}
+        if record_id is not None and not isinstance(record_id, str):
+            raise ApiError(400, "id must be a string")
+        if not isinstance(fields, dict):
+            raise ApiError(400, "set must be an object")
+        record = self.rt.store.edits.edit(
+            str(body.get("list")), record_id, fields, body.get("delete") is True
+        )
+        return json_response(record)
 
     async def set_delivery_faults(self, r: Request) -> Response:
         body = await read_json(r)

@@ -9,6 +9,7 @@ per resource over it, each in its own module:
     job_types.py     JobTypes        team.py      Team
     webhooks.py      Webhooks        delivery_log.py  DeliveryLog (payloads, log entries)
     churn.py         Churn: deterministic background change for the admin API
+    edits.py         Edits: one record changed as in the dashboard, for the admin API
 
 Every operation takes the workspace lock, so the event worker thread, admin churn and request
 handlers can run concurrently. List operations return ready-to-send JSON bytes.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from .churn import Churn, ChurnPlan
 from .delivery_log import DeliveryLog
+from .edits import Edits
 from .job_types import JobTypes
 from .jobs import Jobs
 from .keyset import PAGE_SIZE, KeyIndex, decode_cursor, encode_cursor, encode_row
@@ -50,6 +52,7 @@ class Store:
         self.webhooks = Webhooks(state)
         self.delivery_log = DeliveryLog(state)
         self._churn = Churn(state, self.projects, self.jobs, self.delivery_log)
+        self.edits = Edits(state)
 
     def churn(
         self,

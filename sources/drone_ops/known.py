@@ -84,7 +84,7 @@ def read_known_state(
             columns = ", ".join(ENTITIES[name].current_columns)
             current = query(f"SELECT {columns} FROM {table(name)} WHERE _dlt_valid_to IS NULL")
             if current is not None:
-                known.current[name] = current
+                known.current[name] = _as_text(current)
                 known.existing.add(name)
         state = pipeline_reader(client)
         if not full_refresh:
@@ -179,6 +179,13 @@ def _from_epoch_ms(ms: int) -> datetime:
 def _epoch_ms(moment: datetime) -> int:
     """Exact integer milliseconds (float seconds would round some values)."""
     return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+
+
+def _as_text(current: pa.Table) -> pa.Table:
+    """The current columns (the key, the row hash, the parent's id) as the text they are. A
+    driver read through `fetchall` types a column by its values, so a table with no current
+    row comes back untyped (null), which Arrow refuses to compare with the walk's ids."""
+    return current.cast(pa.schema([(name, pa.string()) for name in current.column_names]))
 
 
 def _fetch_arrow(cursor: Any) -> pa.Table:

@@ -12,6 +12,7 @@ is merged, never retired, docs/warehouse.md), so only creators the API shows are
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -24,7 +25,14 @@ import duckdb
 from drone_ops_sync.pipelines.run.target import Target
 from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
-from tests.pipelines.warehouse_check import EPOCH, api_snapshot, expected_value, query, stored_value
+from tests.pipelines.warehouse_check import (
+    EPOCH,
+    Warehouse,
+    api_snapshot,
+    expected_value,
+    query,
+    stored_value,
+)
 
 from .results import ChaosResults
 from .watch import pending_packages
@@ -39,19 +47,19 @@ def _epoch(ms: Any) -> Any:
 
 
 class Reader:
-    """One look at a warehouse file (reads only): a single connection for all of a check's
-    queries (a connection costs ~70 ms), closed on exit."""
+    """One look at a warehouse (reads only): a DuckDB file or a PostgreSQL connection string,
+    through a single connection for all of a check's queries (a connection costs ~70 ms),
+    closed on exit."""
 
-    def __init__(self, database: Path, dataset: str) -> None:
+    def __init__(self, database: Warehouse, dataset: str) -> None:
         self.dataset = dataset
-        self._con = duckdb.connect(str(database)) if database.exists() else None
+        self._con = _connect(database)
         self.tables: set[str] = set()
         if self._con is not None:
-            names = self._con.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
-                [dataset],
-            ).fetchall()
-            self.tables = {name for (name,) in names}
+            names = self.rows(
+                f"SELECT table_name FROM information_schema.tables WHERE table_schema = '{dataset}'"
+            )
+            self.tables = {row["table_name"] for row in names}
 
     def __enter__(self) -> Reader:
         return self
@@ -61,9 +69,17 @@ class Reader:
             self._con.close()
 
     def rows(self, sql: str) -> list[dict[str, Any]]:
+        """The statement's rows as dicts (none for a statement without a result), in this
+        reader's one session."""
         assert self._con is not None
-        cursor = self._con.execute(sql)
-        names = [d[0] for d in cursor.description or []]
+        if isinstance(self._con, duckdb.DuckDBPyConnection):
+            cursor = self._con.execute(sql)  # a DuckDB cursor would be a session of its own
+        else:
+            cursor = self._con.cursor()
+            cursor.execute(sql)
+        if cursor.description is None:
+            return []
+        names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def current_rows(self, table: str) -> list[dict[str, Any]]:
@@ -89,6 +105,17 @@ class Reader:
         return counts
 
 
+def _connect(database: Warehouse) -> Any:
+    """A connection to the warehouse, None for a DuckDB file that does not exist yet."""
+    if isinstance(database, str):
+        import psycopg2
+
+        connection = psycopg2.connect(database, connect_timeout=10)
+        connection.autocommit = True
+        return connection
+    return duckdb.connect(str(database)) if database.exists() else None
+
+
 def table_exists(database: Path, dataset: str, table: str) -> bool:
     with Reader(database, dataset) as reader:
         return table in reader.tables
@@ -112,35 +139,61 @@ def duplicate_current_ids(database: Path, dataset: str) -> dict[str, int]:
 
 def expected_users(api: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """The distinct `created_by` objects of projects and webhooks, with the span of `created`
-    of what each made (first_seen_at / last_seen_at)."""
+    of what each made (first_seen_at / last_seen_at). A creator shown differently by two
+    records (a webhook's `created_by` has no `profile_picture`) is as the newest record shows
+    it; of records created at the same millisecond, the copy whose canonical JSON hashes
+    larger (docs/warehouse.md, users)."""
     users: dict[str, dict[str, Any]] = {}
+    newest: dict[str, tuple[int, str]] = {}
     for table in ("projects", "webhooks"):
         for record in api[table].values():
             creator = record.get("created_by")
             if not isinstance(creator, dict) or creator.get("id") is None:
                 continue
             created = record.get("created")
-            user = users.setdefault(
-                str(creator["id"]),
-                {
-                    "kind": "api_key" if creator.get("type") == "api_key" else "user",
-                    "email": creator.get("email"),
-                    "first_name": creator.get("first_name"),
-                    "last_name": creator.get("last_name"),
-                    "profile_picture": creator.get("profile_picture"),
-                    "first_seen_at": created,
-                    "last_seen_at": created,
-                },
-            )
-            if isinstance(created, int):
-                if user["first_seen_at"] is None or created < user["first_seen_at"]:
-                    user["first_seen_at"] = created
-                if user["last_seen_at"] is None or created > user["last_seen_at"]:
-                    user["last_seen_at"] = created
+            created = created if isinstance(created, int) else None
+            user_id = str(creator["id"])
+            user = users.get(user_id)
+            rank = (-1 if created is None else created, _canonical_hash(creator))
+            if user is None or (created is not None and rank > newest[user_id]):
+                spans = (created, created) if user is None else _span(user, created)
+                users[user_id] = _user(creator, *spans)
+                newest[user_id] = rank
+            else:
+                users[user_id].update(
+                    zip(("first_seen_at", "last_seen_at"), _span(user, created), strict=True)
+                )
     for user in users.values():
         user["first_seen_at"] = _epoch(user["first_seen_at"])
         user["last_seen_at"] = _epoch(user["last_seen_at"])
     return users
+
+
+def _canonical_hash(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _span(user: dict[str, Any], created: int | None) -> tuple[int | None, int | None]:
+    first, last = user["first_seen_at"], user["last_seen_at"]
+    if created is None:
+        return first, last
+    return (
+        created if first is None else min(first, created),
+        created if last is None else max(last, created),
+    )
+
+
+def _user(creator: dict[str, Any], first: int | None, last: int | None) -> dict[str, Any]:
+    return {
+        "kind": "api_key" if creator.get("type") == "api_key" else "user",
+        "email": creator.get("email"),
+        "first_name": creator.get("first_name"),
+        "last_name": creator.get("last_name"),
+        "profile_picture": creator.get("profile_picture"),
+        "first_seen_at": first,
+        "last_seen_at": last,
+    }
 
 
 def field_differences(
@@ -232,10 +285,18 @@ class TruthReport:
 
 
 def compare_with_api(
-    database: Path, dataset: str, api: dict[str, dict[str, dict[str, Any]]]
+    database: Warehouse,
+    dataset: str,
+    api: dict[str, dict[str, dict[str, Any]]],
+    users: dict[str, dict[str, Any]] | None = None,
 ) -> TruthReport:
+    """The warehouse's current rows against `api` (table -> id -> record, as the API shows
+    them); `users` are the expected users rows (default: the creators `api` shows)."""
     report = TruthReport()
-    expected: dict[str, dict[str, dict[str, Any]]] = {**api, "users": expected_users(api)}
+    expected: dict[str, dict[str, dict[str, Any]]] = {
+        **api,
+        "users": expected_users(api) if users is None else users,
+    }
     with Reader(database, dataset) as reader:
         current = {table: reader.current_rows(table) for table in DATA_TABLES}
     for table in DATA_TABLES:

@@ -57,7 +57,7 @@ def _count(folder: Path) -> int:
 
 def _marks_only(package: Path) -> bool:
     """The package a first sync records its delivery marks in before anything else."""
-    tables = set()
+    tables: set[str] = set()
     for jobs in JOB_DIRS:
         try:
             tables.update(job.name.split(".", 1)[0] for job in (package / jobs).iterdir())

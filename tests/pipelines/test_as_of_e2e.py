@@ -24,7 +24,6 @@ import pytest
 
 from drone_ops_sync.pipelines.publish.dbt_build import (
     _release_duckdb,
-    build_models,
     dbt_args,
     dbt_environment,
     dbt_target,
@@ -35,37 +34,21 @@ from drone_ops_sync.pipelines.run.target import Target
 from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
 from testkit.simulator_process import SimulatorHandle
-from tests.pipelines.warehouse_check import Warehouse, api_snapshot, mismatches, query
+from tests.pipelines.as_of_check import (
+    HISTORY,
+    Capture,
+    as_of_problems,
+    build_history_marts,
+    changed_problems,
+    changed_rows,
+    expected_changes,
+    literal,
+)
+from tests.pipelines.warehouse_check import Warehouse, api_snapshot, query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-# history table -> the key column of its versions mart
-HISTORY = {
-    "projects": "project_id",
-    "jobs": "job_id",
-    "job_types": "job_type_id",
-    "team_members": "team_member_id",
-    "webhooks": "webhook_id",
-}
-MART_OF = {
-    "projects": "dim_project_versions",
-    "jobs": "dim_job_versions",
-    "job_types": "dim_job_type_versions",
-    "team_members": "dim_team_member_versions",
-    "webhooks": "dim_webhook_versions",
-}
-# the marts' names of API fields that the marts rename (docs/data-dictionary.md)
-MART_COLUMN = {
-    "created": "created_at",
-    "updated": "updated_at",
-    "archived": "is_archived",
-    "type": "job_type_id",
-    "created_by": "created_by_id",
-}
 ROUNDS = 3
-
-Capture = dict[str, dict[str, dict[str, Any]]]
-"""table -> id -> the API's record."""
 
 
 @dataclass(frozen=True)
@@ -112,67 +95,29 @@ def _churned_history(handle: SimulatorHandle, target: Target) -> History:
     return History(before, synced, unsynced)
 
 
-def _as_api_fields(table: str, row: dict[str, Any]) -> dict[str, Any]:
-    """A versions mart row under the API's field names, for `mismatches`."""
-    renamed = {api: MART_COLUMN[api] for api in MART_COLUMN if api != "created_by"}
-    fields = {api: row[mart] for api, mart in renamed.items() if mart in row}
-    return {**row, **fields, "id": row[HISTORY[table]]}
-
-
-Changes = dict[str, tuple[str, frozenset[str] | None]]
-"""id -> (change, the names of the columns that changed, or None for new and retired)."""
-
-
-def _expected_changes(
-    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], names: dict[str, str]
-) -> Changes:
-    """The difference of two captures, the fields named as `names` says (others as they are)."""
-    changes: Changes = {}
-    for entity_id in after.keys() - before.keys():
-        changes[entity_id] = ("new", None)
-    for entity_id in before.keys() - after.keys():
-        changes[entity_id] = ("retired", None)
-    for entity_id in before.keys() & after.keys():
-        old, new = before[entity_id], after[entity_id]
-        fields = {f for f in old.keys() | new.keys() if old.get(f) != new.get(f)}
-        if fields:
-            changes[entity_id] = ("changed", frozenset(names.get(f, f) for f in fields))
-    return changes
-
-
-def _literal(moment: datetime) -> str:
-    return f"cast('{moment.isoformat()}' as timestamp with time zone)"
-
-
-def _changed_rows(rows: list[dict[str, Any]], key: str) -> Changes:
-    found: Changes = {}
-    for row in rows:
-        columns = row["changed_columns"]
-        assert row[key] not in found, row
-        found[row[key]] = (row["change"], None if columns is None else frozenset(columns))
-    return found
-
-
 def _check_functions(warehouse: Warehouse, marts: str, history: History) -> None:
     """Every `<table>_as_of` and `<table>_changed` against the captures."""
-    for table, key in HISTORY.items():
-        calls = f"{marts}.{table}"
-        before = _literal(history.before_first_sync)
-        assert query(warehouse, f"select * from {calls}_as_of({before})") == [], table
+
+    def rows_of(sql: str) -> list[dict[str, Any]]:
+        return query(warehouse, sql)
+
+    for table in HISTORY:
+        before = literal(history.before_first_sync)
+        assert query(warehouse, f"select * from {marts}.{table}_as_of({before})") == [], table
         for moment in [*history.synced, *history.unsynced]:
-            rows = query(warehouse, f"select * from {calls}_as_of({_literal(moment.at)})")
-            stored = {row[key]: _as_api_fields(table, row) for row in rows}
-            assert len(stored) == len(rows), (table, "one row per id")
-            assert mismatches(moment.api[table], stored) == [], (table, moment.at)
+            problems = as_of_problems(rows_of, marts, table, literal(moment.at), moment.api[table])
+            assert problems == [], (table, moment.at, problems)
         moments = [Moment(history.before_first_sync, {t: {} for t in HISTORY}), *history.synced]
         for i, earlier in enumerate(moments):
             for later in moments[i + 1 :]:
-                rows = query(
-                    warehouse,
-                    f"select * from {calls}_changed({_literal(earlier.at)}, {_literal(later.at)})",
+                problems = changed_problems(
+                    rows_of,
+                    marts,
+                    table,
+                    (earlier.at, later.at),
+                    (earlier.api[table], later.api[table]),
                 )
-                expected = _expected_changes(earlier.api[table], later.api[table], MART_COLUMN)
-                assert _changed_rows(rows, key) == expected, (table, earlier.at, later.at)
+                assert problems == [], problems
 
 
 def _check_dbt_macros(
@@ -202,34 +147,23 @@ def _check_dbt_macros(
     compiled = str(result.results[0].node.compiled_code)
     first, last = history.synced[0], history.synced[-1]
     sql = (
-        compiled.replace("__AT__", _literal(first.at))
-        .replace("__FROM__", _literal(first.at))
-        .replace("__TO__", _literal(last.at))
+        compiled.replace("__AT__", literal(first.at))
+        .replace("__FROM__", literal(first.at))
+        .replace("__TO__", literal(last.at))
     )
     rows = query(warehouse, sql)
     assert {r["id"] for r in rows if r["call"] == "as_of"} == set(first.api["jobs"])
-    changed = _changed_rows([r for r in rows if r["call"] == "changed"], "id")
+    changed = changed_rows([r for r in rows if r["call"] == "changed"], "id")
     # raw columns: the API's own names, but the creator's id column
     raw_names = {"created_by": "created_by_id"}
-    assert changed == _expected_changes(first.api["jobs"], last.api["jobs"], raw_names)
-
-
-def _build_history_marts(target: Target, tmp_path: Path) -> None:
-    result = build_models(
-        dbt_target(target),
-        target.dataset,
-        run_tests=False,
-        target_path=tmp_path / "dbt",
-        select=[f"+{mart}" for mart in MART_OF.values()],
-    )
-    assert result.ok, result.failures or result.error
+    assert changed == expected_changes(first.api["jobs"], last.api["jobs"], raw_names)
 
 
 def test_as_of_and_changed_agree_with_the_simulators_history(
     tiny_sim: SimulatorHandle, any_target: Target, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     history = _churned_history(tiny_sim, any_target)
-    _build_history_marts(any_target, tmp_path)
+    build_history_marts(any_target, tmp_path / "dbt")
     marts = f"{any_target.dataset}_marts"
     if any_target.destination == "postgres":
         warehouse: Warehouse = request.getfixturevalue("postgres_dsn")

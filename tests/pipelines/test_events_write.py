@@ -31,6 +31,7 @@ from drone_ops_sync.sources.drone_ops.internal import ReceivedEvent, Seams
 from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import wait_until
+from .run_seams import SeamTransport
 from .warehouse_check import Warehouse, query
 
 pytestmark = pytest.mark.e2e
@@ -141,31 +142,6 @@ def _ids_with_several_current_rows(target: Target) -> list[dict[str, Any]]:
     )
 
 
-class AfterListing(httpx.BaseTransport):
-    """The run's real HTTP to the simulator; once the run has the first page of projects, it
-    runs `changes` with that page before the run sees it. So the race is not left to timing:
-    the run's listing is certainly older than what `changes` makes current. (The active
-    projects: those the test changed before the run.)"""
-
-    def __init__(self, changes: Any) -> None:
-        self.inner = httpx.HTTPTransport()
-        self.changes = changes
-        self.done = False
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response = self.inner.handle_request(request)
-        listing = request.url.path == "/v1/projects" and "archived" not in request.url.params
-        if not listing or self.done:
-            return response
-        self.done = True
-        body = response.read()
-        self.changes(httpx.Response(200, content=body).json()["projects"])
-        return httpx.Response(response.status_code, headers=response.headers, content=body)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
 def test_events_applied_during_a_run_are_never_overwritten_by_its_listing(
     tiny_sim: SimulatorHandle, any_target: Target
 ) -> None:
@@ -188,7 +164,7 @@ def test_events_applied_during_a_run_are_never_overwritten_by_its_listing(
                 racing.append(project_id)
 
         overrides = {"base_url": tiny_sim.base_url, "api_key": tiny_sim.read_key}
-        seams = Seams(transport=AfterListing(newer_versions_by_event))
+        seams = Seams(transport=SeamTransport(after_listing=newer_versions_by_event))
         outcome = run_sync(target, config=read_source_config(overrides), seams=seams)
         assert outcome.ok, outcome.report.tables
         assert racing, "the run listed no projects"

@@ -180,3 +180,43 @@ def test_a_closed_gate_holds_requests_until_it_opens(sim: SimulatorHandle) -> No
         finally:
             assert sim.set_gate(False)["closed"] is False
         assert pending.result(timeout=60).status_code == 200
+
+
+def test_edits_change_what_the_api_cannot(sim: SimulatorHandle, full: httpx.Client) -> None:
+    """Dashboard edits: a member added with a chosen id, changed and removed; a job type renamed
+    and removed; a project's own timestamps set, its list position following `created`; no
+    event, and what no record holds refused."""
+    added = sim.edit("team", "ab", {"email": "ab@example.com", "role": "pilot"})
+    assert added["created"] == added["updated"] and added["first_name"] is None
+    changed = sim.edit("team", "ab", {"first_name": "A", "last_name": "B"})
+    assert changed["updated"] > added["updated"], "a change without `updated` moves it to now"
+    edge = sim.edit("team", "ab", {"created": 0, "updated": 4_102_444_800_000})
+    team = walk(full, "/v1/team", "team")
+    assert team[0]["id"] == "ab" and team[0]["updated"] == 4_102_444_800_000 == edge["updated"]
+    assert full.get("/v1/team/ab").json()["first_name"] == "A"
+    assert sim.edit("team", "ab", delete=True) == {"id": "ab", "deleted": True}
+    assert full.get("/v1/team/ab").status_code == 404
+
+    type_id = full.post("/v1/job-types", json={"name": "Survey"}).json()["id"]
+    assert sim.edit("job_types", type_id, {"name": "Renamed"})["name"] == "Renamed"
+    assert full.get(f"/v1/job-types/{type_id}").json()["name"] == "Renamed"
+    sim.edit("job_types", type_id, delete=True)
+    assert full.get(f"/v1/job-types/{type_id}").status_code == 404
+
+    project = walk(full, "/v1/projects", "projects")[-1]
+    sim.edit("projects", project["id"], {"created": 0, "updated": 1})
+    first = walk(full, "/v1/projects", "projects")[0]
+    assert (first["id"], first["created"], first["updated"]) == (project["id"], 0, 1)
+
+    for body in (
+        {"list": "projects", "id": project["id"], "set": {"email": "x"}},
+        {"list": "team", "id": "x y", "set": {"email": "x", "role": "pilot"}},
+        {"list": "team", "set": {"email": "x", "role": "captain"}},
+        {"list": "jobs", "id": "job_x", "set": {"updated": -1}},
+        {"list": "projects", "set": {"name": "new"}},
+    ):
+        assert full.post("/_admin/edit", json=body).status_code == 400, body
+    assert (
+        full.post("/_admin/edit", json={"list": "team", "id": "nobody", "delete": True}).status_code
+        == 404
+    )
