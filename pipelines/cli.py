@@ -9,7 +9,6 @@ warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM (`signals.py`); `statu
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -32,40 +31,47 @@ if TYPE_CHECKING:
 __all__ = ["EXIT_BUSY", "EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "build_parser", "main"]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, stop: SignalStop | None = None) -> int:
     """Parses first (`--help` and usage errors end here, having imported nothing heavy), then
-    loads what the chosen command needs."""
+    loads what the chosen command needs. `stop` is the process's (`console_script.py` installs
+    it before any import); without one, the command installs its own while it runs."""
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(with_sim="sim" in words).parse_args(words)
+    log_format = getattr(args, "log_format", None) or "text"
     if args.command == "init":
         from .project_init import init_command
 
-        return init_command(args.dir, force=args.force)
+        return init_command(args.dir, force=args.force, as_json=log_format == "json")
+    from .console.json_output import JsonOutput
     from .console.logs import setup_logging
-    from .console.output import JsonOutput, TextOutput, make_console
+    from .console.output import TextOutput, make_console
     from .observe.watch import RunWatch
     from .run.signals import SignalStop
     from .run.target import apply_runtime_defaults
 
     apply_runtime_defaults()
-    log_format = getattr(args, "log_format", None) or "text"
     console = make_console()
     beat = getattr(args, "heartbeat", DEFAULT_HEARTBEAT_SECONDS)
     output: Output = (
         JsonOutput(console, beat) if log_format == "json" else TextOutput(console, beat)
     )
     setup_logging(getattr(args, "verbose", False), json_lines=log_format == "json")
-    stop = SignalStop()
+    stop = stop if stop is not None else SignalStop()
     watch = RunWatch()
     with stop.installed():
         code = _dispatch(args, output, stop, watch)
         if args.command == "run":
-            watch.finish(output.summary)
+            try:
+                with output.status("reporting the run", then="the run is as its summary says"):
+                    watch.finish(output.summary)
+            except KeyboardInterrupt:
+                code = output.interrupted(stop, "")
     return code
 
 
 def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
-    """Runs the command; every error a user can fix ends as one line and its exit code."""
+    """Runs the command; every error a user can fix ends as one line and its exit code, and an
+    interruption as the one line of `Output.interrupted`."""
     from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
     from drone_ops_sync.sources.drone_ops.internal import redact
 
@@ -73,29 +79,14 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
     from .run.lock import WarehouseBusy
 
     try:
-        if args.command != "sim":  # a bad .dlt/*.toml: one line; an unknown setting: named
-            from drone_ops_sync.sources.drone_ops.internal import check_settings_files
-
-            refuse_as = strict_settings(args)
-            check_settings_files(warn_unknown=True, also_known=OWN_SETTINGS, refuse_as=refuse_as)
-        if args.command == "run":
-            return _run(args, output, stop, watch)
-        if args.command == "status":
-            return _status(args)
-        if args.command == "check":
-            return _check(args, output)
-        if args.command == "models":
-            return _models(args, output, stop)
-        if args.command in ("demo", "dashboard", "metrics"):
-            from .report_commands import report_command
-
-            return report_command(args, output, _target(args) if args.command != "demo" else None)
-        if args.command == "listen":
-            from .listen.serve import listen_command
-
-            return listen_command(args, output, stop)
-        if args.command == "sim":
-            return int(args.sim_func(args) or 0)
+        try:
+            return _command(args, output, stop, watch)
+        except Exception:
+            if stop.received is None:
+                raise
+            # raised on the way out of a signal, so its consequence: DuckDB, for one, turns
+            # the KeyboardInterrupt of a query into `RuntimeError: Query interrupted`
+            raise KeyboardInterrupt from None
     except ConfigError as exc:
         return output.fail("configuration error", redact(str(exc)), EXIT_CONFIG)
     except WarehouseBusy as exc:
@@ -105,13 +96,42 @@ def _dispatch(args: argparse.Namespace, output: Output, stop: SignalStop, watch:
     except DroneOpsError as exc:
         return output.fail("error", redact(str(exc)), EXIT_FAILED)
     except KeyboardInterrupt:
-        return output.fail(
-            "interrupted",
-            f"stopped by {signal.Signals(stop.received or signal.SIGINT).name}; what was"
-            " loaded is complete per table, and the next run picks up the rest",
-            stop.exit_code,
-        )
+        return output.interrupted(stop, _NEXT_RUN.get(args.command, "nothing was changed"))
+
+
+def _command(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
+    if args.command != "sim":  # a bad .dlt/*.toml: one line; an unknown setting: named
+        from drone_ops_sync.sources.drone_ops.internal import check_settings_files
+
+        refuse_as = strict_settings(args)
+        check_settings_files(warn_unknown=True, also_known=OWN_SETTINGS, refuse_as=refuse_as)
+    if args.command == "run":
+        return _run(args, output, stop, watch)
+    if args.command == "status":
+        return _status(args)
+    if args.command == "check":
+        return _check(args, output)
+    if args.command == "models":
+        return _models(args, output, stop)
+    if args.command in ("demo", "dashboard", "metrics"):
+        from .report_commands import report_command
+
+        return report_command(args, output, _target(args) if args.command != "demo" else None)
+    if args.command == "listen":
+        from .listen.serve import listen_command
+
+        return listen_command(args, output, stop)
+    if args.command == "sim":
+        return int(args.sim_func(args) or 0)
     return EXIT_FAILED
+
+
+_NEXT_RUN = {  # what the next command does after a signal stopped one at once
+    "run": "what was loaded is complete per table, and the next run picks up the rest",
+    "models": "the next run builds the models",
+    "dashboard": "the previous page stays in place",
+    "demo": "the next demo starts afresh",
+}
 
 
 def _target(args: argparse.Namespace) -> Target:
@@ -179,6 +199,7 @@ def _run_one(
     from drone_ops_sync.sources.drone_ops import read_workspace_config
     from drone_ops_sync.sources.drone_ops.internal import RunOptions, checked_tables
 
+    from .console.summary import interrupted_tables
     from .run.destination import check_target
     from .run.dlt_tooling import link_for_dlt_cli
     from .session import Session
@@ -211,7 +232,8 @@ def _run_one(
             )
         output.sync_summary(outcome)
         if stop.received is not None:
-            return output.finish(stop.exit_code, "interrupted", outcome)
+            then = interrupted_tables(outcome)
+            return output.interrupted(stop, then, doing="during the sync", outcome=outcome)
         if not outcome.ok:
             return output.finish(EXIT_FAILED, "failed", outcome)
         if args.no_models or target.destination not in MODEL_DESTINATIONS:
@@ -236,7 +258,7 @@ def _run_fleet(
 ) -> int:
     from .publishing import build_models_step, finish_success
     from .run.destination import check_target
-    from .run.fleet import fleet_exit_code, run_fleet
+    from .run.fleet import child_arguments, fleet_exit_code, run_fleet
 
     models = _target(args)
     watch.configure(models, args.metrics_file)
@@ -251,14 +273,14 @@ def _run_fleet(
     with stop.cooperating() as stopping:
         runs = run_fleet(
             names,
-            _child_arguments(args),
+            child_arguments(args),
             parallel=args.parallel,
             stop=stopping,
             on_finished=output.workspace_finished,
         )
     output.workspaces_exit = fleet_exit_code(runs)
     if stop.received is not None:
-        return output.finish(stop.exit_code, "interrupted")
+        return output.interrupted(stop, _NEXT_RUN["run"], doing="during the workspaces' runs")
     if not any(run.ok for run in runs):
         failed = ", ".join(run.name for run in runs)
         return output.finish(
@@ -275,23 +297,6 @@ def _run_fleet(
         reuse_current=not args.force_models,
         snapshot=snapshot,
     )
-
-
-def _child_arguments(args: argparse.Namespace) -> list[str]:
-    """What each workspace's own `drone-sync run` is given: the fleet's flags, no models (built
-    once, after all of them) and no snapshot (published from those models)."""
-    child = ["--destination", args.destination, "--dataset", args.dataset]
-    if args.database is not None:
-        child += ["--database", str(args.database.resolve())]
-    if args.resources is not None:
-        child += ["--resources", args.resources]
-    if args.full_refresh:
-        child.append("--full-refresh")
-    if args.allow_mass_delete:
-        child.append("--allow-mass-delete")
-    if args.verbose:
-        child.append("--verbose")
-    return [*child, "--no-models", "--no-snapshot"]
 
 
 def _fleet_data_version(target: Target, known: str | None, known_for: str | None) -> str | None:

@@ -152,6 +152,7 @@ def _init_parser(commands: Any) -> None:
     init.add_argument(
         "--force", action="store_true", help="overwrite the starter files if they exist"
     )
+    _global_arguments(init)
 
 
 def _positive_seconds(text: str) -> float:

@@ -13,6 +13,12 @@ the ordinary exit is taken, which waits for it.
 `cli.main` stays what tests and in-process callers call; only the process entry points exit
 this way: the `drone-sync` script, `python -m drone_ops_sync.pipelines.console_script`, and the
 children of a fleet run (`run/fleet.py`).
+
+The process's SIGINT/SIGTERM handler and the guard of its standard output (`run/signals.py`)
+are installed here first, before the command's imports (dlt, DuckDB, pyarrow, rich: most of a
+second, the start-up a Ctrl-C most often lands in), so that a signal or a closed pipe at any
+moment ends the command the same way: one line (none for the pipe) and 130, 143 or 141. Only
+the interpreter's own start, before this module runs, is left to Python's default.
 """
 
 from __future__ import annotations
@@ -20,16 +26,36 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 import sys
 import threading
 from typing import NoReturn
 
-from .cli import main as command
+from .run.signals import SIGNAL_EXIT, SignalStop
 
 
 def main() -> NoReturn:
-    """Runs the command line and ends the process with its exit code."""
-    exit_now(command())
+    """Runs the command line and ends the process with its exit code; a signal that the
+    command did not handle (one during its imports, or while the last of its output is
+    written) ends it with one line and the signal's code."""
+    stop = SignalStop()
+    code: int | None = None
+    with stop.installed(), stop.guarding_stdout():
+        try:
+            from .cli import main as command
+
+            code = command(stop=stop)
+            sys.stdout.flush()  # what is left of the output: a closed pipe here ends it too
+        except KeyboardInterrupt:
+            line = stop.interrupted(*(_STARTING if code is None else _ENDING))
+            if line is not None:
+                sys.stderr.write(f"drone-sync: interrupted: {line}\n")
+            code = stop.exit_code
+        exit_now(code)
+
+
+_STARTING = ("while starting", "nothing was changed, so the next run does it all")
+_ENDING = ("while writing the last of its output", "what the command did is done")
 
 
 def exit_now(code: int) -> NoReturn:
@@ -44,6 +70,9 @@ def exit_now(code: int) -> NoReturn:
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
     if others or run_exit_handlers is None:
         sys.exit(code)
+    # the command has ended and said so: a signal now would only interrupt an exit handler
+    for sig in SIGNAL_EXIT:
+        signal.signal(sig, signal.SIG_IGN)
     run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         # a closed pipe or stream: nothing more can be written anyway

@@ -3,7 +3,8 @@
 They let a scheduler tell what to do next without reading the output: 0 success, 1 a table
 failed or was refused (or dbt failed), 2 configuration error, 75 warehouse busy, 130 / 143
 interrupted by SIGINT / SIGTERM (128 + the signal's number, as shells report it; set by
-`run/signals.py`). Every code is here, so this file answers "what does exit N mean".
+`run/signals.py`), 141 the standard output was closed (SIGPIPE's code, as a shell reports a Unix
+tool that a closed pipe ended). Every code is here, so this file answers "what does exit N mean".
 """
 
 from __future__ import annotations
@@ -23,3 +24,8 @@ EXIT_SIGINT = 130
 """Interrupted by SIGINT (Ctrl-C): the next run picks up."""
 EXIT_SIGTERM = 143
 """Interrupted by SIGTERM (a scheduler's stop, `docker stop`): the next run picks up."""
+EXIT_SIGPIPE = 141
+"""The standard output was closed before the command finished writing (`drone-sync ... | head`):
+the command ended there without a word, as SIGPIPE ends `git log`, `cat` or `seq` (a shell with
+`set -o pipefail` reports 141 for them too). A `run` so ended stops as at SIGTERM: the next run
+picks up."""

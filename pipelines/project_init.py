@@ -16,11 +16,13 @@ Imports only the standard library: `init` runs before the CLI loads dlt or anyth
 from __future__ import annotations
 
 import importlib.resources
+import json
 import os
 import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from .exit_codes import EXIT_CONFIG, EXIT_OK
 
@@ -98,27 +100,47 @@ def write_starter(folder: Path, *, force: bool = False) -> list[Path]:
     return written
 
 
-def init_command(folder: Path, *, force: bool = False, out: TextIO | None = None) -> int:
+def init_command(
+    folder: Path, *, force: bool = False, as_json: bool = False, out: TextIO | None = None
+) -> int:
     """`drone-sync init`: writes the starter settings, says what it wrote and what comes next.
 
     A refusal or an unwritable folder is one line on stderr and exit code 2, like every other
-    configuration error of the CLI."""
+    configuration error of the CLI. `as_json` (`--log-format json`): one `init` object on
+    stdout, or an `error` object, as the other commands' events (docs/operations.md)."""
     out = out or sys.stdout
     try:
         written = write_starter(folder, force=force)
     except InitRefused as exc:
-        sys.stderr.write(f"drone-sync: configuration error: {exc}\n")
-        return EXIT_CONFIG
+        return _refused(str(exc), as_json, out)
     except OSError as exc:
-        sys.stderr.write(f"drone-sync: configuration error: cannot write into {folder}: {exc}\n")
-        return EXIT_CONFIG
+        return _refused(f"cannot write into {folder}: {exc}", as_json, out)
+    where = "" if folder.resolve() == Path.cwd().resolve() else f"cd {folder} && "
+    next_step = (
+        "set sources.drone_ops.base_url in .dlt/config.toml and your API key in"
+        " .dlt/secrets.toml (or SOURCES__DRONE_OPS__BASE_URL and SOURCES__DRONE_OPS__API_KEY),"
+        f" then run: {where}drone-sync check"
+    )
+    if as_json:
+        out.write(_event("init", written=[str(path) for path in written], next=next_step))
+        return EXIT_OK
     for path in written:
         note = " (readable by you only, git-ignored)" if path.name == "secrets.toml" else ""
         out.write(f"wrote {path}{note}\n")
-    where = "" if folder.resolve() == Path.cwd().resolve() else f"cd {folder} && "
-    out.write(
-        "next: set sources.drone_ops.base_url in .dlt/config.toml and your API key in"
-        " .dlt/secrets.toml (or SOURCES__DRONE_OPS__BASE_URL and SOURCES__DRONE_OPS__API_KEY),"
-        f" then run: {where}drone-sync check\n"
-    )
+    out.write(f"next: {next_step}\n")
     return EXIT_OK
+
+
+def _refused(message: str, as_json: bool, out: TextIO) -> int:
+    if as_json:
+        out.write(_event("error", kind="configuration error", message=message))
+    else:
+        sys.stderr.write(f"drone-sync: configuration error: {message}\n")
+    return EXIT_CONFIG
+
+
+def _event(event: str, **fields: Any) -> str:
+    """One JSON line, as `--log-format json` prints every event (`console/json_output.py`,
+    which `init` does not import: it needs rich and the source)."""
+    record = {"event": event, "ts": datetime.now(UTC).isoformat(timespec="milliseconds")}
+    return json.dumps({**record, **fields}) + "\n"

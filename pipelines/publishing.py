@@ -156,10 +156,14 @@ def _build_models_step(
         reuse = snapshot is not None and snapshot_current(plan.previous, snapshot.path)
         return finish_success(target, snapshot, output, outcome, reused, reuse_marts=reuse)
     prepare_models_build(target)
-    with output.status("building dbt models"):
+    then = "the loaded tables are complete, and the next run builds the models"
+    with output.status("building dbt models", then):
         result = dbt_build(
             target, select=plan.select or None, run_tests=run_tests, unit_tests=plan.unit_tests
         )
+        if stop.received is not None:
+            # dbt turned the KeyboardInterrupt into a failed result: the signal ends the command
+            raise KeyboardInterrupt
     result.scope, result.reason = plan.scope, plan.reason
     result.changed_tables = plan.changed_tables
     database = target.duckdb_file()
@@ -168,9 +172,6 @@ def _build_models_step(
         if busy is not None:
             raise WarehouseBusy(busy)
     output.models_summary(result, target.dataset)
-    if stop.received is not None:
-        # dbt turns the KeyboardInterrupt into a failed result; the signal decides the code
-        return output.finish(stop.exit_code, "interrupted", outcome, result)
     if not result.ok:
         return output.finish(EXIT_FAILED, "failed", outcome, result)
     if run_tests:
@@ -220,7 +221,8 @@ def _publish_snapshot(
     if plan is None:
         return None
     try:
-        with output.status("publishing the BI snapshot"):
+        then = "the models are built, and the next run publishes the snapshot"
+        with output.status("publishing the BI snapshot", then):
             result = publish_snapshot(
                 target.resolved_database().resolve(),
                 target.dataset,
@@ -229,8 +231,8 @@ def _publish_snapshot(
                 include_runs=plan.include_runs,
                 reuse_marts=reuse_marts,
             )
-        # the page of the new snapshot, beside it: republished with it, or it fails with it
-        result = replace(result, dashboard=write_dashboard(plan.path, target.dataset))
+            # the page of the new snapshot, beside it: republished with it, or it fails with it
+            result = replace(result, dashboard=write_dashboard(plan.path, target.dataset))
     except (SnapshotError, DashboardError) as exc:
         message = redact(str(exc))
         output.snapshot_failed(plan.path, message)

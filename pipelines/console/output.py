@@ -1,22 +1,20 @@
 """What a person or a log shipper sees of a command: progress, summaries, the final outcome.
 
 Two outputs with the same methods: `TextOutput` (a table for people; plain and never truncated
-when the output is a file, as under cron) and `JsonOutput` (one JSON object per line on stdout,
-ending with a `summary` object, for log shippers). Every line goes through `redact`, so a secret
-that slipped into some library's message never leaves the process. The live progress line is
-drawn by `progress.py`, the run's summary table by `summary.py`, log lines by `logs.py`.
+when the output is a file, as under cron) and `JsonOutput` (`json_output.py`: one JSON object
+per line on stdout, ending with a `summary` object, for log shippers). Every line goes through
+`redact`, so a secret that slipped into some library's message never leaves the process. The
+live progress line is drawn by `progress.py`, the run's summary table by `summary.py`, log
+lines by `logs.py`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import threading
 import time
-from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
-from datetime import UTC, datetime
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -27,15 +25,8 @@ from drone_ops_sync.sources.drone_ops.internal import AccessReport, redact
 
 from ..defaults import DEFAULT_HEARTBEAT_SECONDS
 from ..run.sync import SyncOutcome
-from .progress import ProgressCounter, heartbeat, live_progress
-from .summary import (
-    models_fields,
-    print_summary,
-    result_fields,
-    root_cause,
-    snapshot_fields,
-    table_fields,
-)
+from .progress import ProgressCounter, live_progress
+from .summary import models_fields, print_summary, root_cause, table_fields
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -43,6 +34,7 @@ if TYPE_CHECKING:
     from ..publish.dbt_build import ModelsResult
     from ..publish.snapshot import SnapshotResult
     from ..run.fleet import WorkspaceRun
+    from ..run.signals import SignalStop
 
 PLAIN_WIDTH = 120  # output to a file or pipe, unless COLUMNS says (docs/operations.md, Output)
 # the summary's `outcome` for a command that ended before its summary
@@ -80,6 +72,9 @@ class Output:
         """A fleet run's workspaces by name (`workspace_finished`), for the final summary."""
         self.workspaces_exit = 0
         """A fleet's exit code from its workspaces (`fleet_exit_code`), even if the models built."""
+        self.doing: tuple[str, str] | None = None
+        """What the command is doing (`status`), and what the next run does if a signal
+        stops it there (`interrupted`)."""
 
     def workspace_finished(self, run: WorkspaceRun) -> None:
         """One workspace of a fleet run ended (`fleet.py`); shown as it happens."""
@@ -112,7 +107,17 @@ class Output:
     def progress(self) -> AbstractContextManager[ProgressCounter | None]:
         return nullcontext(None)
 
-    def status(self, message: str) -> AbstractContextManager[Any]:
+    @contextmanager
+    def status(self, message: str, then: str) -> Iterator[None]:
+        """Shows `message` while the block runs (a spinner on a terminal) and keeps it, with
+        `then`, for the line of a signal that stops the command there; a block left by an
+        exception leaves it set, for `interrupted` to read."""
+        self.doing = (f"while {message}", then)
+        with self._showing(message):
+            yield
+        self.doing = None
+
+    def _showing(self, message: str) -> AbstractContextManager[Any]:
         return nullcontext()
 
     def sync_summary(self, outcome: SyncOutcome) -> None:
@@ -139,6 +144,28 @@ class Output:
 
     def _failed(self, kind: str, message: str) -> None:
         raise NotImplementedError
+
+    def interrupted(
+        self,
+        stop: SignalStop,
+        then: str,
+        *,
+        doing: str = "",
+        outcome: SyncOutcome | None = None,
+    ) -> int:
+        """Ends a command that a signal stopped: one line saying what it was doing (what
+        `status` keeps, else `doing`) and what the next run does about it (`then`), none for a
+        closed stdout; then the summary, unless the command had printed it already."""
+        if self.doing is not None:
+            doing, then = self.doing
+        line = stop.interrupted(doing, then)
+        if line is not None:
+            self._failed("interrupted", line)
+        if self.summary is not None:
+            return stop.exit_code
+        return self.finish(
+            stop.exit_code, "interrupted", outcome, error=line or "the standard output was closed"
+        )
 
     def finish(
         self,
@@ -190,7 +217,7 @@ class TextOutput(Output):
     def progress(self) -> AbstractContextManager[ProgressCounter | None]:
         return live_progress(self.console)
 
-    def status(self, message: str) -> AbstractContextManager[Any]:
+    def _showing(self, message: str) -> AbstractContextManager[Any]:
         return self.console.status(message) if self.console.is_terminal else nullcontext()
 
     def sync_summary(self, outcome: SyncOutcome) -> None:
@@ -272,112 +299,6 @@ class TextOutput(Output):
     def _failed(self, kind: str, message: str) -> None:
         # stderr, one line: what cron mails and what an orchestrator shows
         sys.stderr.write(f"drone-sync: {kind}: {message}\n")
-
-
-class JsonOutput(Output):
-    def __init__(
-        self, console: Console, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
-    ) -> None:
-        super().__init__(console, heartbeat_seconds)
-        self._write_lock = threading.Lock()
-        self._run_id: str | None = None
-        self._told: set[str] = set()
-
-    def _emit(self, event: str, **fields: Any) -> None:
-        record = {"event": event, "ts": datetime.now(UTC).isoformat(timespec="milliseconds")}
-        record.update(fields)
-        line = redact(json.dumps(record, default=str)) + "\n"
-        # the heartbeat writes from its own thread: one whole line at a time
-        with self._write_lock:
-            sys.stdout.write(line)
-            sys.stdout.flush()
-
-    def progress(self) -> AbstractContextManager[ProgressCounter | None]:
-        return heartbeat(self.heartbeat_seconds, self._heartbeat)
-
-    def _heartbeat(self, counter: ProgressCounter) -> None:
-        counts = counter.snapshot()
-        self._emit(
-            "heartbeat",
-            run_id=self._run_id,
-            seconds=round(time.monotonic() - self.started, 3),
-            rows_seen=counts,
-            rows_seen_total=sum(counts.values()),
-        )
-
-    def run_started(self, report: SyncReport, tables: Sequence[str]) -> None:
-        self._run_id = report.run_id
-        self._emit(
-            "start",
-            run_id=report.run_id,
-            warehouse=self.warehouse,
-            tables=list(tables),
-            started_at=report.started_at.isoformat(timespec="milliseconds"),
-        )
-
-    def table_finished(self, result: TableResult) -> None:
-        self._told.add(result.table)
-        self._emit("table", run_id=self._run_id, table=result.table, **result_fields(result))
-
-    def sync_summary(self, outcome: SyncOutcome) -> None:
-        self.outcome = outcome
-        # tables the run never got to load (a failed walk, an interruption) are told here
-        for name, fields in table_fields(outcome).items():
-            if name not in self._told:
-                self._emit("table", run_id=outcome.report.run_id, table=name, **fields)
-        for note in outcome.notes:
-            self._emit("note", message=note)
-
-    def models_summary(self, result: ModelsResult, dataset: str) -> None:
-        self._emit("models", **models_fields(result, dataset))
-
-    def _workspace(self, name: str, fields: dict[str, Any]) -> None:
-        self._emit("workspace", workspace=name, **fields)
-
-    def workspace_check(self, name: str, report: AccessReport | None, error: str | None) -> None:
-        if report is None:
-            self._emit("check", workspace=name, ok=False, error=error)
-            return
-        self._emit(
-            "check",
-            workspace=name,
-            ok=report.ok,
-            base_url=report.base_url,
-            scope=report.scope,
-            reachable=report.reachable,
-            failures=report.failures,
-        )
-
-    def access_report(self, report: AccessReport) -> None:
-        self._emit(
-            "check",
-            base_url=report.base_url,
-            scope=report.scope,
-            reachable=report.reachable,
-            failures=report.failures,
-        )
-
-    def snapshot_summary(self, result: SnapshotResult) -> None:
-        self._emit("snapshot", **snapshot_fields(result))
-
-    def snapshot_failed(self, path: Path, message: str) -> None:
-        self._emit(
-            "snapshot",
-            ok=False,
-            path=str(path),
-            tables=[],
-            bytes=None,
-            seconds=None,
-            run_id=None,
-            include_raw=None,
-            error=message,
-        )
-
-    def _failed(self, kind: str, message: str) -> None:
-        self._emit("error", kind=kind, message=message)
-
-    def _finished(self, summary: dict[str, Any]) -> None:
-        self._emit("summary", **summary)
 
 
 def _failure_cause(outcome: SyncOutcome | None, models: ModelsResult | None) -> str | None:

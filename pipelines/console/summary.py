@@ -3,6 +3,7 @@ events."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -109,23 +110,16 @@ def print_summary(console: Console, outcome: SyncOutcome, title: str = "Sync sum
     for name, row in fields.items():
         if row["scope"]:
             console.print(f"[bold]{name}[/bold]: {escape(row['scope'])}")
-    causes = _group_causes({name: row["error"] for name, row in fields.items() if row["error"]})
+    # an interrupted table's cause is the signal, which the command's last line tells
+    errors = {name: row["error"] for name, row in fields.items() if row["status"] != "interrupted"}
+    causes = _group_causes({name: error for name, error in errors.items() if error})
     for error, names in causes.items():
         console.print(f"[bold red]{', '.join(names)}[/bold red]: {escape(error)}")
     if outcome.load_error and outcome.load_error not in causes:
         console.print(f"[bold red]load failed[/bold red]: {escape(redact(outcome.load_error))}")
-    interrupted = [name for name, row in fields.items() if row["status"] == "interrupted"]
-    if interrupted:
-        loaded = [name for name in fields if outcome.report.tables[name].loaded]
-        console.print(
-            "[bold yellow]interrupted[/bold yellow]: not loaded: "
-            + ", ".join(interrupted)
-            + (f"; loaded in full: {', '.join(loaded)}" if loaded else "")
-            + "; the next run picks up the rest"
-        )
-    elif outcome.ok:
+    if outcome.ok:
         console.print("[green]all tables loaded[/green]")
-    else:
+    elif len(errors) == len(fields):
         console.print("[bold red]run failed[/bold red]")
 
 
@@ -141,16 +135,43 @@ def _print_whole(console: Console, table: Table) -> None:
         console.width = width
 
 
+def interrupted_tables(outcome: SyncOutcome) -> str:
+    """What a run that a signal stopped did and did not load, and what the next run does."""
+    fields = table_fields(outcome)
+    interrupted = [name for name, row in fields.items() if row["status"] == "interrupted"]
+    loaded = [name for name in fields if outcome.report.tables[name].loaded]
+    return (
+        (f"loaded in full: {', '.join(loaded)}; " if loaded else "")
+        + (f"not loaded: {', '.join(interrupted)}; " if interrupted else "")
+        + "the next run picks up the rest"
+    )
+
+
 def _group_causes(errors: dict[str, str]) -> dict[str, list[str]]:
-    """One line per cause: an unreachable API fails every table the same way, and a table
-    that failed because another did ("job walk incomplete because the project list failed:
-    <cause>") is listed with that cause."""
-    causes: dict[str, list[str]] = {}
+    """One line per cause: an unreachable API fails every table the same way; a refused key or
+    a server that is down fails every endpoint the same way (the line names the first and
+    counts the others); and a table that failed because another did ("job walk incomplete
+    because the project list failed: <cause>") is listed with that cause."""
     bare = {name: error.removeprefix(f"{name}: ") for name, error in errors.items()}
-    for name, error in sorted(bare.items(), key=lambda item: len(item[1])):
-        cause = next((known for known in causes if error.endswith(known)), error)
+    keys = {name: _ENDPOINT.sub(_AN_ENDPOINT, error, count=1) for name, error in bare.items()}
+    causes: dict[str, list[str]] = {}
+    for name in sorted(keys, key=lambda name: len(keys[name])):
+        cause = next((known for known in causes if keys[name].endswith(known)), keys[name])
         causes.setdefault(cause, []).append(name)
-    return {cause: sorted(names, key=list(errors).index) for cause, names in causes.items()}
+    order = list(errors)
+    lines: dict[str, list[str]] = {}
+    for cause, names in sorted(causes.items(), key=lambda item: min(map(order.index, item[1]))):
+        names.sort(key=order.index)
+        endpoints = list(dict.fromkeys(m[0] for n in names if (m := _ENDPOINT.search(bare[n]))))
+        others = f" (and {len(endpoints) - 1} other endpoints)" if len(endpoints) > 1 else ""
+        shown = endpoints[0] + others if endpoints else _AN_ENDPOINT
+        lines[cause.replace(_AN_ENDPOINT, shown)] = names
+    return lines
+
+
+_ENDPOINT = re.compile(r"\bGET /\S*")
+"""How our errors name a request (`exceptions.py`): the part that differs between endpoints."""
+_AN_ENDPOINT = "GET <endpoint>"
 
 
 def models_fields(result: ModelsResult, dataset: str | None) -> dict[str, Any]:

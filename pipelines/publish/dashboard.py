@@ -98,15 +98,17 @@ def write_dashboard(snapshot: Path, dataset: str, output: Path | None = None) ->
             f"no BI snapshot at {snapshot}: run `drone-sync run` or `drone-sync models` first"
             " (docs/bi.md)"
         )
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
     try:
         page = render_page(collect(snapshot, dataset))
-        tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
         tmp.write_text(page, encoding="utf-8")
         tmp.replace(target)
     except (OSError, duckdb.Error) as exc:
         raise DashboardError(
             f"could not write the dashboard {target}: {type(exc).__name__}: {exc}"
         ) from None
+    finally:
+        tmp.unlink(missing_ok=True)  # a failed or interrupted write leaves no half page
     return target
 
 

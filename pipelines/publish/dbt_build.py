@@ -101,7 +101,10 @@ def dbt_args(
     quiet: bool = True,
     log_path: pathlib.Path | None = None,
 ) -> list[str]:
-    """The dbt command line for our project; target and logs stay out of `models/`."""
+    """The dbt command line for our project; target and logs stay out of `models/`. `quiet`
+    dbt prints nothing: what it did and why it failed is in its result, which the caller
+    reports in its own lines (dbt would print each failure again, and on a Ctrl-C its own
+    traceback)."""
     args = [
         command,
         "--project-dir",
@@ -117,7 +120,7 @@ def dbt_args(
         "--no-use-colors",
     ]
     if quiet:
-        args.append("--quiet")
+        args += ["--log-level", "none"]
     if dbt_vars:
         args += ["--vars", json.dumps(dict(dbt_vars))]
     return args

@@ -15,6 +15,7 @@ one starts.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -76,6 +77,23 @@ def fleet_exit_code(runs: Sequence[WorkspaceRun]) -> int:
     if failed == {EXIT_BUSY}:
         return EXIT_BUSY
     return EXIT_FAILED
+
+
+def child_arguments(args: argparse.Namespace) -> list[str]:
+    """What each workspace's own `drone-sync run` is given: the fleet's flags, no models (built
+    once, after all of them) and no snapshot (published from those models)."""
+    child = ["--destination", args.destination, "--dataset", args.dataset]
+    if args.database is not None:
+        child += ["--database", str(args.database.resolve())]
+    if args.resources is not None:
+        child += ["--resources", args.resources]
+    if args.full_refresh:
+        child.append("--full-refresh")
+    if args.allow_mass_delete:
+        child.append("--allow-mass-delete")
+    if args.verbose:
+        child.append("--verbose")
+    return [*child, "--no-models", "--no-snapshot"]
 
 
 def run_fleet(

@@ -1,31 +1,42 @@
-"""SIGINT and SIGTERM while a command runs: a sync stops cooperatively, anything else at once.
+"""SIGINT and SIGTERM while a command runs, and a closed stdout: a sync stops cooperatively,
+anything else at once.
 
 The exit codes say which signal ended the command (128 + its number, as shells report it), so a
-scheduler can tell an interruption from a failure.
+scheduler can tell an interruption from a failure. A closed stdout (`drone-sync ... | head -1`)
+is SIGPIPE's case: Python ignores SIGPIPE, so that sockets report a reset peer as an error
+rather than ending the process, and a write to a closed pipe raises `BrokenPipeError` instead.
+`guarding_stdout` turns that error into what SIGPIPE means to a Unix tool: the command ends
+without a word, with 141 (Python's documentation, "Note on SIGPIPE" in the `signal` module: the
+standard output is pointed at /dev/null, so no later write or flush fails again).
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any, TextIO, cast
 
-from ..exit_codes import EXIT_SIGINT, EXIT_SIGTERM
+from ..exit_codes import EXIT_SIGINT, EXIT_SIGPIPE, EXIT_SIGTERM
 
 SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_SIGTERM}
+"""The signals a command handles, and the code each ends it with."""
 
 
 class SignalStop:
-    """Turns SIGINT/SIGTERM into a cooperative stop while a sync runs (the walk ends, the
-    tables not yet loaded are recorded as interrupted); outside a sync, or at a second
-    signal, it interrupts at once."""
+    """Turns SIGINT/SIGTERM (and a closed stdout) into a cooperative stop while a sync runs
+    (the walk ends, the tables not yet loaded are recorded as interrupted); outside a sync, or
+    at a second signal, it interrupts at once."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.received: int | None = None
         self.cooperative = False
+        self._told = False
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         first = self.received is None
@@ -34,6 +45,24 @@ class SignalStop:
             self.event.set()
         if not first or not self.cooperative:
             raise KeyboardInterrupt
+
+    def stdout_closed(self) -> None:
+        """What a write to a closed stdout means: SIGPIPE received. Only the main thread is
+        interrupted, and only while this stop handles the signals (not once the process
+        ignores them on its way out); a writer on another thread (a heartbeat, a log line)
+        goes on, its output discarded, and the command ends with 141 at its next stop check.
+        After a signal (a Ctrl-C in a shell pipeline ends the reader too) the stop under way
+        goes on as it was."""
+        if self.received is not None:
+            return
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is self
+        ):
+            self(signal.SIGPIPE, None)
+        else:
+            self.received = signal.SIGPIPE
+            self.event.set()
 
     @contextmanager
     def installed(self) -> Iterator[SignalStop]:
@@ -47,6 +76,18 @@ class SignalStop:
                 signal.signal(sig, handler)
 
     @contextmanager
+    def guarding_stdout(self) -> Iterator[None]:
+        """`sys.stdout` raises no `BrokenPipeError` while the block runs: a closed pipe is
+        `stdout_closed`. Every writer of stdout goes through `sys.stdout` (rich's console, the
+        JSON events, the JSON log handler, `print`), so this one place covers them all."""
+        original = sys.stdout
+        sys.stdout = cast(TextIO, _PipeGuard(original, self))
+        try:
+            yield
+        finally:
+            sys.stdout = original
+
+    @contextmanager
     def cooperating(self) -> Iterator[threading.Event]:
         self.cooperative = True
         try:
@@ -56,4 +97,55 @@ class SignalStop:
 
     @property
     def exit_code(self) -> int:
+        if self.received == signal.SIGPIPE:
+            return EXIT_SIGPIPE
         return SIGNAL_EXIT.get(self.received or signal.SIGINT, EXIT_SIGINT)
+
+    def interrupted(self, doing: str, then: str) -> str | None:
+        """The one line an interruption prints: which signal stopped what, and what the next
+        run does about it. None for a closed stdout, which ends a command silently, as it ends
+        any Unix tool, and None once the line was given (a second Ctrl-C while the first is
+        being told adds nothing)."""
+        if self.received == signal.SIGPIPE or self._told:
+            return None
+        self._told = True
+        name = signal.Signals(self.received or signal.SIGINT).name
+        return f"stopped by {name}{' ' if doing else ''}{doing}; {then}"
+
+
+class _PipeGuard:
+    """The standard output, except that a write or flush to a closed pipe points the file
+    descriptor at /dev/null (what was buffered and whatever comes later is dropped) and tells
+    the stop, instead of raising."""
+
+    def __init__(self, stream: TextIO, stop: SignalStop) -> None:
+        self._stream = stream
+        self._stop = stop
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._closed()
+            return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._closed()
+
+    def _closed(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+        self._stop.stdout_closed()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

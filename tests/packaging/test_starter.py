@@ -112,6 +112,26 @@ def test_init_refuses_to_overwrite_in_one_line(
     assert stat.S_IMODE((settings / "secrets.toml").stat().st_mode) == 0o600
 
 
+def test_init_answers_in_json_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--log-format json`, before `init` or after it: one `init` object naming the files
+    written and the next step; a refusal is one `error` object, as every command's, and
+    nothing on stderr."""
+    assert main(["--log-format", "json", "init", str(tmp_path)]) == 0
+    told = capsys.readouterr()
+    event = json.loads(told.out)
+    assert (event["event"], told.err, told.out.count("\n")) == ("init", "", 1), told
+    written = {Path(path).name for path in event["written"]}
+    assert written == {"config.toml", "secrets.toml", ".gitignore"}, event
+    assert "drone-sync check" in event["next"] and event["ts"], event
+    assert main(["init", str(tmp_path), "--log-format", "json"]) == 2
+    told = capsys.readouterr()
+    event = json.loads(told.out)
+    assert (event["event"], event["kind"], told.err) == ("error", "configuration error", ""), told
+    assert "--force" in event["message"], event
+
+
 def test_init_keeps_an_existing_gitignore(tmp_path: Path) -> None:
     settings = tmp_path / ".dlt"
     settings.mkdir()
@@ -154,11 +174,14 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-@pytest.mark.parametrize("command", ["init", "--version"])
+@pytest.mark.parametrize("command", ["init", "init-json", "--version"])
 def test_init_and_version_import_nothing_heavy(command: str, tmp_path: Path) -> None:
     """Both answer before the CLI loads dlt, DuckDB or dbt, like `--help`
     (tests/pipelines/test_cli_imports.py), checked in a fresh interpreter."""
-    argv = ["init", str(tmp_path)] if command == "init" else [command]
+    argv = {
+        "init": ["init", str(tmp_path)],
+        "init-json": ["--log-format", "json", "init", str(tmp_path)],
+    }.get(command, [command])
     done = subprocess.run(
         [sys.executable, "-c", MODULES_AFTER, *argv],
         cwd=tmp_path,

@@ -1,12 +1,14 @@
 """Mistakes an operator makes, each answered with one line and a documented exit code
 (docs/operations.md, "Common mistakes"): a global output option written before the command, a
-TOML file that does not parse, the example's placeholder key, a misspelled setting, and
+TOML file that does not parse, the example's placeholder key, a refused key (and an API that
+is down: one cause, one line), a misspelled setting, and
 `status` / `check` on a warehouse the user may only read. Every case runs `drone-sync` as a
 subprocess in the test's own folder, against the simulator over HTTP on 127.0.0.1 where a
 request is made."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -23,7 +25,9 @@ from drone_ops_sync.sources.drone_ops.settings import API_KEY_PLACEHOLDER
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .cli_helpers import (
+    ALL_TABLES,
     EXIT_CONFIG,
+    EXIT_FAILED,
     EXIT_OK,
     REPO,
     TRACEBACK,
@@ -112,7 +116,7 @@ def test_unparsable_toml_is_one_line_naming_file_line_and_column(
     assert "closing quote" in line, line
 
 
-# --- 3. the example's placeholder key -------------------------------------------------------
+# --- 3. the example's placeholder key, a refused key ---------------------------------------
 
 
 def test_example_secrets_file_holds_the_placeholder_the_code_recognises() -> None:
@@ -142,6 +146,36 @@ def test_unedited_example_secrets_say_the_key_is_the_placeholder(
     assert "sources.drone_ops.api_key" in line and "placeholder" in line, line
     assert ".dlt/secrets.toml" in line and "SOURCES__DRONE_OPS__API_KEY" in line, line
     assert shared_sim.stats()["total"] == 0
+
+
+@pytest.mark.parametrize("cause", ["401", "503"], ids=["refused-key", "api-down"])
+def test_a_cause_every_table_shares_is_one_line(
+    tmp_path: Path, shared_sim: SimulatorHandle, cause: str
+) -> None:
+    """A wrong key is refused on every endpoint, and an API that is down fails every endpoint
+    alike: `run` names that cause once, with every table and the first endpoint (it used to
+    print one line per endpoint), and the JSON summary's `error` is that cause."""
+    with contextlib.ExitStack() as stack:
+        if cause == "401":
+            env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key="wrong-key-" * 3)
+        else:
+            down = stack.enter_context(running_simulator(seed=11, scale="tiny", faults="503:1"))
+            env = cli_env(
+                tmp_path,
+                base_url=down.base_url,
+                api_key=down.read_key,
+                settings={"MAX_ATTEMPTS": "1"},
+            )
+        args = ["run", "--no-models", "--database", "w.duckdb"]
+        result = run_cli(args, env, tmp_path)
+        as_json = run_cli(["--log-format", "json", *args], env, tmp_path)
+    assert result.code == as_json.code == EXIT_FAILED, result.describe()
+    assert TRACEBACK not in result.text, result.describe()
+    told = [line for line in result.lines() if f" {cause} " in line or f"({cause} " in line]
+    assert len(told) == 1, f"the cause on {len(told)} lines:\n{result.describe()}"
+    assert told[0].startswith(", ".join(ALL_TABLES) + ": GET /v1/projects (and "), told
+    summary = json_objects(as_json.out)[-1]
+    assert summary["event"] == "summary" and cause in summary["error"], as_json.describe()
 
 
 # --- 4. a misspelled setting ----------------------------------------------------------------

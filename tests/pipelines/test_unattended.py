@@ -1,12 +1,13 @@
 """`drone-sync` run unattended (cron, CI, an orchestrator): exit codes a scheduler can act on,
 one-line configuration errors, no traceback, secrets nowhere, no traffic but the API's, one run
-per warehouse, clean interruption, and logs a machine can read.
+per warehouse, and logs a machine can read. Interruption by a signal at every moment of a run is
+tests/pipelines/test_interrupt_e2e.py's; a closed stdout, test_closed_stdout_e2e.py's.
 
 Every test drives the CLI as a subprocess with cwd=tmp_path and HOME inside it, configured
 through SOURCES__DRONE_OPS__* variables, against the simulator over HTTP on 127.0.0.1.
 
 Exit codes: 0 success; 1 a table failed or was refused, or dbt failed; 2 configuration or usage
-error; 75 warehouse busy; 130 SIGINT; 143 SIGTERM.
+error; 75 warehouse busy; 130 SIGINT; 141 stdout closed; 143 SIGTERM.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -36,8 +36,6 @@ from .cli_helpers import (
     EXIT_CONFIG,
     EXIT_FAILED,
     EXIT_OK,
-    EXIT_SIGINT,
-    EXIT_SIGTERM,
     HANG_GUARD_S,
     TRACEBACK,
     Background,
@@ -101,9 +99,6 @@ def shared_sim() -> Iterator[SimulatorHandle]:
 
 def run_args(database: Path, *more: str) -> list[str]:
     return ["run", "--no-models", "--database", str(database), *more]
-
-
-STOP_BOUND_S = 120.0
 
 
 def startup_probe(tmp_path: Path) -> Background:
@@ -426,59 +421,7 @@ def test_warehouse_open_in_another_process_exits_75_naming_it(
     assert rerun.code == EXIT_OK, rerun.describe()
 
 
-# --- 5. signals --------------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("signum", "expected"),
-    [(signal.SIGINT, EXIT_SIGINT), (signal.SIGTERM, EXIT_SIGTERM)],
-    ids=["SIGINT", "SIGTERM"],
-)
-def test_signal_stops_the_run_records_it_and_the_rerun_converges(
-    tmp_path: Path, signum: int, expected: int
-) -> None:
-    database = tmp_path / "w.duckdb"
-    with running_simulator(seed=23, scale="tiny", admin=True, latency_ms=400) as sim:
-        slow = cli_env(
-            tmp_path, base_url=sim.base_url, api_key=sim.read_key, settings={"MAX_WORKERS": "1"}
-        )
-        sim.reset_stats()
-        run = Background(run_args(database), slow, tmp_path, tmp_path / "logs", "interrupted")
-        try:
-            # interrupt about a second into the walk
-            assert wait_until(lambda: not run.running() or sim.stats()["total"] >= 2, 60)
-            assert run.running(), "the run ended before it could be interrupted"
-            run.process.send_signal(signum)
-            sent = time.monotonic()
-            # the exit code and the `interrupted` rows below prove it stopped on the signal;
-            # this bound only stops a run that ignores it (on a busy runner the records it
-            # writes on the way out can take many seconds)
-            try:
-                result = run.wait(timeout=STOP_BOUND_S)
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"still running {STOP_BOUND_S:g} s after {signal.Signals(signum).name}")
-            took = time.monotonic() - sent
-        finally:
-            run.stop()
-        assert result.code == expected, f"after {took:.1f}s: {result.describe()}"
-        assert_no_traceback(result)
-        runs = sync_runs(database)
-        assert sorted(row["resource"] for row in runs) == sorted(ALL_TABLES), runs
-        statuses = {row["resource"]: row["status"] for row in runs}
-        assert set(statuses.values()) <= {"success", "interrupted", "failed"}, statuses
-        assert "interrupted" in statuses.values(), statuses
-        assert re.search(r"interrupt|not loaded", result.text, re.IGNORECASE), result.describe()
-        for table, status in statuses.items():
-            if status != "success":
-                assert re.search(rf"\b{table}\b", result.text), f"{table}: {result.describe()}"
-        fast = cli_env(tmp_path, base_url=sim.base_url, api_key=sim.read_key)
-        rerun = run_cli(run_args(database), fast, tmp_path)
-        assert rerun.code == EXIT_OK, rerun.describe()
-        assert_equals_api(sim, Target(database=database))
-
-
-# --- 6. bad settings and flags ---------------------------------------------------------------
+# --- 5. bad settings and flags ---------------------------------------------------------------
 
 BAD_SETTINGS: list[tuple[str, str | None]] = [
     ("MAX_WORKERS", "abc"),
@@ -625,7 +568,7 @@ def test_bad_flag_exits_2_with_one_line(
     )
 
 
-# --- 7. unreachable API ----------------------------------------------------------------------
+# --- 6. unreachable API ----------------------------------------------------------------------
 
 
 def test_unreachable_api_fails_fast_naming_the_url(tmp_path: Path) -> None:
@@ -656,7 +599,7 @@ def test_unreachable_api_fails_fast_naming_the_url(tmp_path: Path) -> None:
     assert_one_line(check)
 
 
-# --- 8. logs for schedulers --------------------------------------------------------------------
+# --- 7. logs for schedulers --------------------------------------------------------------------
 
 
 def test_summary_on_a_pipe_is_not_truncated(tmp_path: Path, shared_sim: SimulatorHandle) -> None:
