@@ -40,18 +40,28 @@ def main() -> NoReturn:
     written) ends it with one line and the signal's code."""
     stop = SignalStop()
     code: int | None = None
-    with stop.installed(), stop.guarding_stdout():
-        try:
-            from .cli import main as command
+    try:
+        with stop.installed(), stop.guarding_stdout():
+            try:
+                from .cli import main as command
 
-            code = command(stop=stop)
-            sys.stdout.flush()  # what is left of the output: a closed pipe here ends it too
-        except KeyboardInterrupt:
-            line = stop.interrupted(*(_STARTING if code is None else _ENDING))
-            if line is not None:
-                sys.stderr.write(f"drone-sync: interrupted: {line}\n")
-            code = stop.exit_code
-        exit_now(code)
+                code = command(stop=stop)
+                sys.stdout.flush()  # what is left of the output: a closed pipe here ends it too
+            except KeyboardInterrupt:
+                _tell(stop, _STARTING if code is None else _ENDING)
+                code = stop.exit_code
+            exit_now(code)
+    except KeyboardInterrupt:
+        # a signal while the handlers were being put in place: the one installed first
+        # answered it, before the block above could
+        _tell(stop, _STARTING)
+        exit_now(stop.exit_code)
+
+
+def _tell(stop: SignalStop, moment: tuple[str, str]) -> None:
+    line = stop.interrupted(*moment)
+    if line is not None:
+        sys.stderr.write(f"drone-sync: interrupted: {line}\n")
 
 
 _STARTING = ("while starting", "nothing was changed, so the next run does it all")
