@@ -66,7 +66,21 @@ class SignalStop:
 
     @contextmanager
     def installed(self) -> Iterator[SignalStop]:
+        """The handler, for both signals, while the block runs.
+
+        A handler's exception raised while Python runs a callback it cannot propagate from (a
+        weakref callback, such as the import system's module locks being collected during an
+        import) is printed as "Exception ignored in" with a traceback, and the code goes on.
+        Such a `KeyboardInterrupt` is dropped silently here: the signal is already recorded,
+        so a sync stops at its next check, and a command that ran to its end says so (`missed`)."""
         previous = {sig: signal.getsignal(sig) for sig in SIGNAL_EXIT}
+        previous_hook = sys.unraisablehook
+
+        def unraisable(info: Any) -> None:
+            if not (issubclass(info.exc_type, KeyboardInterrupt) and self.received is not None):
+                previous_hook(info)
+
+        sys.unraisablehook = unraisable
         for sig in SIGNAL_EXIT:
             signal.signal(sig, self)
         try:
@@ -74,6 +88,13 @@ class SignalStop:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            sys.unraisablehook = previous_hook
+
+    @property
+    def missed(self) -> bool:
+        """A signal arrived and nothing has said so: the command went on past it (its
+        interruption was swallowed where Python could not raise it) and ended on its own."""
+        return self.received is not None and self.received != signal.SIGPIPE and not self._told
 
     @contextmanager
     def guarding_stdout(self) -> Iterator[None]:
