@@ -7,12 +7,14 @@ import signal
 import sys
 from collections.abc import Callable
 from datetime import date
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from .app import build_app
 from .delivery_faults import parse_delivery_faults
 from .events import DEFAULT_WORKERS, DELIVERY_TIMEOUT_S, ORDERS, DeliveryOptions, parse_retry_delays
 from .faults import parse_faults, parse_latency
 from .generator import SCALES
+from .many import ManyWorkspaces, workspace_url
 from .server import ServeConfig, base_url_of, bind, build_runtime, make_server
 from .signing import secret_key
 
@@ -134,6 +136,12 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--members", type=int)
     p.add_argument("--webhooks", type=int)
     p.add_argument("--logs-per-webhook", type=int)
+    p.add_argument(
+        "--workspaces",
+        type=int,
+        default=1,
+        help="serve N workspaces, workspace n under /w/n with keys KEY-n (seeds SEED+n)",
+    )
     add_delivery_arguments(p)
     p.set_defaults(sim_func=run_serve, func=run_serve)
 
@@ -169,27 +177,36 @@ def run_serve(args: argparse.Namespace) -> int:
             "logs_per_webhook": args.logs_per_webhook,
         },
         delivery=delivery_options(args),
+        workspaces=args.workspaces,
     )
     try:
-        rt = build_runtime(cfg)
+        if cfg.workspaces > 1:
+            many = ManyWorkspaces(cfg, cfg.workspaces)
+            app: Any = many
+            read_key, full_key = f"{many.read_key}-{{n}}", f"{many.full_key}-{{n}}"
+            stop = many.stop
+        else:
+            rt = build_runtime(cfg)
+            rt.worker.start()
+            app, read_key, full_key, stop = build_app(rt), rt.read_key, rt.full_key, rt.worker.stop
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     sock = bind(cfg.host, cfg.port)
-    server = make_server(rt)
-    rt.worker.start()
+    server = make_server(app)
     # uvicorn re-raises the signal it caught after shutting down; a no-op handler makes that
     # re-raise harmless so the process exits 0.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: None)
-    sys.stdout.write(
-        f"base_url={base_url_of(sock, cfg.host)}\nread_key={rt.read_key}\nfull_key={rt.full_key}\n"
-    )
+    base_url = base_url_of(sock, cfg.host)
+    if cfg.workspaces > 1:
+        base_url = workspace_url(base_url, "{n}")
+    sys.stdout.write(f"base_url={base_url}\nread_key={read_key}\nfull_key={full_key}\n")
     sys.stdout.flush()
     try:
         server.run(sockets=[sock])
     finally:
-        rt.worker.stop()
+        stop()
         sock.close()
     return 0
 

@@ -46,6 +46,8 @@ class ServeConfig:
     allow_remote: bool = False
     counts: dict[str, int | None] = field(default_factory=dict)
     delivery: DeliveryOptions = field(default_factory=DeliveryOptions)
+    workspaces: int = 1
+    """More than one: a server of that many workspaces (`many.py`), each under `/w/{n}`."""
 
 
 def is_loopback_host(host: str) -> bool:
@@ -105,10 +107,11 @@ def base_url_of(sock: socket.socket, host: str) -> str:
     return f"http://{shown}:{port}"
 
 
-def make_server(rt: Runtime) -> uvicorn.Server:
+def make_server(app: Any) -> uvicorn.Server:
+    """Uvicorn serving an ASGI app: one workspace's (`build_app`) or many's (`many.py`)."""
     logging.getLogger("uvicorn.error").addFilter(_DropIncompleteResponse())
     config = uvicorn.Config(
-        build_app(rt),
+        app,
         loop="uvloop",
         http="httptools",
         lifespan="off",
@@ -237,7 +240,7 @@ def serve_in_thread(
     )
     rt = build_runtime(cfg)
     sock = bind(host, port)
-    server = make_server(rt)
+    server = make_server(build_app(rt))
     rt.worker.start()
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="simulator-server", daemon=True

@@ -38,6 +38,14 @@ class SimulatorHandle(HandleBase):
         self.full_key = full_key
         self.process = process
 
+    def workspace(self, n: int) -> SimulatorHandle:
+        """Workspace `n` of a simulator started with `--workspaces N` (its URL and keys are
+        templates in `{n}`), a handle of its own on the same process."""
+        url, read_key, full_key = (
+            t.format(n=n) for t in (self.base_url, self.read_key, self.full_key)
+        )
+        return SimulatorHandle(url, read_key, full_key, self.process)
+
     def set_faults(self, spec: str | None) -> None:
         self._admin("PUT", names.ADMIN_FAULTS_PATH, {"faults": spec})
 

@@ -1,5 +1,6 @@
-"""A fleet through the command line: three simulators with different seeds (whose predefined job
-types share ids) as the workspaces `default`, `acme` and `zen` of one DuckDB file.
+"""A fleet through the command line: three workspaces with different seeds (whose predefined job
+types share ids), served by one simulator process at three base URLs, as the workspaces
+`default`, `acme` and `zen` of one DuckDB file.
 
 What is checked: every workspace's tables equal its own API after an initial and a churned
 run; the walks of different workspaces overlap in time; a workspace whose key is refused fails
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +25,16 @@ from .warehouse_check import api_snapshot, current_rows, mismatches, query
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 NAMES = ("default", "acme", "zen")
-SEEDS = (11, 12, 13)
+SEED = 11
+"""Workspace n of the simulator is seeded with SEED + n."""
 
 
 @pytest.fixture(scope="module")
 def simulators() -> Iterator[dict[str, SimulatorHandle]]:
-    with ExitStack() as stack:
-        yield {
-            name: stack.enter_context(running_simulator(seed=seed, scale="tiny", admin=True))
-            for name, seed in zip(NAMES, SEEDS, strict=True)
-        }
+    """One simulator process serving the three workspaces, each at its own base URL and keys."""
+    extra = ["--workspaces", str(len(NAMES))]
+    with running_simulator(seed=SEED, scale="tiny", admin=True, extra_args=extra) as sim:
+        yield {name: sim.workspace(n) for n, name in enumerate(NAMES)}
 
 
 def _env(tmp_path: Path, sims: dict[str, SimulatorHandle], zen_key: str) -> dict[str, str]:

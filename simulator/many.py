@@ -1,0 +1,87 @@
+"""Many seeded workspaces behind one server: a fleet's API on one port, in one process.
+
+Workspace `n` (0 to count - 1) answers under `/w/{n}`: its base URL is the server's with that
+path, which the spec allows (every path is relative to `{base_url}`). Each is the one-workspace
+simulator as it is, seeded with `seed + n`, with its own keys (`{read_key}-{n}` and
+`{full_key}-{n}`), store, faults, latency, admin routes and webhook senders, so a fleet run and a
+test treat it exactly as a workspace of its own. A workspace is generated at its first request:
+starting 500 costs nothing until they are used, and one never asked for costs no memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import secrets
+import threading
+from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .routes.http import error
+from .runtime import Runtime
+
+WORKSPACE_PATH = re.compile(r"^/w/(\d{1,6})(/.*)?$")
+MAX_WORKSPACES = 100_000
+
+
+def workspace_url(base_url: str, n: int | str) -> str:
+    """Workspace `n`'s base URL on a server of many workspaces."""
+    return f"{base_url}/w/{n}"
+
+
+class ManyWorkspaces:
+    """The ASGI app of a server of `count` workspaces: `/w/{n}/...` is workspace n's `/...`."""
+
+    def __init__(self, cfg: Any, count: int) -> None:
+        if not 1 <= count <= MAX_WORKSPACES:
+            raise ValueError(f"workspaces must lie in [1, {MAX_WORKSPACES}]")
+        self.cfg = cfg
+        self.count = count
+        self.read_key: str = cfg.read_key or secrets.token_urlsafe(24)
+        self.full_key: str = cfg.full_key or secrets.token_urlsafe(24)
+        self._built: dict[int, tuple[Runtime, ASGIApp]] = {}
+        self._lock = threading.Lock()
+        self.runtime(0)  # what is wrong with the options is said now, not at a first request
+
+    def runtime(self, n: int) -> Runtime:
+        """Workspace n, generated and its webhook senders started on first use."""
+        return self._workspace(n)[0]
+
+    def _workspace(self, n: int) -> tuple[Runtime, ASGIApp]:
+        built = self._built.get(n)
+        if built is not None:
+            return built
+        from .app import build_app
+        from .server import build_runtime
+
+        with self._lock:
+            built = self._built.get(n)
+            if built is None:
+                cfg = dataclasses.replace(
+                    self.cfg,
+                    seed=self.cfg.seed + n,
+                    read_key=f"{self.read_key}-{n}",
+                    full_key=f"{self.full_key}-{n}",
+                )
+                runtime = build_runtime(cfg)
+                runtime.worker.start()
+                built = self._built[n] = (runtime, build_app(runtime))
+        return built
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        match = WORKSPACE_PATH.match(scope.get("path", ""))
+        if scope["type"] != "http" or match is None or int(match[1]) >= self.count:
+            message = f"Not found: workspaces are /w/0 to /w/{self.count - 1}"
+            await error(404, message)(scope, receive, send)
+            return
+        n, rest = int(match[1]), match[2] or "/"
+        app = self._workspace(n)[1]
+        await app(dict(scope, path=rest, raw_path=rest.encode()), receive, send)
+
+    def stop(self) -> None:
+        """Stops every started workspace's webhook senders."""
+        with self._lock:
+            built = list(self._built.values())
+        for runtime, _ in built:
+            runtime.worker.stop()
