@@ -86,6 +86,7 @@ class Output:
             "rows_written": run.summary.get("rows_written", 0),
             "requests": run.summary.get("requests", 0),
             "seconds": round(run.seconds, 3),
+            "worker": run.worker,
             "error": redact(run.error) if run.error else None,
         }
         self.workspaces[run.name] = fields

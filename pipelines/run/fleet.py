@@ -1,23 +1,26 @@
-"""Several workspaces in one command: each synced by its own `drone-sync run` process.
+"""Several workspaces in one command: synced by at most `parallel` worker processes, each
+running the workspaces it is given one after another (`worker.py`).
 
 Why processes, not threads: a walk is CPU-bound between round trips (typing, hashing, dlt's
-extract), and one process's walks share one GIL; processes use every core. Each workspace's
-process is the single-workspace command itself, so it has its own pipeline, lock, repairs,
-`_sync_runs` rows and alert, exactly as when run alone, and one workspace that fails, hangs
-until its timeouts or crashes never stops another. On DuckDB they take turns inside the file
-(`lock.py`); on PostgreSQL they load in parallel. The models are built once, after all of
-them, by the calling process.
+extract), and one process's walks share one GIL; processes use every core. Why workers, not a
+process per workspace: a process's fixed costs (imports, settings, clients) are most of a quiet
+workspace's run, and a worker pays them once. Each workspace still runs as the single-workspace
+command itself, so it has its own pipeline, lock, repairs, `_sync_runs` rows and alert, exactly
+as when run alone, and one workspace that fails, hangs until its timeouts or crashes its worker
+never stops another. On DuckDB they take turns inside the file (`lock.py`); on PostgreSQL they
+load in parallel. The models are built once, after all of them, by the calling process.
 
-At most `parallel` run at once (docs/fleet.md has the sizing measured here); a signal to the
-fleet is passed on to every running workspace, which stops as a single run stops, and no new
-one starts.
+A signal to the fleet is passed on to every worker, whose workspace stops as a single run
+stops, and no new one starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_OK
+from .worker import ENDED
 
 POLL_SECONDS = 0.1
 STOP_GRACE_SECONDS = 120.0
@@ -45,6 +49,8 @@ class WorkspaceRun:
     finished_at: float = 0.0
     log: list[str] = field(default_factory=list)
     """Its other output lines (JSON events), for `--verbose` and for the cause of a crash."""
+    worker: int | None = None
+    """The process id of the worker that ran it."""
 
     @property
     def ok(self) -> bool:
@@ -104,82 +110,138 @@ def run_fleet(
     stop: threading.Event,
     on_finished: Any = None,
 ) -> list[WorkspaceRun]:
-    """Runs `drone-sync run --workspace <name> <run_arguments>` for each name, at most
-    `parallel` at once, and returns their outcomes in the order of `names`. `on_finished`
-    is called with each `WorkspaceRun` as it ends (from this thread)."""
+    """Runs `drone-sync run --workspace <name> <run_arguments>` for each name in at most
+    `parallel` worker processes (`worker.py`), each taking the next waiting workspace when its
+    last one ends, and returns their outcomes in the order of `names`. `on_finished` is called
+    with each `WorkspaceRun` as it ends (from this thread).
+
+    A worker that dies (killed, out of memory, a crash in a native library) fails only the
+    workspace it was running; the workspaces still waiting go to a new worker."""
     runs = {name: WorkspaceRun(name) for name in names}
     waiting = list(names)
-    running: dict[str, tuple[subprocess.Popen[str], threading.Thread]] = {}
+    ended: queue.Queue[_Worker] = queue.Queue()
+    workers: list[_Worker] = []
     stopped_at: float | None = None
-    while waiting or running:
-        while waiting and len(running) < parallel and not stop.is_set():
-            name = waiting.pop(0)
-            running[name] = _start(runs[name], run_arguments)
-        if stop.is_set() and stopped_at is None:
+
+    def finish(run: WorkspaceRun) -> None:
+        run.finished_at = time.monotonic()
+        if on_finished is not None:
+            on_finished(run)
+
+    while waiting or workers:
+        if not stop.is_set():
+            idle = [worker for worker in workers if worker.current is None]
+            for worker in idle:
+                if not waiting:
+                    worker.close()
+                    continue
+                worker.give(runs[waiting.pop(0)])
+            while waiting and len(workers) < parallel:
+                worker = _Worker(run_arguments, ended)
+                workers.append(worker)
+                worker.give(runs[waiting.pop(0)])
+        elif stopped_at is None:
             stopped_at = time.monotonic()
             waiting.clear()
-            for process, _ in running.values():
-                process.send_signal(signal.SIGTERM)
+            for worker in workers:
+                worker.stop()
         if stopped_at is not None and time.monotonic() - stopped_at > STOP_GRACE_SECONDS:
-            for process, _ in running.values():
-                process.kill()
-        for name, (process, reader) in list(running.items()):
-            if process.poll() is None:
-                continue
-            reader.join()
-            run = runs[name]
-            run.finished_at = time.monotonic()
-            run.exit_code = process.returncode
-            if run.exit_code < 0:
-                run.exit_code = 128 - run.exit_code
-            del running[name]
-            if on_finished is not None:
-                on_finished(run)
-        time.sleep(POLL_SECONDS)
+            for worker in workers:
+                worker.process.kill()
+        try:
+            worker = ended.get(timeout=POLL_SECONDS)
+        except queue.Empty:
+            continue
+        run = worker.take_ended()
+        if run is not None:
+            finish(run)
+        if worker.gone:
+            workers.remove(worker)
+            worker.reader.join()
+            lost = worker.take_lost()
+            if lost is not None:
+                finish(lost)
     return [runs[name] for name in names]
 
 
-def _start(
-    run: WorkspaceRun, run_arguments: Sequence[str]
-) -> tuple[subprocess.Popen[str], threading.Thread]:
-    command = [
-        sys.executable,
-        "-m",
-        "drone_ops_sync.pipelines.console_script",
-        "run",
-        "--log-format",
-        "json",
-        "--workspace",
-        run.name,
-        *run_arguments,
-    ]
-    run.started_at = time.monotonic()
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=os.environ.copy(),
-        # its own process group: a Ctrl-C in the terminal reaches the fleet, which passes a
-        # SIGTERM on, so each workspace stops once and the same way as under a scheduler
-        start_new_session=True,
-    )
-    reader = threading.Thread(target=_read, args=(process, run), daemon=True)
-    reader.start()
-    return process, reader
+class _Worker:
+    """One worker process, the workspace it runs, and the thread that reads what it says."""
 
+    def __init__(self, run_arguments: Sequence[str], ended: queue.Queue[_Worker]) -> None:
+        command = [sys.executable, "-m", "drone_ops_sync.pipelines.run.worker", *run_arguments]
+        self.process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+            # its own process group: a Ctrl-C in the terminal reaches the fleet, which passes a
+            # SIGTERM on, so each workspace stops once and the same way as under a scheduler
+            start_new_session=True,
+        )
+        self.current: WorkspaceRun | None = None
+        self.done: WorkspaceRun | None = None
+        self.gone = False
+        """Its output ended: it has exited, and everything it said was read."""
+        self._ended = ended
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
-def _read(process: subprocess.Popen[str], run: WorkspaceRun) -> None:
-    """Keeps the child's final `summary` event; every other line goes to its log."""
-    assert process.stdout is not None
-    for line in process.stdout:
+    def give(self, run: WorkspaceRun) -> None:
+        assert self.process.stdin is not None
+        self.current = run
+        run.started_at, run.worker = time.monotonic(), self.process.pid
         try:
-            event = json.loads(line)
-        except ValueError:
-            run.log.append(line.rstrip())
-            continue
-        if isinstance(event, dict) and event.get("event") == "summary":
-            run.summary = event
-        else:
-            run.log.append(line.rstrip())
+            self.process.stdin.write(f"{run.name}\n")
+            self.process.stdin.flush()
+        except OSError:
+            self.close()  # it died: its reader reports the end, and the run as lost
+
+    def close(self) -> None:
+        """No more workspaces: the worker ends once its input is closed."""
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+
+    def stop(self) -> None:
+        self.close()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def take_ended(self) -> WorkspaceRun | None:
+        run, self.done = self.done, None
+        return run
+
+    def take_lost(self) -> WorkspaceRun | None:
+        """The workspace the worker was running when it died, with the worker's code."""
+        run, self.current = self.current, None
+        if run is not None:
+            code = self.process.wait()
+            run.exit_code = 128 - code if code < 0 else code or EXIT_FAILED
+        return run
+
+    def _read(self) -> None:
+        """Keeps each run's final `summary` event; every other line goes to its log."""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            run = self.current
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+            if not isinstance(event, dict):
+                if run is not None:
+                    run.log.append(line.rstrip())
+                continue
+            if event.get("event") == ENDED and run is not None:
+                run.exit_code = int(event["exit_code"])
+                self.current, self.done = None, run
+                self._ended.put(self)
+            elif run is not None and event.get("event") == "summary":
+                run.summary = event
+            elif run is not None:
+                run.log.append(line.rstrip())
+        self.process.wait()
+        self.gone = True
+        self._ended.put(self)

@@ -11,6 +11,8 @@ run heals it; the marts hold every workspace.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,16 @@ import pytest
 
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
-from .cli_helpers import EXIT_FAILED, EXIT_OK, TRACEBACK, Result, cli_env, run_cli
+from .cli_helpers import (
+    EXIT_FAILED,
+    EXIT_OK,
+    TRACEBACK,
+    Background,
+    Result,
+    cli_env,
+    run_cli,
+    wait_until,
+)
 from .warehouse_check import api_snapshot, current_rows, mismatches, query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -139,3 +150,61 @@ def test_a_fleet_syncs_each_workspace_apart_and_heals_a_failed_one(
         "SELECT DISTINCT workspace, status FROM drone_ops_zen._sync_runs ORDER BY status",
     )
     assert {(row["workspace"], row["status"]) for row in statuses} >= {("zen", "success")}
+
+
+def _workers_of(fleet_pid: int) -> list[int]:
+    """The fleet's worker processes (its children running `pipelines.run.worker`)."""
+    children = Path(f"/proc/{fleet_pid}/task/{fleet_pid}/children")
+    pids = [int(pid) for pid in children.read_text().split()] if children.exists() else []
+    return [
+        pid for pid in pids if b"pipelines.run.worker" in _read_bytes(Path(f"/proc/{pid}/cmdline"))
+    ]
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def test_one_worker_runs_workspaces_in_turn_and_a_dead_worker_fails_only_its_workspace(
+    tmp_path: Path, simulators: dict[str, SimulatorHandle]
+) -> None:
+    """`--parallel 1`: one worker takes the workspaces in turn. Killed while it holds
+    `default`'s walk (the simulator's gate keeps it there), it fails `default` alone; a new
+    worker runs the other two, one after the other, and the next run heals `default`."""
+    env = _env(tmp_path, simulators, simulators["zen"].read_key)
+    database = tmp_path / "fleet.duckdb"
+    args = ["run", "--database", str(database), "--log-format", "json", "--parallel", "1"]
+    gate = simulators["default"]
+    gate.set_gate(True)
+    fleet = Background(args, env, tmp_path, tmp_path / "logs", "fleet")
+    try:
+        assert wait_until(lambda: gate.gate()["held"] > 0 or not fleet.running(), 120)
+        workers = _workers_of(fleet.pid)
+        assert fleet.running() and len(workers) == 1, fleet.wait(timeout=5).describe()
+        os.kill(workers[0], signal.SIGKILL)
+        gate.set_gate(False)
+        result = fleet.wait(timeout=300)
+    finally:
+        gate.set_gate(False)
+        fleet.stop()
+    assert TRACEBACK not in result.text, result.describe()
+    assert result.code == EXIT_FAILED, result.describe()
+    summary = next(
+        event
+        for event in map(json.loads, filter(None, result.out.splitlines()))
+        if event["event"] == "summary"
+    )
+    runs = summary["workspaces"]
+    assert runs["default"]["exit_code"] == 128 + signal.SIGKILL, runs["default"]
+    assert runs["default"]["worker"] == workers[0]
+    assert runs["acme"]["exit_code"] == runs["zen"]["exit_code"] == EXIT_OK, runs
+    assert runs["acme"]["worker"] == runs["zen"]["worker"] != workers[0], runs
+    for name in ("acme", "zen"):
+        _assert_equal_to_api(database, name, simulators[name])
+
+    result, summary = _run(tmp_path, env)
+    assert result.code == EXIT_OK, result.describe()
+    _assert_equal_to_api(database, "default", simulators["default"])
