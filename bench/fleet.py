@@ -1,7 +1,8 @@
 """`python -m bench fleet`: a fleet of workspaces synced by one `drone-sync run`, against each
 workspace synced alone, in one invocation.
 
-Each workspace is its own simulator process with its own seed and the benchmark's latency. Per
+The workspaces are served by one simulator process (`--workspaces`), each with its own seed,
+keys and the benchmark's latency. Per
 repetition: every workspace synced alone (`drone-sync run --workspace <name> --no-models`, a
 fresh warehouse each), then each fleet size (the first N workspaces, `drone-sync run
 --no-models --parallel P`, a fresh warehouse each), then the extra `--sizing` parallelisms at
@@ -203,7 +204,7 @@ class FleetBench:
 
     def _others_cpu(self, sims: Sequence[SimulatorHandle]) -> tuple[float, float]:
         """CPU seconds so far of the simulators and of the server with its exited backends."""
-        sims_cpu = sum(cpu_seconds_of(s.process.pid) for s in sims)
+        sims_cpu = sum(cpu_seconds_of(pid) for pid in {s.process.pid for s in sims})
         if self.postgres is None:
             return sims_cpu, 0.0
         return sims_cpu, cpu_seconds_of(self.postgres.process.pid, with_children=True)
@@ -280,21 +281,14 @@ class FleetBench:
 
 @contextlib.contextmanager
 def simulators(options: FleetOptions, count: int) -> Iterator[list[SimulatorHandle]]:
-    """`count` simulators, workspace i with seed `seed + i`, all with the same latency."""
+    """`count` workspaces served by one simulator process (`--workspaces`), workspace i with
+    seed `seed + i`, all with the same latency."""
     scale, extra = simulator_scale(options.scale)
-    with contextlib.ExitStack() as stack:
-        yield [
-            stack.enter_context(
-                running_simulator(
-                    seed=options.seed + i,
-                    scale=scale,
-                    latency_ms=options.latency_ms,
-                    admin=True,
-                    extra_args=extra,
-                )
-            )
-            for i in range(count)
-        ]
+    extra = [*extra, "--workspaces", str(count)]
+    with running_simulator(
+        seed=options.seed, scale=scale, latency_ms=options.latency_ms, admin=True, extra_args=extra
+    ) as sim:
+        yield [sim.workspace(i) for i in range(count)]
 
 
 def warm(sims: Sequence[SimulatorHandle], max_workers: int) -> float:
@@ -327,7 +321,7 @@ def run_fleet_bench(options: FleetOptions) -> dict[str, Any]:
             if options.warm:
                 context["warm_seconds"] = warm(sims, options.max_workers)
             if not options.quiet:
-                print(f"{len(sims)} simulators, scale={options.scale}", file=sys.stderr)
+                print(f"{len(sims)} workspaces, one simulator, {options.scale}", file=sys.stderr)
             bench = FleetBench(options, sims, root, postgres)
             samples = bench.run()
     finally:
