@@ -7,6 +7,8 @@ Examples:
     python -m bench --scale small --only ours,postgres --no-models   # DuckDB vs PostgreSQL
     python -m bench fleet --scale small --workspaces 1,4,16 --destination duckdb,postgres
         # a fleet of workspaces against each alone (bench/fleet.py; `fleet --help`)
+    python -m bench fleet-steady --workspaces 100 --destination duckdb,postgres
+        # one fleet run after run on one warehouse: initial, quiet, changed (fleet_steady.py)
     python -m bench http --requests 2000 --rounds 5
         # CPU per request of each HTTP engine, ours and bare (bench/http_cost.py)
     python -m bench --scale small --only ours,floor,cli --against ../previous
@@ -89,6 +91,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["fleet-steady"]:
+        from .fleet_steady import main as steady_main
+
+        return steady_main(argv[1:])
     if argv[:1] == ["fleet"]:
         from .fleet import main as fleet_main
 

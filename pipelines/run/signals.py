@@ -110,6 +110,13 @@ class SignalStop:
 
     @contextmanager
     def cooperating(self) -> Iterator[threading.Event]:
+        """The block stops cooperatively: a signal sets the event it is given. Each block gets
+        an event of its own (set at once if a signal came before), because what it is handed
+        to owns it: a run's walk sets its run's token when it closes, which must not stop the
+        next run of a worker (`worker.py`)."""
+        self.event = threading.Event()
+        if self.received is not None:
+            self.event.set()
         self.cooperative = True
         try:
             yield self.event

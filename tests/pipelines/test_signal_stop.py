@@ -50,3 +50,18 @@ def test_a_command_that_ran_past_a_swallowed_interrupt_ends_as_interrupted(
     told = "drone-sync: interrupted: stopped by SIGINT at its end; what the command did is done"
     assert err.count(told) == 1 and "Traceback (most recent call last):" not in err, err
     assert not stop.missed and not database.exists()
+
+
+def test_each_cooperating_block_has_its_own_token() -> None:
+    """A worker runs workspaces one after another under one stop: a run's walk sets its token
+    when it closes, and that must not stop the next run; a signal still stops every block."""
+    stop = SignalStop()
+    with stop.installed():
+        with stop.cooperating() as first:
+            first.set()  # what a closing walk does to its run's token
+        with stop.cooperating() as second:
+            assert not second.is_set()
+            stop(signal.SIGTERM, None)
+            assert second.is_set()
+        with stop.cooperating() as after_the_signal:
+            assert after_the_signal.is_set()
