@@ -66,9 +66,7 @@ def main(argv: Sequence[str] | None = None, stop: SignalStop | None = None) -> i
                     watch.finish(output.summary)
             except KeyboardInterrupt:
                 code = output.interrupted(stop, "")
-        if stop.missed:
-            # the signal came where Python could not raise it (`SignalStop.installed`), and
-            # the command ran to its end
+        if stop.missed:  # a signal Python could not raise (`SignalStop.installed`)
             code = output.interrupted(stop, "what the command did is done", doing="at its end")
     return code
 

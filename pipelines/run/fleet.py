@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_OK
-from .worker import ENDED
 
+ENDED = "workspace_ended"
+"""The event a worker prints after each workspace's run (`worker.py`)."""
 POLL_SECONDS = 0.1
 STOP_GRACE_SECONDS = 120.0
 """How long a stopped workspace may take to finish its current load before it is killed."""

@@ -19,9 +19,8 @@ import sys
 from typing import NoReturn
 
 from ..console_script import exit_now
+from .fleet import ENDED
 from .signals import SignalStop
-
-ENDED = "workspace_ended"
 
 
 def main() -> NoReturn:
