@@ -1,0 +1,232 @@
+"""The dashboard page at fleet scale (docs/dashboard.md), in Debian's headless Chromium with every
+host but 127.0.0.1 unresolvable: 500 workspaces, jobs spread over the world, three with
+technical issues among others, a project whose jobs are a few kilometres apart, three jobs at
+one point and a day without any webhook delivery. The page is `render_page` of that data, as
+`drone-sync dashboard` writes it (test_dashboard_page_e2e.py covers the way from a sync there).
+
+Skipped unless /usr/bin/chromium is installed (`apt-get install chromium`)."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drone_ops_sync.pipelines.publish.dashboard import render_page
+
+from .headless_browser import CHROMIUM, browser_page
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs /usr/bin/chromium (apt-get install chromium)"
+    ),
+]
+
+TODAY = date(2026, 11, 20)
+OUTAGE = TODAY - timedelta(days=10)
+WORKSPACES = [f"ws-{n:03d}" for n in range(500)]
+SURVEY = ("ws-007", "P-7-1", 12)  # workspace, project, jobs: a grid 0.03 degrees apart
+STACKED = ("ws-300", "P-300-1", 3)  # three jobs at one point
+ISSUES = ("ws-200", "P-200-1", 20)  # twenty jobs within 0.1 degree, three of them with issues
+LONG_NAME = "Inspection of the northern transmission corridor between the two substations " * 2
+
+# what the map shows: separate job markers, and clusters with their job and issue counts
+MAP_STATE = """JSON.stringify({
+  zoom: map.getZoom(),
+  jobs: document.querySelectorAll('#map-canvas .leaflet-marker-icon.job').length,
+  issueJobs: document.querySelectorAll('#map-canvas .job.status-technical_issues').length,
+  clusters: [...document.querySelectorAll('#map-canvas .cluster [data-count]')].map(
+    c => [Number(c.dataset.count), Number(c.dataset.issues)]),
+  count: document.getElementById('map-count').textContent})"""
+PICK = """(() => {{ const input = document.getElementById({id!r}); input.value = {value!r};
+  input.dispatchEvent(new Event('input')); input.dispatchEvent(new Event('change')); return true; }})()"""
+# every section holds what it shows: nothing wider than its panel, nor than the window
+OVERFLOW = """JSON.stringify({
+  page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  sections: [...document.querySelectorAll('section')].filter(s => s.scrollWidth > s.clientWidth)
+    .map(s => (s.id || s.querySelector('h2').textContent) + ': ' + (s.scrollWidth - s.clientWidth))})"""
+WEBHOOK_DAYS = """JSON.stringify([...document.querySelectorAll('#webhooks g[data-date]')].map(
+  g => [g.dataset.date, Number(g.dataset.total), g.querySelectorAll('rect.zero').length]))"""
+
+
+def test_fleet_page_maps_filters_and_charts_every_day(tmp_path: Path) -> None:
+    data = _fleet()
+    located = len(data["jobs"]["job_id"])
+    page = tmp_path / "fleet.html"
+    page.write_text(render_page(data), encoding="utf-8")
+    with browser_page(tmp_path / "profile") as browser:
+        browser.call("Network.enable")
+        browser.call("Page.navigate", url=page.as_uri())
+        _wait(browser, "document.body && document.body.dataset.ready === 'true'")
+
+        # the world: every job is a marker or counted in a cluster, overlaps are clustered,
+        # and the three jobs with technical issues show (as markers or in red-ringed clusters)
+        world = _settled(browser, lambda s: _jobs_shown(s) == located)
+        assert world["count"].startswith(f"{located} jobs on the map, 3 with technical issues")
+        assert len(world["clusters"]) + world["jobs"] < located / 4, world
+        assert world["issueJobs"] + sum(issues for _, issues in world["clusters"]) == 3, world
+
+        # a cluster opens into its jobs: a click zooms in, and what it held spreads out
+        biggest = max(count for count, _ in world["clusters"])
+        browser.evaluate(
+            "[...document.querySelectorAll('#map-canvas .cluster [data-count]')]"
+            f".find(c => c.dataset.count === '{biggest}').click(); true"
+        )
+        opened = _settled(browser, lambda s: s["zoom"] > world["zoom"])
+        assert max((count for count, _ in opened["clusters"]), default=0) < biggest, opened
+
+        # one project: the map zooms to it and each of its jobs is a marker of its own
+        workspace, project, jobs = SURVEY
+        browser.evaluate(PICK.format(id="project", value=f"Survey 7 ({project}, {workspace})"))
+        survey = _settled(browser, lambda s: s["jobs"] == jobs and not s["clusters"])
+        assert survey["zoom"] >= 10 and survey["count"].startswith(f"{jobs} jobs on the map")
+
+        # jobs at one point stay a cluster at any zoom; a click spreads them out (spiderfy)
+        workspace, project, jobs = STACKED
+        browser.evaluate(PICK.format(id="project", value=f"Survey 300 ({project}, {workspace})"))
+        _settled(browser, lambda s: s["clusters"] == [[jobs, 0]] and s["jobs"] == 0)
+        browser.evaluate("document.querySelector('#map-canvas .cluster [data-count]').click(); true")
+        _settled(browser, lambda s: s["jobs"] == jobs)
+
+        # 500 workspaces in a menu one can type into; choosing one filters tiles and map
+        options = browser.evaluate("document.querySelectorAll('#workspace-list option').length")
+        assert options == len(WORKSPACES)
+        browser.evaluate(PICK.format(id="workspace", value=ISSUES[0]))
+        issues = _settled(browser, lambda s: _jobs_shown(s) == ISSUES[2])
+        assert issues["issueJobs"] + sum(n for _, n in issues["clusters"]) == 3, issues
+        tile = browser.evaluate(
+            "document.querySelector('.tile[data-metric=jobs_total] .value').textContent"
+        )
+        assert tile == str(ISSUES[2]), tile
+
+        # every day of the webhook chart, the day without a delivery drawn as zero
+        browser.evaluate(PICK.format(id="workspace", value=""))
+        _settled(browser, lambda s: _jobs_shown(s) == located)
+        webhook_days = json.loads(browser.evaluate(WEBHOOK_DAYS))
+        expected_days = [str(TODAY - timedelta(days=n)) for n in range(29, -1, -1)]
+        assert [day for day, _, _ in webhook_days] == expected_days
+        assert [(total, zero) for day, total, zero in webhook_days if day == str(OUTAGE)] == [
+            (0, 1)
+        ]
+        assert all(total > 0 for day, total, _ in webhook_days if day != str(OUTAGE))
+
+        # 800 px wide: nothing spills out of its panel or the window, whichever workspace
+        browser.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=800,
+            height=1000,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+        for chosen in ("", SURVEY[0]):
+            browser.evaluate(PICK.format(id="workspace", value=chosen))
+            overflow = json.loads(browser.evaluate(OVERFLOW))
+            assert overflow == {"page": 0, "sections": []}, (chosen, overflow)
+        browser.screenshot(tmp_path / "fleet-800.png")
+        urls = browser.requested_urls()
+    # the page itself is the only request: no tile, script, style, image or font
+    assert urls == [page.as_uri()], urls
+
+
+def _jobs_shown(state: dict[str, Any]) -> int:
+    return int(state["jobs"]) + sum(count for count, _ in state["clusters"])
+
+
+def _wait(browser: Any, condition: str) -> None:
+    deadline = time.monotonic() + 300  # a bound for a page that never renders, not a pace
+    while browser.evaluate(condition) is not True:
+        assert time.monotonic() < deadline, browser.evaluate("document.body.innerText")
+        time.sleep(0.2)
+
+
+def _settled(browser: Any, done: Any) -> dict[str, Any]:
+    """The map's state once `done` holds for it and it reads the same twice in a row (the
+    zoom's animation is over), within a generous bound."""
+    deadline = time.monotonic() + 120
+    before = None
+    while True:
+        state: dict[str, Any] = json.loads(browser.evaluate(MAP_STATE))
+        if done(state) and state == before:
+            return state
+        assert time.monotonic() < deadline, state
+        before = state
+        time.sleep(0.5)
+
+
+def _fleet() -> dict[str, Any]:
+    """The page's data (the shape `collect` reads from a snapshot) of a fleet of 500 workspaces,
+    one project of one job each at a random place, and the three special projects."""
+    rng = random.Random(39)
+    columns = ("workspace", "project_id", "name", "status", "is_archived", "start_date")
+    projects: dict[str, list[Any]] = {name: [] for name in (*columns, "end_date")}
+    jobs: dict[str, list[Any]] = {
+        name: []
+        for name in (
+            *("workspace", "job_id", "name", "project_id", "status", "priority", "is_open"),
+            *("latitude", "longitude", "end_date", "job_type_name"),
+        )
+    }
+    metrics, webhooks = [], {"workspace": [], "delivery_date": [], "deliveries": [], "failures": []}
+    for number, workspace in enumerate(WORKSPACES):
+        project = f"P-{number}-1"
+        name = LONG_NAME if number == 1 else f"Survey {number}"
+        for column, value in zip(
+            (*columns, "end_date"),
+            (workspace, project, name, "in_progress", False, "2026-01-01", "2027-01-01"),
+            strict=True,
+        ):
+            projects[column].append(value)
+        lat, lon = rng.uniform(-45, 65), rng.uniform(-160, 170)
+        places = [(lat + rng.uniform(-0.05, 0.05), lon + rng.uniform(-0.05, 0.05))]
+        if workspace == SURVEY[0]:
+            places = [(47 + 0.03 * (i // 4), 8 + 0.04 * (i % 4)) for i in range(SURVEY[2])]
+        elif workspace == STACKED[0]:
+            places = [(-33.9, 151.2)] * STACKED[2]
+        elif workspace == ISSUES[0]:
+            places = [(35 + rng.uniform(0, 0.1), 139 + rng.uniform(0, 0.1)) for _ in range(20)]
+        for index, (job_lat, job_lon) in enumerate(places):
+            status = "technical_issues" if workspace == ISSUES[0] and index < 3 else "planned"
+            row = (workspace, f"J-{number}-{index}", f"Job {index}", project, status)
+            for column, value in zip(
+                jobs,
+                (*row, ("high", "medium", "low")[index % 3], True, job_lat, job_lon, None, "x"),
+                strict=True,
+            ):
+                jobs[column].append(value)
+        metrics.append(
+            {
+                "workspace": workspace,
+                "name": "jobs_total",
+                "label": "Jobs",
+                "unit": "count",
+                "description": "jobs",
+                "numerator": len(places),
+                "denominator": None,
+                "value": len(places),
+                "measured_date": str(TODAY),
+            }
+        )
+        if number < 3:  # webhook deliveries on every day of the window but one
+            for days_ago in range(30):
+                day = TODAY - timedelta(days=days_ago)
+                if day != OUTAGE:
+                    for column, value in zip(webhooks, (workspace, str(day), 5, 1), strict=True):
+                        webhooks[column].append(value)
+    return {
+        "dataset": "drone_ops",
+        "snapshot": "fleet_bi.duckdb",
+        "info": {},
+        "as_of": [],
+        "metrics": metrics,
+        "projects": {**projects, "jobs_total": [1] * 500, "jobs_open": [1] * 500},
+        "jobs": jobs,
+        "flights": {},
+        "history": {},
+        "webhooks": webhooks,
+    }
