@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import random
-import time
+from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ import pytest
 
 from drone_ops_sync.pipelines.publish.dashboard import render_page
 
+from .dashboard_map import jobs_shown, settled_map, wait_ready
 from .headless_browser import CHROMIUM, browser_page
 
 pytestmark = [
@@ -36,127 +37,109 @@ STACKED = ("ws-300", "P-300-1", 3)  # three jobs at one point
 ISSUES = ("ws-200", "P-200-1", 20)  # twenty jobs within 0.1 degree, three of them with issues
 LONG_NAME = "Inspection of the northern transmission corridor between the two substations " * 2
 
-# what the map shows: separate job markers, and clusters with their job and issue counts
-MAP_STATE = """JSON.stringify({
-  zoom: map.getZoom(),
-  jobs: document.querySelectorAll('#map-canvas .leaflet-marker-icon.job').length,
-  issueJobs: document.querySelectorAll('#map-canvas .job.status-technical_issues').length,
-  clusters: [...document.querySelectorAll('#map-canvas .cluster [data-count]')].map(
-    c => [Number(c.dataset.count), Number(c.dataset.issues)]),
-  count: document.getElementById('map-count').textContent})"""
 PICK = """(() => {{ const input = document.getElementById({id!r}); input.value = {value!r};
-  input.dispatchEvent(new Event('input')); input.dispatchEvent(new Event('change')); return true; }})()"""
+  input.dispatchEvent(new Event('input')); input.dispatchEvent(new Event('change'));
+  return true; }})()"""
+CLICK_CLUSTER = """[...document.querySelectorAll('#map-canvas .cluster [data-count]')]
+  .find(c => c.dataset.count === '{count}').click(); true"""
 # every section holds what it shows: nothing wider than its panel, nor than the window
 OVERFLOW = """JSON.stringify({
   page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
   sections: [...document.querySelectorAll('section')].filter(s => s.scrollWidth > s.clientWidth)
-    .map(s => (s.id || s.querySelector('h2').textContent) + ': ' + (s.scrollWidth - s.clientWidth))})"""
+    .map(s => (s.id || s.querySelector('h2').textContent) + ': '
+      + (s.scrollWidth - s.clientWidth))})"""
 WEBHOOK_DAYS = """JSON.stringify([...document.querySelectorAll('#webhooks g[data-date]')].map(
   g => [g.dataset.date, Number(g.dataset.total), g.querySelectorAll('rect.zero').length]))"""
+TILE = "document.querySelector('.tile[data-metric=jobs_total] .value').textContent"
 
 
-def test_fleet_page_maps_filters_and_charts_every_day(tmp_path: Path) -> None:
-    data = _fleet()
-    located = len(data["jobs"]["job_id"])
+@pytest.fixture
+def fleet_page(tmp_path: Path) -> Iterator[Any]:
+    """The fleet's page open in the browser, rendered; on the way out, checks that the page
+    itself was its only request (no tile, script, style, image or font)."""
     page = tmp_path / "fleet.html"
-    page.write_text(render_page(data), encoding="utf-8")
+    page.write_text(render_page(_fleet()), encoding="utf-8")
     with browser_page(tmp_path / "profile") as browser:
         browser.call("Network.enable")
         browser.call("Page.navigate", url=page.as_uri())
-        _wait(browser, "document.body && document.body.dataset.ready === 'true'")
-
-        # the world: every job is a marker or counted in a cluster, overlaps are clustered,
-        # and the three jobs with technical issues show (as markers or in red-ringed clusters)
-        world = _settled(browser, lambda s: _jobs_shown(s) == located)
-        assert world["count"].startswith(f"{located} jobs on the map, 3 with technical issues")
-        assert len(world["clusters"]) + world["jobs"] < located / 4, world
-        assert world["issueJobs"] + sum(issues for _, issues in world["clusters"]) == 3, world
-
-        # a cluster opens into its jobs: a click zooms in, and what it held spreads out
-        biggest = max(count for count, _ in world["clusters"])
-        browser.evaluate(
-            "[...document.querySelectorAll('#map-canvas .cluster [data-count]')]"
-            f".find(c => c.dataset.count === '{biggest}').click(); true"
-        )
-        opened = _settled(browser, lambda s: s["zoom"] > world["zoom"])
-        assert max((count for count, _ in opened["clusters"]), default=0) < biggest, opened
-
-        # one project: the map zooms to it and each of its jobs is a marker of its own
-        workspace, project, jobs = SURVEY
-        browser.evaluate(PICK.format(id="project", value=f"Survey 7 ({project}, {workspace})"))
-        survey = _settled(browser, lambda s: s["jobs"] == jobs and not s["clusters"])
-        assert survey["zoom"] >= 10 and survey["count"].startswith(f"{jobs} jobs on the map")
-
-        # jobs at one point stay a cluster at any zoom; a click spreads them out (spiderfy)
-        workspace, project, jobs = STACKED
-        browser.evaluate(PICK.format(id="project", value=f"Survey 300 ({project}, {workspace})"))
-        _settled(browser, lambda s: s["clusters"] == [[jobs, 0]] and s["jobs"] == 0)
-        browser.evaluate("document.querySelector('#map-canvas .cluster [data-count]').click(); true")
-        _settled(browser, lambda s: s["jobs"] == jobs)
-
-        # 500 workspaces in a menu one can type into; choosing one filters tiles and map
-        options = browser.evaluate("document.querySelectorAll('#workspace-list option').length")
-        assert options == len(WORKSPACES)
-        browser.evaluate(PICK.format(id="workspace", value=ISSUES[0]))
-        issues = _settled(browser, lambda s: _jobs_shown(s) == ISSUES[2])
-        assert issues["issueJobs"] + sum(n for _, n in issues["clusters"]) == 3, issues
-        tile = browser.evaluate(
-            "document.querySelector('.tile[data-metric=jobs_total] .value').textContent"
-        )
-        assert tile == str(ISSUES[2]), tile
-
-        # every day of the webhook chart, the day without a delivery drawn as zero
-        browser.evaluate(PICK.format(id="workspace", value=""))
-        _settled(browser, lambda s: _jobs_shown(s) == located)
-        webhook_days = json.loads(browser.evaluate(WEBHOOK_DAYS))
-        expected_days = [str(TODAY - timedelta(days=n)) for n in range(29, -1, -1)]
-        assert [day for day, _, _ in webhook_days] == expected_days
-        assert [(total, zero) for day, total, zero in webhook_days if day == str(OUTAGE)] == [
-            (0, 1)
-        ]
-        assert all(total > 0 for day, total, _ in webhook_days if day != str(OUTAGE))
-
-        # 800 px wide: nothing spills out of its panel or the window, whichever workspace
-        browser.call(
-            "Emulation.setDeviceMetricsOverride",
-            width=800,
-            height=1000,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
-        for chosen in ("", SURVEY[0]):
-            browser.evaluate(PICK.format(id="workspace", value=chosen))
-            overflow = json.loads(browser.evaluate(OVERFLOW))
-            assert overflow == {"page": 0, "sections": []}, (chosen, overflow)
-        browser.screenshot(tmp_path / "fleet-800.png")
+        wait_ready(browser)
+        yield browser
+        browser.screenshot(tmp_path / "fleet.png")
         urls = browser.requested_urls()
-    # the page itself is the only request: no tile, script, style, image or font
     assert urls == [page.as_uri()], urls
 
 
-def _jobs_shown(state: dict[str, Any]) -> int:
-    return int(state["jobs"]) + sum(count for count, _ in state["clusters"])
+def test_the_world_is_clustered_and_a_cluster_opens_into_its_jobs(fleet_page: Any) -> None:
+    """Every job is a marker or counted in a cluster, overlaps are clustered, the three jobs
+    with technical issues show (as markers or in red-ringed clusters), and a click on a
+    cluster zooms in until what it held spreads out."""
+    located = len(_fleet()["jobs"]["job_id"])
+    world = settled_map(fleet_page, lambda s: jobs_shown(s) == located)
+    assert world["count"].startswith(f"{located} jobs on the map, 3 with technical issues")
+    assert len(world["clusters"]) + world["jobs"] < located / 4, world
+    assert world["issueJobs"] + sum(issues for _, issues in world["clusters"]) == 3, world
+
+    biggest = max(count for count, _ in world["clusters"])
+    fleet_page.evaluate(CLICK_CLUSTER.format(count=biggest))
+    opened = settled_map(fleet_page, lambda s: s["zoom"] > world["zoom"])
+    assert max((count for count, _ in opened["clusters"]), default=0) < biggest, opened
 
 
-def _wait(browser: Any, condition: str) -> None:
-    deadline = time.monotonic() + 300  # a bound for a page that never renders, not a pace
-    while browser.evaluate(condition) is not True:
-        assert time.monotonic() < deadline, browser.evaluate("document.body.innerText")
-        time.sleep(0.2)
+def test_a_project_is_zoomed_into_until_its_jobs_are_apart(fleet_page: Any) -> None:
+    """One project: the map zooms to it and each of its jobs is a marker of its own; jobs at
+    one point stay a cluster at any zoom, and a click spreads them out (spiderfy)."""
+    workspace, project, jobs = SURVEY
+    fleet_page.evaluate(PICK.format(id="project", value=f"Survey 7 ({project}, {workspace})"))
+    survey = settled_map(fleet_page, lambda s: s["jobs"] == jobs and not s["clusters"])
+    assert survey["zoom"] >= 10 and survey["count"].startswith(f"{jobs} jobs on the map")
+
+    workspace, project, jobs = STACKED
+    fleet_page.evaluate(PICK.format(id="project", value=f"Survey 300 ({project}, {workspace})"))
+    settled_map(fleet_page, lambda s: s["clusters"] == [[jobs, 0]] and s["jobs"] == 0)
+    fleet_page.evaluate(CLICK_CLUSTER.format(count=jobs))
+    settled_map(fleet_page, lambda s: s["jobs"] == jobs)
 
 
-def _settled(browser: Any, done: Any) -> dict[str, Any]:
-    """The map's state once `done` holds for it and it reads the same twice in a row (the
-    zoom's animation is over), within a generous bound."""
-    deadline = time.monotonic() + 120
-    before = None
-    while True:
-        state: dict[str, Any] = json.loads(browser.evaluate(MAP_STATE))
-        if done(state) and state == before:
-            return state
-        assert time.monotonic() < deadline, state
-        before = state
-        time.sleep(0.5)
+def test_one_of_500_workspaces_is_chosen_by_typing(fleet_page: Any) -> None:
+    options = fleet_page.evaluate("document.querySelectorAll('#workspace-list option').length")
+    assert options == len(WORKSPACES)
+    fleet_page.evaluate(PICK.format(id="workspace", value=ISSUES[0]))
+    issues = settled_map(fleet_page, lambda s: jobs_shown(s) == ISSUES[2])
+    assert issues["issueJobs"] + sum(n for _, n in issues["clusters"]) == 3, issues
+    assert fleet_page.evaluate(TILE) == str(ISSUES[2])
+    # a name that is no workspace is marked and changes nothing; empty is every workspace
+    fleet_page.evaluate(PICK.format(id="workspace", value="ws-9999"))
+    assert fleet_page.evaluate("document.getElementById('workspace').className") == "unknown"
+    assert fleet_page.evaluate(TILE) == str(ISSUES[2])
+    fleet_page.evaluate(PICK.format(id="workspace", value=""))
+    settled_map(fleet_page, lambda s: jobs_shown(s) == len(_fleet()["jobs"]["job_id"]))
+
+
+def test_the_webhook_chart_draws_every_day_a_day_without_deliveries_as_zero(
+    fleet_page: Any,
+) -> None:
+    webhook_days = json.loads(fleet_page.evaluate(WEBHOOK_DAYS))
+    assert [day for day, _, _ in webhook_days] == [
+        str(TODAY - timedelta(days=n)) for n in range(29, -1, -1)
+    ]
+    outage = [(total, zero) for day, total, zero in webhook_days if day == str(OUTAGE)]
+    assert outage == [(0, 1)], webhook_days
+    assert all(total > 0 for day, total, _ in webhook_days if day != str(OUTAGE))
+
+
+def test_nothing_spills_out_at_800_px(fleet_page: Any) -> None:
+    """Whichever workspace, with a project name of 160 characters in the menus."""
+    fleet_page.call(
+        "Emulation.setDeviceMetricsOverride",
+        width=800,
+        height=1000,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
+    for chosen in ("", SURVEY[0], "ws-001"):
+        fleet_page.evaluate(PICK.format(id="workspace", value=chosen))
+        overflow = json.loads(fleet_page.evaluate(OVERFLOW))
+        assert overflow == {"page": 0, "sections": []}, (chosen, overflow)
 
 
 def _fleet() -> dict[str, Any]:
