@@ -35,6 +35,7 @@ WORKSPACES = [f"ws-{n:03d}" for n in range(500)]
 SURVEY = ("ws-007", "P-7-1", 12)  # workspace, project, jobs: a grid 0.03 degrees apart
 STACKED = ("ws-300", "P-300-1", 3)  # three jobs at one point
 ISSUES = ("ws-200", "P-200-1", 20)  # twenty jobs within 0.1 degree, three of them with issues
+LATE = "ws-123"  # the workspace whose last complete run is the oldest
 LONG_NAME = "Inspection of the northern transmission corridor between the two substations " * 2
 
 PICK = """(() => {{ const input = document.getElementById({id!r}); input.value = {value!r};
@@ -50,6 +51,7 @@ OVERFLOW = """JSON.stringify({
       + (s.scrollWidth - s.clientWidth))})"""
 WEBHOOK_DAYS = """JSON.stringify([...document.querySelectorAll('#webhooks g[data-date]')].map(
   g => [g.dataset.date, Number(g.dataset.total), g.querySelectorAll('rect.zero').length]))"""
+ASOF = "document.getElementById('asof').textContent"
 TILE = "document.querySelector('.tile[data-metric=jobs_total] .value').textContent"
 
 
@@ -107,12 +109,17 @@ def test_one_of_500_workspaces_is_chosen_by_typing(fleet_page: Any) -> None:
     issues = settled_map(fleet_page, lambda s: jobs_shown(s) == ISSUES[2])
     assert issues["issueJobs"] + sum(n for _, n in issues["clusters"]) == 3, issues
     assert fleet_page.evaluate(TILE) == str(ISSUES[2])
+    assert fleet_page.evaluate(ASOF) == f"Data as of {ISSUES[0]}: 2026-11-20 08:00 UTC"
     # a name that is no workspace is marked and changes nothing; empty is every workspace
     fleet_page.evaluate(PICK.format(id="workspace", value="ws-9999"))
     assert fleet_page.evaluate("document.getElementById('workspace').className") == "unknown"
     assert fleet_page.evaluate(TILE) == str(ISSUES[2])
     fleet_page.evaluate(PICK.format(id="workspace", value=""))
     settled_map(fleet_page, lambda s: jobs_shown(s) == len(_fleet()["jobs"]["job_id"]))
+    # the fleet's header: when the data of the workspace furthest behind was last checked
+    assert fleet_page.evaluate(ASOF) == (
+        f"Data as of 2026-11-18 06:30 UTC (the oldest of 500 workspaces: {LATE})"
+    )
 
 
 def test_the_webhook_chart_draws_every_day_a_day_without_deliveries_as_zero(
@@ -205,7 +212,13 @@ def _fleet() -> dict[str, Any]:
         "dataset": "drone_ops",
         "snapshot": "fleet_bi.duckdb",
         "info": {},
-        "as_of": [],
+        "as_of": [
+            {
+                "workspace": w,
+                "data_as_of": "2026-11-18T06:30:00" if w == LATE else "2026-11-20T08:00:00",
+            }
+            for w in WORKSPACES
+        ],
         "metrics": metrics,
         "projects": {**projects, "jobs_total": [1] * 500, "jobs_open": [1] * 500},
         "jobs": jobs,
