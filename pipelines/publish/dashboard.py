@@ -29,8 +29,9 @@ from .metrics import has_metrics, quoted_marts, read_metrics
 
 ASSETS = "dashboard_assets"
 TEMPLATE = "dashboard.html"
-# inlined where the template names them; `</` is escaped, which leaves JavaScript strings,
-# JSON and CSS as they were and keeps any `</script>` inside them from ending the block
+# inlined where the template names them, `</` written `<\/` so that no `</script>` or
+# `</style>` inside them ends their block early: in these files `</` occurs only in JSON and
+# JavaScript strings, where both mean the same
 INLINED = (
     "world_outlines.json",
     "leaflet.css",
