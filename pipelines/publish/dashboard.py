@@ -3,9 +3,10 @@ publish and by `drone-sync dashboard` on demand (docs/dashboard.md).
 
 Why a static file: a manager opens it from disk (file://) with no server to run, nothing to
 install and no request leaving the machine. The page is the template
-`dashboard_assets/dashboard.html` (inline CSS, SVG and a small vanilla script) with two JSON
-documents embedded: the data read here from the snapshot, and the base map's country outlines
-(`dashboard_assets/world_outlines.json`, Natural Earth, public domain). It reads the snapshot,
+`dashboard_assets/dashboard.html` (inline CSS and a small script) with everything it uses
+inlined: the data read here from the snapshot, the base map's country outlines
+(`world_outlines.json`, Natural Earth, public domain) and the map library (Leaflet with
+Leaflet.markercluster, shipped in `dashboard_assets/` with their licences). It reads the snapshot,
 never the warehouse, so writing it never waits for or blocks a sync (docs/bi.md). Every number
 on its tiles comes from the metrics mart (`metrics.py`); the lists and charts are rows of the
 marts, grouped.
@@ -28,7 +29,18 @@ from .metrics import has_metrics, quoted_marts, read_metrics
 
 ASSETS = "dashboard_assets"
 TEMPLATE = "dashboard.html"
-OUTLINES = "world_outlines.json"
+# inlined where the template names them, `</` written `<\/` so that no `</script>` or
+# `</style>` inside them ends their block early: in these files `</` occurs only in JSON and
+# JavaScript strings, where both mean the same
+INLINED = (
+    "world_outlines.json",
+    "leaflet.css",
+    "MarkerCluster.css",
+    "leaflet.js",
+    "leaflet.markercluster.js",
+    "LICENSE-leaflet.txt",
+    "LICENSE-leaflet.markercluster.txt",
+)
 DASHBOARD_SUFFIX = "_dashboard.html"
 HISTORY_DAYS = 30
 """Days of webhook delivery health the page charts (the metrics' window)."""
@@ -134,13 +146,14 @@ def collect(snapshot: Path, dataset: str) -> dict[str, Any]:
 
 
 def render_page(data: dict[str, Any]) -> str:
-    """The template with the data and the outlines embedded as JSON script blocks."""
+    """The template with every asset it names (`{{file name}}`) inlined and the data embedded
+    as a JSON script block: one file that needs nothing else."""
     assets = resources.files("drone_ops_sync.pipelines.publish").joinpath(ASSETS)
-    template = assets.joinpath(TEMPLATE).read_text(encoding="utf-8")
-    outlines = assets.joinpath(OUTLINES).read_text(encoding="utf-8")
-    return template.replace("{{DATA}}", _script_json(data)).replace(
-        "{{OUTLINES}}", outlines.strip().replace("</", "<\\/")
-    )
+    page = assets.joinpath(TEMPLATE).read_text(encoding="utf-8")
+    for name in INLINED:
+        text = assets.joinpath(name).read_text(encoding="utf-8").strip()
+        page = page.replace("{{" + name + "}}", text.replace("</", "<\\/"))
+    return page.replace("{{DATA}}", _script_json(data))
 
 
 def _as_of(con: duckdb.DuckDBPyConnection, dataset: str) -> list[dict[str, Any]]:

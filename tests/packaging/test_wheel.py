@@ -394,9 +394,10 @@ def test_installed_drone_sync_runs_from_an_empty_folder(
         assert set(MARTS) <= tables
         projects = connection.execute("select count(*) from drone_ops_marts.dim_projects")
         assert projects.fetchone()[0] > 0  # type: ignore[index]
-    # the dashboard page, made of the package's template and base map (package data)
+    # the dashboard page, made of the package's template, base map and map library (package data)
     page = (project / "drone_ops_warehouse_bi_dashboard.html").read_text(encoding="utf-8")
     assert "Natural Earth" in page and "fct_metrics" in page
+    assert "Leaflet 1.9.4" in page and "MarkerClusterGroup" in page
     assert _tree(installed.package) == before, "something wrote into the installed package"
     assert not {"target", "logs", "dbt_packages"} & {p.name for p in project.iterdir()}
 

@@ -1,15 +1,14 @@
 """drone-sync's own dashboard (docs/dashboard.md), from a synced simulator workspace, looked at
 in Debian's headless Chromium with every host but 127.0.0.1 unresolvable: the page a run wrote
-beside the BI snapshot opens from file://, shows one map point per located job and the
-metrics' numbers exactly as the metrics mart's SQL gives them, its filters work, and loading it
-asks for nothing but the file itself.
+beside the BI snapshot opens from file://, shows every located job on the map (as a marker or
+in a cluster) and the metrics' numbers exactly as the metrics mart's SQL gives them, its
+filters work, and loading it asks for nothing but the file itself.
 
 Skipped unless /usr/bin/chromium is installed (`apt-get install chromium`)."""
 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import EXIT_OK, cli_env, run_cli
+from .dashboard_map import jobs_shown, settled_map, wait_ready
 from .headless_browser import CHROMIUM, browser_page
 
 pytestmark = [
@@ -42,9 +42,19 @@ LOCATED_SQL = """
 select count(*) from drone_ops_marts.dim_jobs
 where not is_project_archived and latitude is not null and longitude is not null
 """
+# each unarchived project as the page's menu names it, and its located jobs
+PROJECTS_SQL = """
+select projects.name || ' (' || projects.project_id || ', ' || projects.workspace || ')',
+       count(jobs.latitude)
+from drone_ops_marts.dim_projects as projects
+left join drone_ops_marts.dim_jobs as jobs
+    on jobs.workspace = projects.workspace and jobs.project_id = projects.project_id
+where not projects.is_archived group by all
+"""
+PICK_PROJECT = """(() => {{ const input = document.getElementById('project'); input.value = {label};
+  input.dispatchEvent(new Event('input')); return true; }})()"""
 TILES = """JSON.stringify(Object.fromEntries([...document.querySelectorAll('.tile')].map(
   tile => [tile.dataset.metric, tile.querySelector('.value').textContent])))"""
-POINTS = "document.querySelectorAll('#map-svg circle.job').length"
 
 
 def test_dashboard_page_shows_the_snapshot(tiny_sim: SimulatorHandle, tmp_path: Path) -> None:
@@ -65,21 +75,28 @@ def test_dashboard_page_shows_the_snapshot(tiny_sim: SimulatorHandle, tmp_path: 
     assert written.code == EXIT_OK, written.describe()
     assert page.as_uri() in written.out, written.out
 
-    expected, located, high = _from_snapshot(snapshot)
+    expected, located, high, projects = _from_snapshot(snapshot)
     assert located > 0 and expected["jobs_mapped"][0] == located
     for html, name in ((published, "published"), (page, "on_demand")):
         with browser_page(tmp_path / f"profile-{name}") as browser:
             browser.call("Network.enable")
             browser.call("Page.navigate", url=html.as_uri())
-            _wait_ready(browser)
+            wait_ready(browser)
             browser.screenshot(tmp_path / f"dashboard-{name}.png")
             tiles = json.loads(browser.evaluate(TILES))
-            points = browser.evaluate(POINTS)
+            # every located job is on the map, as a marker of its own or in a cluster
+            settled_map(browser, lambda state: jobs_shown(state) == located)
+            # a project chosen: the map zooms in until each of its jobs is a marker of its own
+            for label, jobs in projects.items():
+                browser.evaluate(PICK_PROJECT.format(label=json.dumps(label)))
+                apart = [jobs, []]
+                settled_map(
+                    browser, lambda state, apart=apart: [state["jobs"], state["clusters"]] == apart
+                )
+            browser.evaluate(PICK_PROJECT.format(label='""'))
             browser.evaluate("document.querySelector('input.priority[value=high]').click(); true")
-            without_high = browser.evaluate(POINTS)
+            settled_map(browser, lambda state: jobs_shown(state) == located - high)
             urls = browser.requested_urls()
-        assert points == located, name
-        assert without_high == located - high, name
         assert set(tiles) == set(expected), tiles
         for metric, (value, unit) in expected.items():
             assert tiles[metric] == _shown(value, unit), (metric, tiles[metric], value)
@@ -98,23 +115,19 @@ def test_dashboard_page_shows_the_snapshot(tiny_sim: SimulatorHandle, tmp_path: 
     assert fleet == {metric: value for metric, (value, _) in expected.items()}
 
 
-def _from_snapshot(snapshot: Path) -> tuple[dict[str, tuple[Any, str]], int, int]:
+def _from_snapshot(
+    snapshot: Path,
+) -> tuple[dict[str, tuple[Any, str]], int, int, dict[str, int]]:
     con = duckdb.connect(str(snapshot), read_only=True)
     try:
         expected = {str(m): (v, str(u)) for m, v, u in con.execute(FLEET_SQL).fetchall()}
         located = con.execute(LOCATED_SQL).fetchone()
         high = con.execute(LOCATED_SQL + " and priority = 'high'").fetchone()
+        projects = {str(label): int(jobs) for label, jobs in con.execute(PROJECTS_SQL).fetchall()}
     finally:
         con.close()
     assert located is not None and high is not None
-    return expected, int(located[0]), int(high[0])
-
-
-def _wait_ready(browser: Any) -> None:
-    deadline = time.monotonic() + 300  # a bound for a page that never renders, not a pace
-    while browser.evaluate("document.body && document.body.dataset.ready") != "true":
-        assert time.monotonic() < deadline, browser.evaluate("document.body.innerText")
-        time.sleep(0.5)
+    return expected, int(located[0]), int(high[0]), projects
 
 
 def _shown(value: float | None, unit: str) -> str:

@@ -1,0 +1,45 @@
+"""What the dashboard page's map shows, read from its DOM in a browser session of
+`headless_browser.browser_page`: separate job markers, and clusters with the jobs and the jobs
+with technical issues each holds."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+MAP_STATE = """JSON.stringify({
+  zoom: map.getZoom(),
+  jobs: document.querySelectorAll('#map-canvas .leaflet-marker-icon.job').length,
+  issueJobs: document.querySelectorAll('#map-canvas .job.status-technical_issues').length,
+  clusters: [...document.querySelectorAll('#map-canvas .cluster [data-count]')].map(
+    c => [Number(c.dataset.count), Number(c.dataset.issues)]),
+  count: document.getElementById('map-count').textContent})"""
+
+
+def jobs_shown(state: dict[str, Any]) -> int:
+    """The jobs on the map: separate markers and those counted in clusters."""
+    return int(state["jobs"]) + sum(count for count, _ in state["clusters"])
+
+
+def settled_map(browser: Any, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The map's state once `done` holds for it and it reads the same twice in a row (a
+    zoom's animation is over), within a generous bound."""
+    deadline = time.monotonic() + 120  # a bound for a map that never settles, not a pace
+    before = None
+    while True:
+        state: dict[str, Any] = json.loads(browser.evaluate(MAP_STATE))
+        if done(state) and state == before:
+            return state
+        assert time.monotonic() < deadline, state
+        before = state
+        time.sleep(0.5)
+
+
+def wait_ready(browser: Any) -> None:
+    """Waits until the page has rendered (it marks its body `data-ready`)."""
+    deadline = time.monotonic() + 300  # a bound for a page that never renders, not a pace
+    while browser.evaluate("document.body && document.body.dataset.ready") != "true":
+        assert time.monotonic() < deadline, browser.evaluate("document.body.innerText")
+        time.sleep(0.5)
