@@ -30,8 +30,9 @@ from drone_ops_sync.pipelines.publish.dbt_build import (
     dbt_target,
     profile_env,
 )
-from drone_ops_sync.pipelines.publishing import fleet_vars, models_turn, prepare_models_build
+from drone_ops_sync.pipelines.publishing import fleet_vars, prepare_models_build
 from drone_ops_sync.pipelines.run.destination import check_target
+from drone_ops_sync.pipelines.run.door import models_turn
 from drone_ops_sync.pipelines.run.lock import WarehouseBusy
 from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
 

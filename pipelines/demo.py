@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 from rich.console import Console
 from rich.table import Table
@@ -20,6 +19,7 @@ from rich.table import Table
 from drone_ops_sync.sources.drone_ops import read_source_config
 
 from .console.summary import print_summary
+from .run.door import read_only
 from .run.target import DEFAULT_DATABASE, Target
 
 DEMO_QUERIES: tuple[tuple[str, str], ...] = (
@@ -201,16 +201,13 @@ def _change_workspace(api: httpx.Client) -> list[str]:
 
 
 def _print_queries(console: Console, database: Path) -> None:
-    con = duckdb.connect(str(database), read_only=True)
-    try:
+    with read_only(database) as con:
         for title, sql in DEMO_QUERIES:
             query = sql.format(raw="drone_ops")
             cursor = con.execute(query)
             columns = [column[0] for column in cursor.description or []]
             console.print(f"[dim]{' '.join(query.split())}[/dim]", soft_wrap=False)
             _print_rows(console, title, columns, cursor.fetchall())
-    finally:
-        con.close()
 
 
 def _print_rows(console: Console, title: str, columns: list[str], rows: list[Any]) -> None:

@@ -7,8 +7,7 @@ published, so a failed or interrupted run never publishes half-updated data.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,14 +29,8 @@ from .publish.dashboard import DashboardError, write_dashboard
 from .publish.dbt_build import ModelsResult, dbt_target
 from .publish.snapshot import SnapshotError, publish_snapshot
 from .publish.snapshot_plan import SnapshotPlan, snapshot_plan
-from .run.lock import (
-    ACCESS_WAIT_SECONDS,
-    WarehouseBusy,
-    busy_message,
-    ensure_duckdb_free,
-    waiting_turn,
-)
-from .run.reachable import ensure_destination_reachable
+from .run.door import busy_message, ensure_warehouse_free, models_turn
+from .run.lock import WarehouseBusy
 from .run.signals import SignalStop
 from .run.sync import SyncOutcome
 from .run.target import Target
@@ -73,31 +66,11 @@ def build_models_step(
         )
 
 
-@contextmanager
-def models_turn(target: Target) -> Iterator[None]:
-    """The turn of one model build, waited for (up to `ACCESS_WAIT_SECONDS`, then
-    `WarehouseBusy`): on DuckDB the file's access lock for the whole build, so no workspace
-    loads meanwhile and no other build runs; on a server the warehouse's models lock.
-
-    Why one build at a time per warehouse, whoever starts it (a workspace's run, a fleet run,
-    `drone-sync models`, Dagster's dbt assets): they share the build record, and two builds
-    replacing the same marts at once would fail each other."""
-    if target.duckdb_file() is not None:
-        with target.file_access():
-            yield
-        return
-    with waiting_turn(target.models_lock_path(), ACCESS_WAIT_SECONDS, "the model build"):
-        yield
-
-
 def prepare_models_build(target: Target) -> Path:
     """What every model build does first, inside its turn: the warehouse is free and
     reachable, and the build record is forgotten (a build that fails or is killed leaves
     none, so the next run builds again). Returns the warehouse's dbt folder."""
-    database = target.duckdb_file()
-    if database is not None:
-        ensure_duckdb_free(database.resolve())
-    ensure_destination_reachable(target)
+    ensure_warehouse_free(target)
     folder = dbt_folder(target.sync_dir())
     forget_build(folder)
     return folder

@@ -17,8 +17,8 @@ yet, a new column) takes a brief turn here, like any other load of the pipeline.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Sequence
+from contextlib import ExitStack
 from types import TracebackType
 
 import dlt
@@ -37,9 +37,8 @@ from .publish.snapshot_plan import SnapshotPlan
 from .publishing import build_models_step, finish_success
 from .run.destination import check_target
 from .run.disk_full import disk_full_as_error
-from .run.kept_file import KeptFile
-from .run.lock import duckdb_busy_as, warehouse_lock
-from .run.reachable import ensure_destination_reachable
+from .run.door import KeptFile, ensure_destination_reachable, step
+from .run.lock import warehouse_lock
 from .run.recovery import (
     finish_pending,
     forget_moved_working_folders,
@@ -70,7 +69,7 @@ class Session:
         self._ready = False
         self.file = KeptFile(target.duckdb_file())
         """The DuckDB file, held open across the turn's steps that follow one another
-        (`run/kept_file.py`); let go before the models and when the turn ends."""
+        (`run/door.py`); let go before the models and when the turn ends."""
 
     def __enter__(self) -> Session:
         lock = warehouse_lock(self.target.lock_path(), self.notes, brief=self.brief)
@@ -94,7 +93,7 @@ class Session:
         changes anything."""
         if self._ready:
             return
-        with self._opening():
+        with step(self.target, self.file):
             ensure_destination_reachable(self.target)
         self._ready = True
 
@@ -103,18 +102,9 @@ class Session:
         and what a crashed turn left is repaired."""
         if self._pipeline is None:
             self.ready()
-            with self._opening():
+            with step(self.target, self.file):
                 self._pipeline = self._repaired()
         return self._pipeline
-
-    @contextmanager
-    def _opening(self) -> Iterator[None]:
-        """What a step that opens the warehouse is inside: a full disk and a held DuckDB file
-        each end as one line (the file's opening included), and the file is the turn's step
-        (its access lock held)."""
-        target = self.target
-        with disk_full_as_error(target), duckdb_busy_as(target.duckdb_file()), self.file.step():
-            yield
 
     def _repaired(self) -> dlt.Pipeline:
         self.notes.extend(forget_moved_working_folders(self.target))

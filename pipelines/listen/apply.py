@@ -7,7 +7,7 @@ warehouse's, `sources.drone_ops` `newest_versions`) and one `_webhook_events` ro
 delivery. Each batch takes only the dataset's write turn (`Target.write_turn`: the DuckDB
 file's access lock, or `<run lock>.write` on a server), which a run holds only during each of
 its loads, so events land between a run's loads rather than after the run. Between batches
-the applier keeps the DuckDB file open, as a run keeps it between its steps (`run/kept_file.py`),
+the applier keeps the DuckDB file open, as a run keeps it between its steps (`run/door.py`),
 until another step waits for the file, events pause, or `HOLD_SECONDS` pass. A batch the
 transaction cannot write (a warehouse not synced yet, a new column) is a dlt load, under the
 run lock as a brief holder (a run that starts meanwhile waits for it, never fails: `lock.py`).
@@ -52,8 +52,8 @@ from drone_ops_sync.sources.drone_ops.internal import (
     redact,
 )
 
-from ..run.kept_file import KeptFile
-from ..run.lock import WarehouseBusy, duckdb_busy_as
+from ..run.door import KeptFile, duckdb_busy_as
+from ..run.lock import WarehouseBusy
 from ..run.recovery import open_pipeline
 from ..run.run_trace import RunLoads
 from ..run.target import Target
@@ -113,7 +113,7 @@ class Router:
         self.owners: dict[str, str] = {}
         self.file = KeptFile(base.duckdb_file(), HOLD_SECONDS if keep_open else 0.0, FileHeld)
         """The DuckDB file the workspaces share; with `keep_open` (the applier) kept open
-        between batches (`run/kept_file.py`), else let go after each batch."""
+        between batches (`run/door.py`), else let go after each batch."""
         self._clients: dict[str, SqlClientBase[Any]] = {}
         self._open: set[str] = set()
 

@@ -40,9 +40,8 @@ from ..publish.build_record import dbt_folder, forget_build, project_fingerprint
 from ..publish.dashboard import DashboardError, write_dashboard
 from ..publish.snapshot import SnapshotError, publish_snapshot
 from ..publish.snapshot_plan import SnapshotPlan
-from ..publishing import dbt_build, models_turn
-from ..run.lock import ensure_duckdb_free
-from ..run.reachable import ensure_destination_reachable
+from ..publishing import dbt_build
+from ..run.door import ensure_warehouse_free, models_turn
 from ..run.target import Target
 
 FOLLOWED_TABLES = ("projects", "_webhook_events")
@@ -173,10 +172,7 @@ class MartsFollower:
     def _build(self) -> tuple[str | None, int]:
         """The partial dbt build inside the models' turn: (the error or None, models built)."""
         target = self.target
-        database = target.duckdb_file()
-        if database is not None:
-            ensure_duckdb_free(database.resolve())
-        ensure_destination_reachable(target)
+        ensure_warehouse_free(target)
         folder = dbt_folder(target.sync_dir())
         select = [f"source:{SOURCE}.{table}+" for table in FOLLOWED_TABLES]
         result = dbt_build(target, select=select, run_tests=True, unit_tests=False)

@@ -19,8 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
 from drone_ops_sync.sources.drone_ops.internal import (
     DEFAULT_WORKSPACE,
@@ -33,19 +31,15 @@ from drone_ops_sync.sources.drone_ops.internal import (
 )
 
 from ..exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_OK, EXIT_STALE
-from ..run.credentials import destination_credentials
 from ..run.destination import check_target
-from ..run.lock import WarehouseBusy, duckdb_holder
+from ..run.door import WarehouseMissing, connect_postgres, read_only
+from ..run.lock import WarehouseBusy
 from ..run.target import Target
 from .alerts import alert_hook, send_alert
 
 STATUS_DESTINATIONS = ("duckdb", "postgres")
 _AGE = re.compile(r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-class WarehouseUnreadable(DroneOpsError):
-    """The warehouse could not be read (a server that does not answer): exit 1."""
 
 
 @dataclass(frozen=True)
@@ -144,42 +138,19 @@ def _answers(state: RunStateReader, report: StatusReport, where: str) -> Answers
 
 
 def _duckdb_answers(database: Path, schema: str, report: StatusReport) -> Answers:
-    if not database.is_file():
+    try:
+        with read_only(database) as connection:
+            where = f"{schema}.{settings.RUNS_TABLE} in {database}"
+            return _answers(connection_reader(connection, schema), report, where)
+    except WarehouseMissing:
         report.note = f"no warehouse at {database.absolute()}: no sync has run there yet"
         return {}, {}
-    try:
-        connection = duckdb.connect(str(database), read_only=True)
-    except duckdb.Error as exc:
-        holder = duckdb_holder(exc)
-        if holder is None:
-            raise ConfigError(
-                "--database / destination.duckdb.credentials",
-                f"{database} cannot be opened as a DuckDB database ({redact(str(exc))})",
-            ) from None
-        raise WarehouseBusy(
-            f"{database.absolute()} is open for writing in another process ({holder}),"
-            " usually a drone-sync run: status reads it once that lets go; try again later"
-        ) from None
-    try:
-        where = f"{schema}.{settings.RUNS_TABLE} in {database}"
-        return _answers(connection_reader(connection, schema), report, where)
-    finally:
-        connection.close()
 
 
 def _postgres_answers(schema: str, report: StatusReport) -> Answers:
     import psycopg2
 
-    credentials = destination_credentials("postgres")
-    try:
-        connection = psycopg2.connect(
-            credentials.to_native_representation(),
-            connect_timeout=10,
-            options="-c default_transaction_read_only=on",
-        )
-    except psycopg2.OperationalError as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise WarehouseUnreadable(f"cannot read PostgreSQL: {redact(reason)}") from None
+    connection = connect_postgres(read_only=True)
     try:
         state = connection_reader(connection, schema, missing=(psycopg2.errors.UndefinedTable,))
         return _answers(state, report, f"{schema}.{settings.RUNS_TABLE}")

@@ -25,6 +25,7 @@ import duckdb
 
 from drone_ops_sync.sources.drone_ops import DroneOpsError
 
+from ..run.door import SNAPSHOT_SETTING, read_only
 from .metrics import has_metrics, quoted_marts, read_metrics
 
 ASSETS = "dashboard_assets"
@@ -115,7 +116,7 @@ def write_dashboard(snapshot: Path, dataset: str, output: Path | None = None) ->
         page = render_page(collect(snapshot, dataset))
         tmp.write_text(page, encoding="utf-8")
         tmp.replace(target)
-    except (OSError, duckdb.Error) as exc:
+    except (OSError, duckdb.Error, DroneOpsError) as exc:
         raise DashboardError(
             f"could not write the dashboard {target}: {type(exc).__name__}: {exc}"
         ) from None
@@ -126,8 +127,7 @@ def write_dashboard(snapshot: Path, dataset: str, output: Path | None = None) ->
 
 def collect(snapshot: Path, dataset: str) -> dict[str, Any]:
     """Everything the page shows, read from the snapshot in one read-only connection."""
-    con = duckdb.connect(str(snapshot), read_only=True)
-    try:
+    with read_only(snapshot, SNAPSHOT_SETTING) as con:
         info = _rows(con, "select * from main._snapshot_info")
         data: dict[str, Any] = {
             "dataset": dataset,
@@ -141,8 +141,6 @@ def collect(snapshot: Path, dataset: str) -> dict[str, Any]:
             query = sql.format(marts=quoted_marts(dataset), days=HISTORY_DAYS)
             data[name] = _columns(con, query) if ready else {}
         return data
-    finally:
-        con.close()
 
 
 def render_page(data: dict[str, Any]) -> str:

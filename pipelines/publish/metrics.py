@@ -17,6 +17,8 @@ import duckdb
 
 from drone_ops_sync.sources.drone_ops import DroneOpsError
 
+from ..run.door import SNAPSHOT_SETTING, read_only
+
 METRICS_TABLE = "fct_metrics"
 ALL_WORKSPACES = "(all)"
 """The workspace column of the fleet's totals in `drone-sync metrics`' output."""
@@ -93,13 +95,10 @@ def read_metrics(con: duckdb.DuckDBPyConnection, dataset: str) -> list[Metric]:
 
 
 def read_metrics_file(path: Path, dataset: str) -> list[Metric]:
-    """`read_metrics` on a DuckDB file opened read-only (the BI snapshot, or the warehouse)."""
+    """`read_metrics` on the BI snapshot, opened read-only."""
     try:
-        con = duckdb.connect(str(path), read_only=True)
-        try:
+        with read_only(path, SNAPSHOT_SETTING) as con:
             return read_metrics(con, dataset)
-        finally:
-            con.close()
     except duckdb.Error as exc:
         raise DroneOpsError(f"could not read the metrics of {path}: {exc}") from None
 

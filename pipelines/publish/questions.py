@@ -8,7 +8,7 @@ import pathlib
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
+from ..run.door import read_only
 
 
 @dataclass(frozen=True)
@@ -122,12 +122,9 @@ def answer_questions(
     """Run EXAMPLE_QUESTIONS on a read-only connection: (title, column names, rows) each."""
     marts = '"' + f"{dataset}_marts".replace('"', '""') + '"'
     answers: list[tuple[str, list[str], list[tuple[Any, ...]]]] = []
-    con = duckdb.connect(str(database_path), read_only=True)
-    try:
+    with read_only(database_path) as con:
         for question in EXAMPLE_QUESTIONS:
             cursor = con.execute(question.sql.format(marts=marts))
             columns = [column[0] for column in cursor.description or []]
             answers.append((question.title, columns, [tuple(row) for row in cursor.fetchall()]))
-    finally:
-        con.close()
     return answers

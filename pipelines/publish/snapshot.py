@@ -31,7 +31,7 @@ import duckdb
 
 from drone_ops_sync.sources.drone_ops import DroneOpsError
 
-from ..run.lock import busy_message
+from ..run.door import read_only
 from .history_macros import copy_table_macros
 from .snapshot_freshness import (
     RUNS_TABLE,
@@ -135,10 +135,8 @@ def publish_snapshot(
     except BaseException as exc:
         for leftover in (tmp, _wal(tmp)):
             leftover.unlink(missing_ok=True)
-        if isinstance(exc, duckdb.Error | OSError | SnapshotError):
-            cause = busy_message(database, exc) or (
-                str(exc) if isinstance(exc, SnapshotError) else _cause(exc)
-            )
+        if isinstance(exc, duckdb.Error | OSError | DroneOpsError):
+            cause = str(exc) if isinstance(exc, DroneOpsError) else _cause(exc)
             raise SnapshotError(
                 f"could not publish the BI snapshot {snapshot}: {cause}; the warehouse is"
                 " unchanged and the previous snapshot is still in place"
@@ -186,31 +184,29 @@ def _write(
     refreshed copy of `previous` when given and refreshable, else a copy of everything.
     Returns the published tables, the newest run id, and whether it was a refresh."""
     spill = tmp.with_name(tmp.name + SPILL_SUFFIX)
-    con = duckdb.connect(
-        str(database),
-        read_only=True,
-        config={
-            "memory_limit": SNAPSHOT_MEMORY_LIMIT,
-            # a copy needs no row order; keeping it makes DuckDB buffer whole row groups,
-            # which ran out of the memory limit on a 500,000-row mart
-            "preserve_insertion_order": False,
-            # a read-only connection has no folder of its own to spill to: give it one
-            "temp_directory": str(spill),
-        },
-    )
+    config = {
+        "memory_limit": SNAPSHOT_MEMORY_LIMIT,
+        # a copy needs no row order; keeping it makes DuckDB buffer whole row groups, which
+        # ran out of the memory limit on a 500,000-row mart
+        "preserve_insertion_order": False,
+        # a read-only connection has no folder of its own to spill to: give it one
+        "temp_directory": str(spill),
+    }
     try:
-        row = con.execute("SELECT current_database()").fetchone()
-        catalog = str(row[0]) if row else ""
-        result = None
-        if previous is not None:
-            result = refresh_copy(con, catalog, dataset, previous, tmp, _ALIAS, include_runs)
-        refreshed = result is not None
-        if result is None:
-            result = _copy_all(con, catalog, database.name, dataset, tmp, include_raw, include_runs)
-        con.execute(f"CHECKPOINT {_ALIAS}")
-        con.execute(f"DETACH {_ALIAS}")
+        with read_only(database, config=config) as con:
+            row = con.execute("SELECT current_database()").fetchone()
+            catalog = str(row[0]) if row else ""
+            result = None
+            if previous is not None:
+                result = refresh_copy(con, catalog, dataset, previous, tmp, _ALIAS, include_runs)
+            refreshed = result is not None
+            if result is None:
+                result = _copy_all(
+                    con, catalog, database.name, dataset, tmp, include_raw, include_runs
+                )
+            con.execute(f"CHECKPOINT {_ALIAS}")
+            con.execute(f"DETACH {_ALIAS}")
     finally:
-        con.close()
         shutil.rmtree(spill, ignore_errors=True)
     if _wal(tmp).exists():
         # everything must be in the file itself: the WAL would be left behind by the rename

@@ -61,7 +61,7 @@ def _remove_unwritten_database(database: Path) -> None:
     """Removes a DuckDB file this run created and the disk refused to write whole: with its
     headers cut short, every later run refused it as "not a valid DuckDB database file". A
     file the run found was opened as a database before anything was written (the turn's
-    first step: `kept_file.py`, `lock.open_duckdb`), and DuckDB only rewrites its headers in
+    first step: `door.py` `open_duckdb`), and DuckDB only rewrites its headers in
     place, so only a file this run created can be shorter than them or lack the magic bytes."""
     try:
         with database.open("rb") as file:

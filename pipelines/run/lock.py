@@ -21,7 +21,7 @@ a later one never waits for an earlier one, so no two holders can wait for each 
 A step that has to wait for a lock says so while it waits: it shares a `flock` on
 `<lock>.want` beside it (`waiting_turn`, and a run waiting for a brief holder of the run
 lock). A holder that keeps the DuckDB file between uses (a run's turn between its steps, the
-event receiver between its batches: `kept_file.py`) asks `turn_wanted` and hands it over at
+event receiver between its batches: `door.py` `KeptFile`) asks `turn_wanted` and hands it over at
 once, and a brief taker of the run lock lets a waiting run go first; a waiter that dies drops
 its share with it. So a DuckDB warehouse has four lock files: `<file>.lock` (one per
 workspace: `<file>.<dataset>.lock` for a named one), `<file>.access.lock`, and the `.want` of
@@ -37,7 +37,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import socket
 import threading
 import time
@@ -47,11 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-import duckdb
-
-from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
-
-from .errors import is_disk_full
+from drone_ops_sync.sources.drone_ops import DroneOpsError
 
 
 class WarehouseBusy(DroneOpsError):
@@ -278,75 +273,3 @@ def held_turn(path: Path, what: str, wait_seconds: float = ACCESS_WAIT_SECONDS) 
             yield
     finally:
         depth[key] = 0
-
-
-_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
-
-
-def duckdb_holder(error: BaseException) -> str | None:
-    """Who holds a DuckDB file, from DuckDB's cross-process lock error ("PID n, program", or
-    "another process" when DuckDB did not say); None if `error` is another error."""
-    match = _HOLDER.search(str(error))
-    if match is None and "Could not set lock on file" not in str(error):
-        return None
-    return f"PID {match['pid']}, {match['program']}" if match else "another process"
-
-
-def busy_message(database: Path, error: BaseException) -> str | None:
-    """The one line for DuckDB's cross-process lock error, or None if `error` is another."""
-    holder = duckdb_holder(error)
-    if holder is None:
-        return None
-    return (
-        f"{database} is open in another process ({holder}); DuckDB lets no"
-        " other process write while a program (a BI tool, a notebook, DBeaver, even a"
-        " read-only one) holds the file: close it or disconnect it there, then run again"
-    )
-
-
-def ensure_duckdb_free(database: Path) -> None:
-    """Raises `WarehouseBusy` when another process holds the DuckDB file, before a run
-    changes anything (the run's own open would fail the same way, but deep inside dlt)."""
-    if database.exists():
-        open_duckdb(database).close()
-
-
-def open_duckdb(
-    database: Path, busy: type[DroneOpsError] = WarehouseBusy
-) -> duckdb.DuckDBPyConnection:
-    """A connection to the existing DuckDB file, or `busy` (`WarehouseBusy` for a run, exit 75;
-    the event applier's own kind, retried next tick) when another process holds it, a
-    `ConfigError` when it is no DuckDB database (a full disk is raised as it is, for
-    `disk_full.py` to say). Opened with DuckDB's defaults, as dlt opens it, so dlt's own
-    connections in this process share its database instance (`run/kept_file.py`)."""
-    try:
-        return duckdb.connect(str(database.resolve()))
-    except duckdb.Error as exc:
-        message = busy_message(database, exc)
-        if message is None and is_disk_full(exc):
-            raise  # said as such by the turn (`disk_full.py`), not as a file that cannot open
-        if message is None:
-            raise ConfigError(
-                "--database / destination.duckdb.credentials",
-                f"{database} cannot be opened as a DuckDB database ({exc})",
-            ) from None
-        raise busy(message) from None
-
-
-@contextmanager
-def duckdb_busy_as(
-    database: Path | None, kind: type[DroneOpsError] = WarehouseBusy
-) -> Iterator[None]:
-    """Turns DuckDB's cross-process lock error, raised anywhere in the block (deep inside dlt
-    as often as not), into the one line of `busy_message` as `kind` (`WarehouseBusy` for a
-    run, exit 75; the event applier's own kind, retried next tick); other errors pass
-    unchanged. No-op for a server destination (None)."""
-    try:
-        yield
-    except DroneOpsError:
-        raise
-    except Exception as exc:
-        message = busy_message(database, exc) if database is not None else None
-        if message is not None:
-            raise kind(message) from None
-        raise

@@ -27,7 +27,7 @@ from dlt.pipeline.trace import PipelineStepTrace, PipelineTrace, save_trace
 
 from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
-from .disk_full import disk_full_as_error
+from .door import writing
 from .target import Target
 
 T = TypeVar("T")
@@ -60,7 +60,7 @@ class RunLoads:
         # the whole call: dlt opens the destination to sync its state and again to load, and a
         # group's extract reads what its walk stage already spilled; the write turn (the file's
         # access lock on DuckDB) is the event receiver's too
-        with self.target.write_turn(), disk_full_as_error(self.target, pipeline):
+        with writing(self.target, pipeline):
             if not self._synced and pipeline.config.restore_from_destination:
                 pipeline.sync_destination()
             self._synced = True
@@ -83,7 +83,7 @@ class RunLoads:
         """A write by SQL through the pipeline's SQL client (`write` opens and closes it), in
         the turn a load takes: the write turn, a full disk as one line. Not a dlt load, so it
         leaves no trace: what it writes, it records in `_dlt_loads` itself (`sql_load.py`)."""
-        with self.target.write_turn(), disk_full_as_error(self.target, self.pipeline):
+        with writing(self.target, self.pipeline):
             return write(self.pipeline.sql_client())
 
     def _source_schema(self) -> Schema:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,11 +32,9 @@ from drone_ops_sync.sources.drone_ops.internal import (
 from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from .delivery_waves import DeliveryWaves, record_marks_first
-from .disk_full import disk_full_as_error
+from .door import KeptFile, duckdb_busy_as, step
 from .errors import root_cause
-from .kept_file import KeptFile
 from .loaded_packages import prune_loaded_packages
-from .lock import duckdb_busy_as
 from .run_record import record_run
 from .run_trace import RunLoads
 from .target import Target
@@ -95,7 +92,7 @@ def sync_in_turn(
     """One sync, in a turn (`pipelines/session.py`) that holds the run lock and has checked
     the settings; `pipeline()` opens the turn's pipeline (repairing what a crashed turn left),
     called once the observer heard the run start. `file` is the turn's DuckDB file, held open
-    across the steps that follow one another (`kept_file.py`).
+    across the steps that follow one another (`door.py`).
 
     `cancel`, once set (by a signal handler), interrupts the run: tables whose walk had not
     finished load nothing and are recorded as `interrupted`. `delivery_wave_rows` is how many
@@ -145,7 +142,7 @@ def _locked_run(
     # opened here, after the repairs, so the walk goes on while the groups load; it ends with
     # its last table (`SyncRun`), or at the end of this block when an error escaped
     with run:
-        with _step(target, pipeline, file):
+        with step(target, file, pipeline):
             run.open(pipeline)
             record_marks_first(loads, run)
         file.release()  # the walk may take long: the file is nobody's meanwhile
@@ -159,7 +156,7 @@ def _locked_run(
     outcome.total_seconds = time.monotonic() - started
     finished = datetime.now(UTC)
     record = RunRecord(report, target.workspace, run.issues, marks, finished)
-    with _step(target, pipeline, file):
+    with step(target, file, pipeline):
         note = record_run(loads, run, source, record)
     if note is None:
         outcome.finished_at = finished
@@ -169,17 +166,9 @@ def _locked_run(
     # after every run, not only a clean one: a table failing run after run would otherwise
     # let the packages grow as before; the newest, and every one this run's trace names, are kept
     prune_loaded_packages(pipeline, traced=traced)
-    with _step(target, pipeline, file):
+    with step(target, file, pipeline):
         outcome.data_version = read_data_version(pipeline)
     return outcome
-
-
-@contextmanager
-def _step(target: Target, pipeline: dlt.Pipeline, file: KeptFile) -> Iterator[None]:
-    """A step of the run on the warehouse: the turn's file (opened again if it was let go)
-    and its access lock, a full disk said as one line, the file's opening included."""
-    with disk_full_as_error(target, pipeline), file.step():
-        yield
 
 
 class _SourceOnce:

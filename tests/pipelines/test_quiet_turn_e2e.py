@@ -1,6 +1,6 @@
 """A quiet turn: a run that finds nothing changed makes no dlt extract (its groups are finished
 without dlt: `finish_quiet_tables`), and the turn keeps the DuckDB file open across the steps
-that follow one another, handing it over to a step that waits (`pipelines/run/kept_file.py`).
+that follow one another, handing it over to a step that waits (`pipelines/run/door.py`).
 
 What is checked, from dlt's working folder, the warehouse and other processes, not from the
 code under test: a quiet run leaves dlt's schema, trace and package folders exactly as the
@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from drone_ops_sync.pipelines.run.destination import make_pipeline
-from drone_ops_sync.pipelines.run.kept_file import KeptFile
+from drone_ops_sync.pipelines.run.door import KeptFile
 from drone_ops_sync.pipelines.run.lock import access_lock_path, holds_turn, turn_wanted
 from drone_ops_sync.pipelines.run.target import Target
 from testkit.simulator_process import SimulatorHandle
