@@ -35,7 +35,7 @@ from drone_ops_sync.pipelines.publish.dbt_build import (
     dbt_environment,
     profile_env,
 )
-from drone_ops_sync.pipelines.run.lock import waiting_turn
+from drone_ops_sync.pipelines.run.lock import waited_lock
 
 CACHE_FOLDER = Path("drone-ops-sync") / "dagster-manifest"
 """Below the user's cache folder: where each project's manifest folder is."""
@@ -80,7 +80,7 @@ def prepared_project() -> DbtProject:
     if _current(project, folder, fingerprint):
         return project
     folder.mkdir(parents=True, exist_ok=True)
-    with waiting_turn(folder / "prepare.lock", PREPARE_WAIT_SECONDS, "the dbt manifest"):
+    with waited_lock(folder / "prepare.lock", PREPARE_WAIT_SECONDS, "the dbt manifest"):
         if not _current(project, folder, fingerprint):
             _parse(folder)
             (folder / FINGERPRINT_FILE).write_text(fingerprint, encoding="utf-8")

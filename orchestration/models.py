@@ -3,8 +3,8 @@ every workspace of the warehouse, after the workspaces' syncs.
 
 A build is `drone-sync models` in Dagster's hands: the same project, the same `--vars`
 (`fleet_vars`: every configured workspace and its schema), the same profile values
-(`dbt_target`, set in the environment only while dbt starts), inside the same turn
-(`models_turn`: on DuckDB the file's access lock for the whole build, so no workspace loads
+(`dbt_target`, set in the environment only while dbt starts), inside the same lock
+(`models_lock`: on DuckDB the file's access lock for the whole build, so no workspace loads
 into the file meanwhile; on a server the warehouse's models lock). dbt itself runs as
 dagster-dbt runs it, a `dbt build` subprocess whose events become materializations and check
 results as they happen.
@@ -32,7 +32,7 @@ from drone_ops_sync.pipelines.publish.dbt_build import (
 )
 from drone_ops_sync.pipelines.publishing import fleet_vars, prepare_models_build
 from drone_ops_sync.pipelines.run.destination import check_target
-from drone_ops_sync.pipelines.run.door import models_turn
+from drone_ops_sync.pipelines.run.door import models_lock
 from drone_ops_sync.pipelines.run.lock import WarehouseBusy
 from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
 
@@ -113,7 +113,7 @@ def build_models_assets(project: DbtProject) -> dg.AssetsDefinition:
 def build_models(
     context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: DroneSyncWarehouse
 ) -> Iterator[Any]:
-    """`dbt build` of the selected models over every workspace, in the models' turn."""
+    """`dbt build` of the selected models over every workspace, in the models lock."""
     models = warehouse.models_target()
     try:
         check_target(models)
@@ -126,7 +126,7 @@ def build_models(
             json.dumps(fleet_vars(models)),
             "--no-version-check",
         ]
-        with models_turn(models):
+        with models_lock(models):
             folder = prepare_models_build(models)
             # dbt's process copies the environment when it starts; the values are gone after
             with dbt_environment(profile_env(profile, models.dataset)):

@@ -29,7 +29,7 @@ from .publish.dashboard import DashboardError, write_dashboard
 from .publish.dbt_build import ModelsResult, dbt_target
 from .publish.snapshot import SnapshotError, publish_snapshot
 from .publish.snapshot_plan import SnapshotPlan, snapshot_plan
-from .run.door import busy_message, ensure_warehouse_free, models_turn
+from .run.door import busy_message, ensure_warehouse_free, models_lock
 from .run.lock import WarehouseBusy
 from .run.signals import SignalStop
 from .run.sync import SyncOutcome
@@ -53,7 +53,7 @@ def build_models_step(
     code. The models are the whole fleet's: every configured workspace's raw tables, unioned
     (`fleet_vars`); on DuckDB all of it under the file's access lock, so no workspace loads
     meanwhile."""
-    with models_turn(target):
+    with models_lock(target):
         return _build_models_step(
             target,
             output,
@@ -67,7 +67,7 @@ def build_models_step(
 
 
 def prepare_models_build(target: Target) -> Path:
-    """What every model build does first, inside its turn: the warehouse is free and
+    """What every model build does first, inside the models lock: the warehouse is free and
     reachable, and the build record is forgotten (a build that fails or is killed leaves
     none, so the next run builds again). Returns the warehouse's dbt folder."""
     ensure_warehouse_free(target)

@@ -9,7 +9,7 @@ benchmarks, the demo and Dagster's partitions) are each a few lines over it, so 
 differ in what they lock, repair or record.
 
 The event applier (`listen/apply.py`) takes no turn for a batch it writes in one SQL
-transaction: only the dataset's write turn (`Target.write_turn`), between a turn's loads, so a
+transaction: only the dataset's write lock (`Target.write_lock`), between a turn's loads, so a
 scheduled run never holds events back. A batch that needs a dlt load (a warehouse not synced
 yet, a new column) takes a brief turn here, like any other load of the pipeline.
 """
@@ -165,7 +165,7 @@ class Session:
     ) -> int:
         """Builds (and tests) the models of the whole warehouse (every workspace's raw tables),
         publishes the snapshot and ends the command with its exit code
-        (`publishing.build_models_step`, in the models' turn)."""
+        (`publishing.build_models_step`, in the models lock)."""
         self.file.release()
         return build_models_step(
             self.target.models_target(),

@@ -4,7 +4,7 @@ A thread of `drone-sync listen` reads the spool from where it last applied, ever
 `--apply-every` seconds, and writes the batch into each workspace's dataset in one SQL
 transaction (`write.py`): the project versions the events carry (only ones newer than the
 warehouse's, `sources.drone_ops` `newest_versions`) and one `_webhook_events` row per
-delivery. Each batch takes only the dataset's write turn (`Target.write_turn`: the DuckDB
+delivery. Each batch takes only the dataset's write lock (`Target.write_lock`: the DuckDB
 file's access lock, or `<run lock>.write` on a server), which a run holds only during each of
 its loads, so events land between a run's loads rather than after the run. Between batches
 the applier keeps the DuckDB file open, as a run keeps it between its steps (`run/door.py`),
@@ -193,13 +193,13 @@ def apply_batch(router: Router, events: Sequence[ReceivedEvent]) -> dict[str, in
 
 
 def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
-    """One workspace's batch: one SQL transaction in the dataset's short write turn
-    (`Target.write_turn`, the turn each load of a run takes too), not the run lock, so a
+    """One workspace's batch: one SQL transaction under the dataset's short write lock
+    (`Target.write_lock`, the lock each load of a run takes too), not the run lock, so a
     scheduled run holds events back only while one of its loads writes. A batch that
     transaction cannot write as dlt would (a warehouse not synced yet, a new column) goes
     through a dlt load under the run lock, as a run's own load would."""
     with duckdb_busy_as(target.duckdb_file(), FileHeld):
-        with router.file.step(), target.write_turn(), router.opened(target) as client:
+        with router.file.step(), target.write_lock(), router.opened(target) as client:
             outcomes = write_batch(client, batch)
         if outcomes is None:
             # the dlt load takes the run lock, which comes before the file's in the lock order
@@ -218,8 +218,8 @@ class FileHeld(DroneOpsError):
 def _load_with_dlt(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, str]:
     """The batch as a dlt load through the workspace's pipeline, in a brief turn of the
     workspace (the pipeline's working folder is the runs' too: `session.py`) and the write
-    turn."""
-    with Session(target, brief=True) as session, target.write_turn():
+    lock."""
+    with Session(target, brief=True) as session, target.write_lock():
         pipeline = session.pipeline()
         held = held_versions(
             pipeline, (str(p["id"]) for e in batch if (p := e.project()) is not None)

@@ -17,8 +17,8 @@ so the next run builds every model (the repair), and leaves the previous snapsho
 
 It follows only a warehouse whose models a passing build made (a record exists, of this
 dataset and this dbt project): before that, or after the dbt project changed, the scheduled
-run's full build comes first. The build takes the same turn as every model build (on DuckDB
-the file's access lock: `publishing.models_turn`), so event batches and a run's loads wait for
+run's full build comes first. The build takes the same lock as every model build (on DuckDB
+the file's access lock: `door.models_lock`), so event batches and a run's loads wait for
 it.
 """
 
@@ -41,7 +41,7 @@ from ..publish.dashboard import DashboardError, write_dashboard
 from ..publish.snapshot import SnapshotError, publish_snapshot
 from ..publish.snapshot_plan import SnapshotPlan
 from ..publishing import dbt_build
-from ..run.door import ensure_warehouse_free, models_turn
+from ..run.door import ensure_warehouse_free, models_lock
 from ..run.target import Target
 
 FOLLOWED_TABLES = ("projects", "_webhook_events")
@@ -139,8 +139,8 @@ class MartsFollower:
         self.stats.skipped = None
         started = time.monotonic()
         self.stats.last_started_at = datetime.now(UTC).isoformat(timespec="seconds")
-        # the order: this process's batches held off, then the models' turn
-        with self._building, models_turn(self.target):
+        # the order: this process's batches held off, then the models lock
+        with self._building, models_lock(self.target):
             error, models = self._build()
             if error is None and self.snapshot is not None:
                 error = self._publish(self.snapshot)
@@ -170,7 +170,7 @@ class MartsFollower:
         return None
 
     def _build(self) -> tuple[str | None, int]:
-        """The partial dbt build inside the models' turn: (the error or None, models built)."""
+        """The partial dbt build inside the models lock: (the error or None, models built)."""
         target = self.target
         ensure_warehouse_free(target)
         folder = dbt_folder(target.sync_dir())

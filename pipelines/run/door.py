@@ -28,7 +28,7 @@ more than a small batch's statements; on a server, where there is no file, the c
 the same way and for as long). The discipline of the file's access lock (`lock.py`) is kept:
 the file is held open only with its access lock, taken by the first step, and both are let go:
 
-- at the end of any step after which another step waits for the lock (`turn_wanted`: a run's
+- at the end of any step after which another step waits for the lock (`lock_wanted`: a run's
   step, the applier, a model build, another workspace sharing the file, a reader), and, for a
   holder that rests between steps (the applier), as soon as it sees a waiter while it rests;
 - at the end of the first step after `hold_seconds` of holding, when the holder sets a limit
@@ -36,11 +36,11 @@ the file is held open only with its access lock, taken by the first step, and bo
   BI tool, still finds the file free now and then, and the write-ahead log a crash would
   leave holds a few seconds of writes at most);
 - when the holder says so (`release`): a run before it waits for its walk and before its
-  model build (the models' turn comes earlier in the lock order), the applier when events
+  model build (the models lock comes earlier in the lock order), the applier when events
   pause or a batch fails; and whenever a step raises.
 
 A step that runs inside a lock this thread already held (a brief turn's load inside its write
-turn) keeps nothing: only the outermost holder may let the lock go. On a server destination
+lock) keeps nothing: only the outermost holder may let the lock go. On a server destination
 there is no file: a step keeps only what it was asked to keep.
 """
 
@@ -68,9 +68,9 @@ from .lock import (
     WarehouseBusy,
     access_lock_path,
     duckdb_access,
-    holds_turn,
-    turn_wanted,
-    waiting_turn,
+    holds_lock,
+    lock_wanted,
+    waited_lock,
 )
 from .target import Target
 
@@ -233,7 +233,7 @@ class KeptFile:
     """One DuckDB file's kept connection and its access lock, and what a step opened in the
     file and asked to keep with them (`keep`), owned by one holder and used from that
     holder's thread. Its steps are the holder's outermost holds of the lock (a
-    load's write turn nests inside a step, never the other way round), so letting the kept
+    load's write lock nests inside a step, never the other way round), so letting the kept
     lock go never pulls it from under a holder. `database` None: a server destination; `busy`
     what a file another process holds raises (`open_duckdb`)."""
 
@@ -270,7 +270,7 @@ class KeptFile:
             elif self.is_open:  # kept from an earlier step, with its access lock
                 with duckdb_access(database):
                     yield
-            elif holds_turn(access_lock_path(database)):
+            elif holds_lock(access_lock_path(database)):
                 nested = True  # inside a lock an outer holder lets go of: nothing is kept
                 with duckdb_access(database):
                     yield
@@ -297,7 +297,7 @@ class KeptFile:
     def wanted(self) -> bool:
         """Whether another step waits for the file kept here."""
         database = self.database
-        return self.is_open and database is not None and turn_wanted(access_lock_path(database))
+        return self.is_open and database is not None and lock_wanted(access_lock_path(database))
 
     def due(self) -> bool:
         """Whether to let the file go now: a step waits for it, or it was held long enough."""
@@ -344,15 +344,15 @@ def step(target: Target, file: KeptFile, pipeline: dlt.Pipeline | None = None) -
 @contextmanager
 def writing(target: Target, pipeline: dlt.Pipeline) -> Iterator[None]:
     """What every write of a run through its pipeline is inside (each load, the record's SQL):
-    the dataset's write turn (`Target.write_turn`, the event receiver's too), a full disk said
+    the dataset's write lock (`Target.write_lock`, the event receiver's too), a full disk said
     as one line with what the refused load left removed."""
-    with target.write_turn(), disk_full_as_error(target, pipeline):
+    with target.write_lock(), disk_full_as_error(target, pipeline):
         yield
 
 
 @contextmanager
-def models_turn(target: Target) -> Iterator[None]:
-    """The turn of one model build, waited for (up to `ACCESS_WAIT_SECONDS`, then
+def models_lock(target: Target) -> Iterator[None]:
+    """The lock of one model build, waited for (up to `ACCESS_WAIT_SECONDS`, then
     `WarehouseBusy`): on DuckDB the file's access lock for the whole build, so no workspace
     loads meanwhile and no other build runs; on a server the warehouse's models lock.
 
@@ -363,5 +363,5 @@ def models_turn(target: Target) -> Iterator[None]:
         with target.file_access():
             yield
         return
-    with waiting_turn(target.models_lock_path(), ACCESS_WAIT_SECONDS, "the model build"):
+    with waited_lock(target.models_lock_path(), ACCESS_WAIT_SECONDS, "the model build"):
         yield

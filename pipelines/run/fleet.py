@@ -7,8 +7,8 @@ process per workspace: a process's fixed costs (imports, settings, clients) are 
 workspace's run, and a worker pays them once. Each workspace still runs as the single-workspace
 command itself, so it has its own pipeline, lock, repairs, `_sync_runs` rows and alert, exactly
 as when run alone, and one workspace that fails, hangs until its timeouts or crashes its worker
-never stops another. On DuckDB they take turns inside the file (`lock.py`); on PostgreSQL they
-load in parallel. The models are built once, after all of them, by the calling process.
+never stops another. On DuckDB they write the file one at a time (`lock.py`); on PostgreSQL
+they load in parallel. The models are built once, after all of them, by the calling process.
 
 A signal to the fleet is passed on to every worker, whose workspace stops as a single run
 stops, and no new one starts.

@@ -8,20 +8,20 @@ a later one never waits for an earlier one, so no two holders can wait for each 
 2. the run lock, `<warehouse>.lock` (`warehouse_lock`): one turn of a workspace at a time,
    taken by `pipelines/session.py` and nowhere else; refused at once when another turn holds
    it, waited for (up to `BRIEF_WAIT_SECONDS`) while a brief turn holds it (the receiver's dlt
-   load of one batch), and a brief taker gives way to a run already waiting (`turn_wanted`);
-3. the models lock (`publishing.models_turn`): one model build of a warehouse at a time,
+   load of one batch), and a brief taker gives way to a run already waiting (`lock_wanted`);
+3. the models lock (`door.models_lock`): one model build of a warehouse at a time,
    waited for. On a server it is `models.lock` in the warehouse's sync folder; on DuckDB it is
    the file's access lock (4) itself, held for the whole build, so no lock file of its own;
-4. the write turn (`Target.write_turn`, `held_turn`): on DuckDB the file's access lock,
+4. the write lock (`Target.write_lock`, `reentrant_lock`): on DuckDB the file's access lock,
    `<file>.access.lock` (`duckdb_access`), held by every step while it has the file open; on a
    server `<run lock>.write`, held by each load. Waited for, re-entrant per thread, so the
-   workspaces sharing a file (a fleet, Dagster partitions) take turns while their walks
+   workspaces sharing a file (a fleet, Dagster partitions) write one at a time while their walks
    overlap, and the event receiver writes a batch between a run's loads.
 
 A step that has to wait for a lock says so while it waits: it shares a `flock` on
-`<lock>.want` beside it (`waiting_turn`, and a run waiting for a brief holder of the run
+`<lock>.want` beside it (`waited_lock`, and a run waiting for a brief holder of the run
 lock). A holder that keeps the DuckDB file between uses (a run's turn between its steps, the
-event receiver between its batches: `door.py` `KeptFile`) asks `turn_wanted` and hands it over at
+event receiver between its batches: `door.py` `KeptFile`) asks `lock_wanted` and hands it over at
 once, and a brief taker of the run lock lets a waiting run go first; a waiter that dies drops
 its share with it. So a DuckDB warehouse has four lock files: `<file>.lock` (one per
 workspace: `<file>.<dataset>.lock` for a named one), `<file>.access.lock`, and the `.want` of
@@ -93,7 +93,7 @@ def warehouse_lock(
     `BRIEF_WAIT_SECONDS` instead, so a run that starts during it is delayed, never refused."""
     key = lock_path.resolve()
     key.parent.mkdir(parents=True, exist_ok=True)
-    if brief and turn_wanted(key):
+    if brief and lock_wanted(key):
         raise WarehouseBusy(f"a run is waiting for {key}; the brief holder gives it the turn")
     handle = open(key, "a+", encoding="utf-8")  # noqa: SIM115 (held until release below)
     try:
@@ -131,7 +131,7 @@ def warehouse_lock(
 
 def _take_run_lock(handle: IO[str], key: Path) -> float:
     """Takes the run lock, waiting while (and only while) a brief holder has it; returns how
-    long it waited. While it waits it shares `<lock>.want` (`turn_wanted`), which tells brief
+    long it waited. While it waits it shares `<lock>.want` (`lock_wanted`), which tells brief
     takers to let it go first (the receiver's next batch would otherwise take the lock straight
     back); a waiter that dies drops its share with it."""
     started = time.monotonic()
@@ -175,7 +175,7 @@ def _describe(holder: dict[str, Any]) -> str:
 
 
 @contextmanager
-def waiting_turn(path: Path, wait_seconds: float, what: str) -> Iterator[None]:
+def waited_lock(path: Path, wait_seconds: float, what: str) -> Iterator[None]:
     """Holds the lock on `path` for the block, waiting up to `wait_seconds` for it;
     `WarehouseBusy` (exit 75) naming `what` if the wait runs out."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -203,7 +203,7 @@ def _want_path(path: Path) -> Path:
 @contextmanager
 def _wanting(path: Path) -> Iterator[None]:
     """Shares the lock on `<path>.want` for the block: the waiter's sign to a holder that
-    keeps its turn between uses (`turn_wanted`). Taken blocking: `turn_wanted` holds it
+    keeps its lock between uses (`lock_wanted`). Taken blocking: `lock_wanted` holds it
     exclusively for two system calls only. The file is never deleted, so every waiter and
     every holder meet on one inode."""
     with open(_want_path(path), "a", encoding="utf-8") as want:
@@ -211,15 +211,15 @@ def _wanting(path: Path) -> Iterator[None]:
         yield
 
 
-def holds_turn(path: Path) -> bool:
-    """Whether this thread holds the lock on `path` (`held_turn`)."""
+def holds_lock(path: Path) -> bool:
+    """Whether this thread holds the lock on `path` (`reentrant_lock`)."""
     depth: dict[str, int] = getattr(_held, "depth", None) or {}
     return bool(depth.get(str(path.resolve())))
 
 
-def turn_wanted(path: Path) -> bool:
-    """Whether another step waits for the lock on `path` (`waiting_turn` shares `<path>.want`
-    while it waits): a holder that keeps the turn between uses then hands it over."""
+def lock_wanted(path: Path) -> bool:
+    """Whether another step waits for the lock on `path` (`waited_lock` shares `<path>.want`
+    while it waits): a holder that keeps the lock between uses then hands it over."""
     try:
         fd = os.open(_want_path(path), os.O_RDONLY)
     except FileNotFoundError:
@@ -247,14 +247,16 @@ def duckdb_access(
     if database is None:
         yield
         return
-    with held_turn(access_lock_path(database), "the DuckDB file", wait_seconds):
+    with reentrant_lock(access_lock_path(database), "the DuckDB file", wait_seconds):
         yield
 
 
 @contextmanager
-def held_turn(path: Path, what: str, wait_seconds: float = ACCESS_WAIT_SECONDS) -> Iterator[None]:
-    """`waiting_turn` that a thread already holding it takes again without waiting (the steps
-    nest: a run's repairs load pending packages, a load inside a batch's turn). Each first
+def reentrant_lock(
+    path: Path, what: str, wait_seconds: float = ACCESS_WAIT_SECONDS
+) -> Iterator[None]:
+    """`waited_lock` that a thread already holding it takes again without waiting (the steps
+    nest: a run's repairs load pending packages, a load inside a batch's write lock). Each first
     taking opens its own descriptor, so it excludes other threads of the same process as well
     as other processes."""
     key = str(path.resolve())
@@ -269,7 +271,7 @@ def held_turn(path: Path, what: str, wait_seconds: float = ACCESS_WAIT_SECONDS) 
         return
     depth[key] = 1
     try:
-        with waiting_turn(path, wait_seconds, what):
+        with waited_lock(path, wait_seconds, what):
             yield
     finally:
         depth[key] = 0

@@ -5,7 +5,7 @@ Why: the record cannot join a data load (its rows carry each table's outcome, kn
 that table's load ended, and the delivery marks may move only after every delivery load
 succeeded: `delivery_waves.py`), so it was a dlt load of its own, 0.3-0.6 s for a few rows and
 a quiet run's only load. It is now written as the event receiver writes a batch
-(`sql_load.py`): through the pipeline's SQL client, in the write turn, in one transaction,
+(`sql_load.py`): through the pipeline's SQL client, in the write lock, in one transaction,
 every row with a fresh `_dlt_id` and the record's `_dlt_load_id`, which is recorded in
 `_dlt_loads` as a completed load. So the readers that count only completed loads (the rolling
 refresh's job syncs, the delivery marks: `RunStateReader`) see it as before, and a run killed

@@ -58,7 +58,7 @@ class RunLoads:
         pipeline = self.pipeline
         file_format: Any = self.target.loader_file_format()
         # the whole call: dlt opens the destination to sync its state and again to load, and a
-        # group's extract reads what its walk stage already spilled; the write turn (the file's
+        # group's extract reads what its walk stage already spilled; the write lock (the file's
         # access lock on DuckDB) is the event receiver's too
         with writing(self.target, pipeline):
             if not self._synced and pipeline.config.restore_from_destination:
@@ -81,7 +81,7 @@ class RunLoads:
 
     def write(self, write: Callable[[SqlClientBase[Any]], T]) -> T:
         """A write by SQL through the pipeline's SQL client (`write` opens and closes it), in
-        the turn a load takes: the write turn, a full disk as one line. Not a dlt load, so it
+        the lock a load takes: the write lock, a full disk as one line. Not a dlt load, so it
         leaves no trace: what it writes, it records in `_dlt_loads` itself (`sql_load.py`)."""
         with writing(self.target, self.pipeline):
             return write(self.pipeline.sql_client())

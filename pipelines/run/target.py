@@ -22,7 +22,7 @@ from drone_ops_sync.sources.drone_ops.internal import (
 
 from ..defaults import DEFAULT_DATASET
 from .credentials import destination_credentials
-from .lock import duckdb_access, held_turn
+from .lock import duckdb_access, reentrant_lock
 
 PIPELINE_PREFIX = "drone_ops"
 """Every pipeline name starts with this (the dlt source itself is named `drone_ops` too)."""
@@ -140,7 +140,7 @@ class Target:
         return LOADER_FILE_FORMATS.get(self.destination)
 
     def models_lock_path(self) -> Path:
-        """Taken by every model build of a warehouse on a server (`publishing.models_turn`;
+        """Taken by every model build of a warehouse on a server (`door.models_lock`;
         on DuckDB the file's access lock is the models lock)."""
         return self.models_target().sync_dir() / "models.lock"
 
@@ -151,11 +151,11 @@ class Target:
 
     def file_access(self) -> AbstractContextManager[None]:
         """The DuckDB file's access lock, held by every step that opens the file, so the
-        workspaces sharing it take turns (`lock.py`); nothing for a server destination."""
+        workspaces sharing it open it one step at a time (`lock.py`); nothing for a server."""
         return duckdb_access(self.duckdb_file())
 
-    def write_turn(self) -> AbstractContextManager[None]:
-        """The short turn every write of this dataset takes: each load of a run, and each
+    def write_lock(self) -> AbstractContextManager[None]:
+        """The short lock every write of this dataset takes: each load of a run, and each
         batch the event receiver writes (docs/events.md, "Applying events"). On DuckDB it is
         the file's access lock; on a server, an advisory `flock` beside the run lock
         (`<run lock>.write`), one per dataset, so a batch of events lands between two loads
@@ -163,7 +163,7 @@ class Target:
         if self.destination == "duckdb":
             return self.file_access()
         path = self.lock_path()
-        return held_turn(path.with_name(path.name + ".write"), "a write")
+        return reentrant_lock(path.with_name(path.name + ".write"), "a write")
 
     def spill_root(self) -> Path:
         """Where a run's walk spills: in the warehouse's sync folder, not in the system temp

@@ -295,8 +295,8 @@ def _not_older(
     started (whatever an event put there) is replaced by the listing's, but a version written
     since (`_dlt_valid_from` at or after the run's start) and newer than the listing's stays
     (the next run compares with it). Read through the pipeline dlt is running: extract and
-    load happen in one turn on the warehouse (the DuckDB file's access lock, a server
-    dataset's write turn), the turn the event applier writes in. The ids kept back are added
+    load happen under one lock on the warehouse (the DuckDB file's access lock, a server
+    dataset's write lock), the lock the event applier writes under. The ids kept back are added
     to `kept_back`, so the report counts only what is written."""
     pipeline = dlt.current.pipeline()
     for batch in batches:

@@ -156,7 +156,7 @@ def test_an_event_batch_by_sql_is_the_batch_dlt_loads(
 
     before = datetime.now(UTC)
     dlt_outcomes = _load_with_dlt(by_dlt, batch)
-    with ours.write_turn(), make_pipeline(ours).sql_client() as client:
+    with ours.write_lock(), make_pipeline(ours).sql_client() as client:
         client.execute_sql(NOT_UTC[ours.destination])
         our_outcomes = write_batch(client, batch)
     after = datetime.now(UTC)

@@ -149,7 +149,7 @@ def test_a_run_between_kept_batches_completes_on_both_destinations(
 ) -> None:
     """A whole run while events keep coming: on DuckDB each of its steps gets the file from
     the applier that keeps it; on PostgreSQL the kept connection and the run's loads take
-    turns on the write turn. Every event fed is counted, and no project ends up with two
+    the write lock one after the other. Every event fed is counted, and no project ends up with two
     current rows."""
     overrides = {"base_url": tiny_sim.base_url, "api_key": tiny_sim.read_key}
     config = read_source_config(overrides)

@@ -17,8 +17,8 @@ from drone_ops_sync.pipelines.run.lock import (
     WarehouseBusy,
     access_lock_path,
     duckdb_access,
-    turn_wanted,
-    waiting_turn,
+    lock_wanted,
+    waited_lock,
     warehouse_lock,
 )
 
@@ -107,7 +107,7 @@ def test_a_brief_taker_lets_a_waiting_run_go_first(tmp_path: Path) -> None:
     waiter.start()
     try:
         # the run is waiting once it has said so (its share of the lock's `.want`)
-        assert wait_until(lambda: turn_wanted(lock), WAIT_S), "the run never said it waited"
+        assert wait_until(lambda: lock_wanted(lock), WAIT_S), "the run never said it waited"
         with (
             pytest.raises(WarehouseBusy, match="a run is waiting"),
             warehouse_lock(lock, brief=True),
@@ -117,7 +117,7 @@ def test_a_brief_taker_lets_a_waiting_run_go_first(tmp_path: Path) -> None:
         let_go.set()
         holder.join(WAIT_S)
     waiter.join(WAIT_S)
-    assert run_has_it.is_set() and not turn_wanted(lock)
+    assert run_has_it.is_set() and not lock_wanted(lock)
     with warehouse_lock(lock, brief=True):  # the run is done: the receiver's turn again
         pass
 
@@ -143,12 +143,12 @@ def test_file_access_excludes_other_threads_and_nests_in_one(tmp_path: Path) -> 
 
 def test_a_turn_that_never_comes_is_busy_after_its_wait(tmp_path: Path) -> None:
     path = tmp_path / "models.lock"
-    with waiting_turn(path, 5, "the model build"):
+    with waited_lock(path, 5, "the model build"):
         result: list[BaseException] = []
 
         def late() -> None:
             try:
-                with waiting_turn(path, 0.2, "the model build"):
+                with waited_lock(path, 0.2, "the model build"):
                     pass
             except WarehouseBusy as exc:
                 result.append(exc)
@@ -167,13 +167,13 @@ WAIT_FOR_FILE = (
 
 
 def test_a_waiter_says_it_waits_until_it_has_the_turn_or_dies(tmp_path: Path) -> None:
-    """`turn_wanted` is what tells the event receiver to hand the DuckDB file over: true only
+    """`lock_wanted` is what tells the event receiver to hand the DuckDB file over: true only
     while a step waits for the access lock, false once it has it, and false when a waiter is
     killed (the kernel drops its share of `<lock>.want`), so a dead waiter cannot keep the
     holder closing the file for nobody."""
     database = tmp_path / "w.duckdb"
     lock = access_lock_path(database)
-    assert not turn_wanted(lock)  # nobody ever waited: no file
+    assert not lock_wanted(lock)  # nobody ever waited: no file
     got_it = threading.Event()
 
     def waiter() -> None:
@@ -181,13 +181,13 @@ def test_a_waiter_says_it_waits_until_it_has_the_turn_or_dies(tmp_path: Path) ->
             got_it.set()
 
     with duckdb_access(database):
-        assert not turn_wanted(lock)
+        assert not lock_wanted(lock)
         thread = threading.Thread(target=waiter)
         thread.start()
-        assert wait_until(lambda: turn_wanted(lock), WAIT_S)
+        assert wait_until(lambda: lock_wanted(lock), WAIT_S)
         assert not got_it.is_set()
     thread.join(WAIT_S)
-    assert got_it.is_set() and not turn_wanted(lock)
+    assert got_it.is_set() and not lock_wanted(lock)
 
     with duckdb_access(database):
         child = subprocess.Popen(
@@ -196,8 +196,8 @@ def test_a_waiter_says_it_waits_until_it_has_the_turn_or_dies(tmp_path: Path) ->
             text=True,
         )
         try:
-            assert wait_until(lambda: turn_wanted(lock), WAIT_S)
+            assert wait_until(lambda: lock_wanted(lock), WAIT_S)
         finally:
             child.kill()
             child.wait(WAIT_S)
-        assert wait_until(lambda: not turn_wanted(lock), WAIT_S)
+        assert wait_until(lambda: not lock_wanted(lock), WAIT_S)

@@ -18,7 +18,7 @@ import pytest
 
 from drone_ops_sync.pipelines.run.destination import make_pipeline
 from drone_ops_sync.pipelines.run.door import KeptFile
-from drone_ops_sync.pipelines.run.lock import access_lock_path, holds_turn, turn_wanted
+from drone_ops_sync.pipelines.run.lock import access_lock_path, holds_lock, lock_wanted
 from drone_ops_sync.pipelines.run.target import Target
 from testkit.simulator_process import SimulatorHandle
 
@@ -94,7 +94,7 @@ def test_the_turns_file_is_kept_between_steps_and_handed_to_a_waiter(
             text=True,
         )
         try:
-            assert wait_until(lambda: turn_wanted(access_lock_path(database)), WAIT_S)
+            assert wait_until(lambda: lock_wanted(access_lock_path(database)), WAIT_S)
         except BaseException:
             waiter.kill()
             waiter.wait()
@@ -110,15 +110,15 @@ def test_the_turns_file_is_kept_between_steps_and_handed_to_a_waiter(
 def test_a_step_inside_an_outer_holders_lock_keeps_nothing(
     tiny_sim: SimulatorHandle, target: Target
 ) -> None:
-    """A brief turn's load runs inside the write turn its caller took: only the outermost
+    """A brief turn's load runs inside the write lock its caller took: only the outermost
     holder may let the lock go, so the turn's file keeps nothing open past the step."""
     sync(target, tiny_sim)
     database = target.database
     assert database is not None
     file = KeptFile(target.duckdb_file())
-    with target.write_turn():
+    with target.write_lock():
         with file.step():
             pass
         assert not file.is_open
     # the outer holder let go: nothing of this process holds the file or its lock
-    assert not holds_turn(access_lock_path(database)) and _opens(database)
+    assert not holds_lock(access_lock_path(database)) and _opens(database)
