@@ -45,7 +45,7 @@ import httpx
 import psutil
 
 from bench.runner import simulator_scale
-from drone_ops_sync.pipelines.run.lock import duckdb_access
+from drone_ops_sync.pipelines.run.lock import access_lock
 from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
 
 MARKER = re.compile(r"^burst (\d+)$")
@@ -106,7 +106,7 @@ def poll(database: Path, burst: Burst, receiver: psutil.Process, stop: threading
     while not stop.wait(POLL_SECONDS):
         try:
             burst.receiver_rss = max(burst.receiver_rss, receiver.memory_info().rss)
-            with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
+            with access_lock(database), duckdb.connect(str(database), read_only=True) as con:
                 rows = con.execute(
                     "SELECT id, name FROM drone_ops.projects"
                     " WHERE _dlt_valid_to IS NULL AND name LIKE 'burst %'"
@@ -311,7 +311,7 @@ def _settle(burst: Burst, follow: bool) -> None:
 def _lost(api: httpx.Client, database: Path, burst: Burst) -> int:
     """Updated projects whose current row is not what the API says after everything settled."""
     touched = sorted(set(burst.project_of.values()))
-    with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
+    with access_lock(database), duckdb.connect(str(database), read_only=True) as con:
         held = dict(
             con.execute(
                 "SELECT id, name FROM drone_ops.projects WHERE _dlt_valid_to IS NULL"

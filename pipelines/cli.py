@@ -380,7 +380,7 @@ def _data_version(target: Target) -> str | None:
     database = target.duckdb_file()
     if database is not None and not database.is_file():
         return None
-    with target.file_access():
+    with target.access_lock():
         return read_data_version(make_pipeline(target))
 
 

@@ -1,17 +1,8 @@
-"""The one door to the warehouse: every connection this package opens to it, every lock a step
-on it takes, and the errors of both, said once.
-
-- Opens: `open_duckdb` (a writer's connection to the DuckDB file, as dlt opens it),
-  `read_only` (every reader: the BI snapshot's readers, `drone-sync status`, the snapshot's
-  copy of the warehouse), `connect_postgres` (the server, read-write or read-only). dlt's own
-  connections come through the workspace's pipeline (`destination.make_pipeline`, opened once
-  per turn by `pipelines/session.py`).
-- Errors: a file another process holds (`WarehouseBusy` naming it, or the holder's own kind),
-  a file that is missing or no DuckDB database, a server that refuses or does not answer, a
-  full disk (`disk_full.py`): each becomes one line here, wherever it was raised.
-- Locks: a step that opens the DuckDB file takes its access lock (`step`), a load the write
-  lock (`writing`), a model build the models lock (`models_lock`), in the order `lock.py`
-  writes down.
+"""The one door to the warehouse: every connection this package opens to it (`open_duckdb` for
+a writer, `read_only` for every reader, `connect_postgres`; dlt's own through the workspace's
+pipeline, opened once per turn by `pipelines/session.py`), what a held, missing or refused one
+says (one line, wherever it was raised), and the locks a step (`step`), a write (`writing`)
+and a model build (`models_lock`) take, in the order `lock.py` writes down.
 
 The kept file. Each open of a DuckDB file reads its catalog and each close checkpoints, which
 costs more CPU than the few statements of a quiet run's step or of one batch of events. DuckDB
@@ -66,8 +57,8 @@ from .errors import is_disk_full
 from .lock import (
     ACCESS_WAIT_SECONDS,
     WarehouseBusy,
+    access_lock,
     access_lock_path,
-    duckdb_access,
     holds_lock,
     lock_wanted,
     waited_lock,
@@ -268,14 +259,14 @@ class KeptFile:
             if database is None:
                 yield
             elif self.is_open:  # kept from an earlier step, with its access lock
-                with duckdb_access(database):
+                with access_lock(database):
                     yield
             elif holds_lock(access_lock_path(database)):
                 nested = True  # inside a lock an outer holder lets go of: nothing is kept
-                with duckdb_access(database):
+                with access_lock(database):
                     yield
             else:
-                self._held.enter_context(duckdb_access(database))
+                self._held.enter_context(access_lock(database))
                 if database.exists():
                     self._connection = open_duckdb(database, self.busy)
                     self._held.callback(self._close_connection)
@@ -360,7 +351,7 @@ def models_lock(target: Target) -> Iterator[None]:
     `drone-sync models`, Dagster's dbt assets, the marts follower): they share the build
     record, and two builds replacing the same marts at once would fail each other."""
     if target.duckdb_file() is not None:
-        with target.file_access():
+        with target.access_lock():
             yield
         return
     with waited_lock(target.models_lock_path(), ACCESS_WAIT_SECONDS, "the model build"):

@@ -13,7 +13,7 @@ a later one never waits for an earlier one, so no two holders can wait for each 
    waited for. On a server it is `models.lock` in the warehouse's sync folder; on DuckDB it is
    the file's access lock (4) itself, held for the whole build, so no lock file of its own;
 4. the write lock (`Target.write_lock`, `reentrant_lock`): on DuckDB the file's access lock,
-   `<file>.access.lock` (`duckdb_access`), held by every step while it has the file open; on a
+   `<file>.access.lock` (`access_lock`), held by every step while it has the file open; on a
    server `<run lock>.write`, held by each load. Waited for, re-entrant per thread, so the
    workspaces sharing a file (a fleet, Dagster partitions) write one at a time while their walks
    overlap, and the event receiver writes a batch between a run's loads.
@@ -239,9 +239,7 @@ def access_lock_path(database: Path) -> Path:
 
 
 @contextmanager
-def duckdb_access(
-    database: Path | None, wait_seconds: float = ACCESS_WAIT_SECONDS
-) -> Iterator[None]:
+def access_lock(database: Path | None, wait_seconds: float = ACCESS_WAIT_SECONDS) -> Iterator[None]:
     """Holds the DuckDB file's access lock for the block; a no-op for a server destination
     (None)."""
     if database is None:

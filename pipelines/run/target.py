@@ -21,8 +21,8 @@ from drone_ops_sync.sources.drone_ops.internal import (
 )
 
 from ..defaults import DEFAULT_DATASET
+from . import lock
 from .credentials import destination_credentials
-from .lock import duckdb_access, reentrant_lock
 
 PIPELINE_PREFIX = "drone_ops"
 """Every pipeline name starts with this (the dlt source itself is named `drone_ops` too)."""
@@ -149,10 +149,10 @@ class Target:
         the file itself (its access lock, its lock error, the turn's connection) is given."""
         return self.resolved_database() if self.destination == "duckdb" else None
 
-    def file_access(self) -> AbstractContextManager[None]:
+    def access_lock(self) -> AbstractContextManager[None]:
         """The DuckDB file's access lock, held by every step that opens the file, so the
         workspaces sharing it open it one step at a time (`lock.py`); nothing for a server."""
-        return duckdb_access(self.duckdb_file())
+        return lock.access_lock(self.duckdb_file())
 
     def write_lock(self) -> AbstractContextManager[None]:
         """The short lock every write of this dataset takes: each load of a run, and each
@@ -161,9 +161,9 @@ class Target:
         (`<run lock>.write`), one per dataset, so a batch of events lands between two loads
         of a run, never inside one, and never after a run read what it is about to load."""
         if self.destination == "duckdb":
-            return self.file_access()
+            return self.access_lock()
         path = self.lock_path()
-        return reentrant_lock(path.with_name(path.name + ".write"), "a write")
+        return lock.reentrant_lock(path.with_name(path.name + ".write"), "a write")
 
     def spill_root(self) -> Path:
         """Where a run's walk spills: in the warehouse's sync folder, not in the system temp

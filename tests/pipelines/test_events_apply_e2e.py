@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from drone_ops_sync.pipelines.listen.spool import read_spool
-from drone_ops_sync.pipelines.run.lock import duckdb_access
+from drone_ops_sync.pipelines.run.lock import access_lock
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .cli_helpers import EXIT_OK, cli_env, run_cli, wait_until
@@ -160,7 +160,7 @@ def test_each_event_lands_in_its_own_workspace(tmp_path: Path) -> None:
                     f"{name}'s event in {dataset}",
                 )
         for dataset in ("drone_ops", "drone_ops_acme"):
-            with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
+            with access_lock(database), duckdb.connect(str(database), read_only=True) as con:
                 names = con.execute(
                     f"SELECT name FROM {dataset}.projects WHERE name LIKE 'from %'"
                     " AND _dlt_valid_to IS NULL"
@@ -250,7 +250,7 @@ def test_signed_faulty_deliveries_leave_the_newest_state_and_the_run_agrees(
         assert second.code == EXIT_OK, second.describe()
         api_names = {p: api.get(f"/v1/projects/{p}").json()["name"] for p in ids}
         assert _names(database, ids) == api_names
-        with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
+        with access_lock(database), duckdb.connect(str(database), read_only=True) as con:
             missed = con.execute(
                 "SELECT sum(events_missed) FROM drone_ops_marts.fct_webhook_event_gaps"
             ).fetchone()
@@ -275,7 +275,7 @@ def _attempts(sim: SimulatorHandle, project_id: str) -> list[str | None]:
 def _names(database: Path, ids: list[str], dataset: str = "drone_ops") -> dict[str, str]:
     """The current names of these projects, read as the sync's own steps read the file (under
     its access lock)."""
-    with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
+    with access_lock(database), duckdb.connect(str(database), read_only=True) as con:
         rows = con.execute(
             f"SELECT id, name FROM {dataset}.projects WHERE _dlt_valid_to IS NULL"
         ).fetchall()

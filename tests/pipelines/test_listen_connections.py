@@ -39,8 +39,8 @@ WAIT_S = 120.0
 
 READ_IN_TURN = (
     "import sys, duckdb; from pathlib import Path;"
-    " from drone_ops_sync.pipelines.run.lock import duckdb_access\n"
-    "with duckdb_access(Path(sys.argv[1])), duckdb.connect(sys.argv[1], read_only=True) as con:\n"
+    " from drone_ops_sync.pipelines.run.lock import access_lock\n"
+    "with access_lock(Path(sys.argv[1])), duckdb.connect(sys.argv[1], read_only=True) as con:\n"
     "    print(con.execute('SELECT count(*) FROM drone_ops.projects').fetchone()[0], flush=True)"
 )
 """A step of a run, as another process: waits for the access lock, then opens the file."""

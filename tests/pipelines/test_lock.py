@@ -15,8 +15,8 @@ import pytest
 from drone_ops_sync.pipelines.run.lock import (
     BRIEF_WAIT_SECONDS,
     WarehouseBusy,
+    access_lock,
     access_lock_path,
-    duckdb_access,
     lock_wanted,
     waited_lock,
     warehouse_lock,
@@ -127,11 +127,11 @@ def test_file_access_excludes_other_threads_and_nests_in_one(tmp_path: Path) -> 
     order: list[str] = []
 
     def other() -> None:
-        with duckdb_access(database):
+        with access_lock(database):
             order.append("other")
 
-    with duckdb_access(database):
-        with duckdb_access(database):  # the same thread again: no wait, no deadlock
+    with access_lock(database):
+        with access_lock(database):  # the same thread again: no wait, no deadlock
             order.append("nested")
         thread = threading.Thread(target=other)
         thread.start()
@@ -161,8 +161,8 @@ def test_a_turn_that_never_comes_is_busy_after_its_wait(tmp_path: Path) -> None:
 
 WAIT_FOR_FILE = (
     "import sys; from pathlib import Path;"
-    " from drone_ops_sync.pipelines.run.lock import duckdb_access;"
-    " access = duckdb_access(Path(sys.argv[1])); access.__enter__(); print('got it', flush=True)"
+    " from drone_ops_sync.pipelines.run.lock import access_lock;"
+    " access = access_lock(Path(sys.argv[1])); access.__enter__(); print('got it', flush=True)"
 )
 
 
@@ -177,10 +177,10 @@ def test_a_waiter_says_it_waits_until_it_has_the_turn_or_dies(tmp_path: Path) ->
     got_it = threading.Event()
 
     def waiter() -> None:
-        with duckdb_access(database):
+        with access_lock(database):
             got_it.set()
 
-    with duckdb_access(database):
+    with access_lock(database):
         assert not lock_wanted(lock)
         thread = threading.Thread(target=waiter)
         thread.start()
@@ -189,7 +189,7 @@ def test_a_waiter_says_it_waits_until_it_has_the_turn_or_dies(tmp_path: Path) ->
     thread.join(WAIT_S)
     assert got_it.is_set() and not lock_wanted(lock)
 
-    with duckdb_access(database):
+    with access_lock(database):
         child = subprocess.Popen(
             [sys.executable, "-c", WAIT_FOR_FILE, str(database)],
             stdout=subprocess.PIPE,

@@ -22,7 +22,7 @@ import duckdb
 import httpx
 import pytest
 
-from drone_ops_sync.pipelines.run.lock import duckdb_access
+from drone_ops_sync.pipelines.run.lock import access_lock
 
 from .cli_helpers import cli_env, closed_loopback_port
 from .listen_process import applying_listener, event, post
@@ -62,7 +62,7 @@ def names(database: Path) -> dict[str, str]:
     """The current project names, read under the sync's access lock (none before any load)."""
     if not database.exists():
         return {}
-    with duckdb_access(database), duckdb.connect(str(database), read_only=True) as con:
+    with access_lock(database), duckdb.connect(str(database), read_only=True) as con:
         try:
             rows = con.execute(
                 "SELECT id, name FROM drone_ops.projects WHERE _dlt_valid_to IS NULL"
