@@ -24,6 +24,7 @@ from drone_ops_sync.sources.drone_ops import ConfigError
 
 from ..defaults import MODEL_DESTINATIONS
 from ..run.credentials import destination_credentials
+from ..run.door import release_dbt_duckdb
 from ..run.recovery import SCRATCH_PREFIX
 from ..run.target import Target
 from .failing_rows import failed_not_null_tests, null_columns
@@ -167,22 +168,6 @@ def _summarise(
     return summary
 
 
-def _release_duckdb() -> None:
-    """Close the DuckDB database dbt-duckdb keeps open in-process after an invocation.
-
-    Without this the file stays open read-write in this process, and a later read-only
-    connection (questions.answer_questions) or another configuration fails with "Can't open a
-    connection to same database file with a different configuration".
-    """
-    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
-
-    with DuckDBConnectionManager._LOCK:
-        environment = DuckDBConnectionManager._ENV
-        DuckDBConnectionManager._ENV = None
-        if environment is not None:
-            environment.close()
-
-
 @dataclass(frozen=True)
 class DbtTarget:
     """Which output of models/profiles.yml dbt builds in, and the values it reads from the
@@ -276,7 +261,7 @@ def build_models(
                 notes = null_columns(dbtRunner(), show, failed_not_null_tests(outcome.result))
             finally:
                 if target.name == "duckdb":
-                    _release_duckdb()
+                    release_dbt_duckdb()
     summary = _summarise(outcome.result, outcome.success, started, notes)
     if outcome.exception is not None:
         summary.ok = False

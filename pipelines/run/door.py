@@ -220,6 +220,23 @@ def ensure_destination_reachable(target: Target) -> None:
         connect_postgres().close()
 
 
+def release_dbt_duckdb() -> None:
+    """Close the DuckDB database dbt-duckdb keeps open in-process after an invocation.
+
+    Without this the file stays open read-write in this process, and a later read-only
+    connection (`read_only`) or another configuration fails with "Can't open a
+    connection to same database file with a different configuration".
+    """
+    from dbt.adapters.duckdb import connections
+
+    manager = connections.DuckDBConnectionManager
+    with manager._LOCK:
+        environment = manager._ENV
+        manager._ENV = None
+        if environment is not None:
+            environment.close()
+
+
 class KeptFile:
     """One DuckDB file's kept connection and its access lock, and what a step opened in the
     file and asked to keep with them (`keep`), owned by one holder and used from that
