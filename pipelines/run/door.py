@@ -52,7 +52,7 @@ from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError
 from drone_ops_sync.sources.drone_ops.internal import redact
 
 from .credentials import destination_credentials
-from .disk_full import disk_full_as_error
+from .disk_full import DiskFull, disk_full_as_error
 from .errors import is_disk_full
 from .lock import (
     ACCESS_WAIT_SECONDS,
@@ -106,7 +106,8 @@ def read_only(
     warehouse), closed when the block ends. Never creates the file: `WarehouseMissing` when
     there is none; `WarehouseBusy` naming the process that holds it for writing (readers share
     a file, a writer excludes them); a `ConfigError` naming `setting` when it is no DuckDB
-    database. What the block's own queries raise is the reader's to say."""
+    database; `DiskFull` when there is no room to open it. What the block's own queries raise
+    is the reader's to say."""
     if not database.is_file():
         raise WarehouseMissing(f"no DuckDB file at {database.absolute()}")
     try:
@@ -117,6 +118,10 @@ def read_only(
             f"{database.absolute()} is open for writing in another process ({holder}), usually"
             " a drone-sync run: it can be read once that lets go; try again later"
         )
+        if is_disk_full(exc):
+            raise DiskFull(
+                f"no space left on device to open {database}: {redact(str(exc))}"
+            ) from None
         raise _refused(database, exc, busy, setting) from None
     try:
         yield connection
