@@ -375,12 +375,13 @@ def _data_version(target: Target) -> str | None:
     """What the warehouse holds now, for the build record; a missing DuckDB file is left to
     the build to report (opening it here would create an empty one)."""
     from .run.destination import make_pipeline
+    from .run.lock import access_lock
     from .run.warehouse import read_data_version
 
     database = target.duckdb_file()
     if database is not None and not database.is_file():
         return None
-    with target.access_lock():
+    with access_lock(database):
         return read_data_version(make_pipeline(target))
 
 

@@ -372,8 +372,9 @@ def models_lock(target: Target) -> Iterator[None]:
     Why one build at a time per warehouse, whoever starts it (a workspace's run, a fleet run,
     `drone-sync models`, Dagster's dbt assets, the marts follower): they share the build
     record, and two builds replacing the same marts at once would fail each other."""
-    if target.duckdb_file() is not None:
-        with target.access_lock():
+    database = target.duckdb_file()
+    if database is not None:
+        with access_lock(database):
             yield
         return
     with waited_lock(target.models_lock_path(), ACCESS_WAIT_SECONDS, "the model build"):

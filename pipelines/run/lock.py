@@ -239,20 +239,19 @@ def access_lock_path(database: Path) -> Path:
 
 
 @contextmanager
-def access_lock(database: Path | None, wait_seconds: float = ACCESS_WAIT_SECONDS) -> Iterator[None]:
-    """Holds the DuckDB file's access lock for the block; a no-op for a server destination
-    (None)."""
+def access_lock(database: Path | None) -> Iterator[None]:
+    """Holds the DuckDB file's access lock for the block, held by every step that opens the
+    file, so the workspaces sharing it open it one step at a time; a no-op for a server
+    destination (None)."""
     if database is None:
         yield
         return
-    with reentrant_lock(access_lock_path(database), "the DuckDB file", wait_seconds):
+    with reentrant_lock(access_lock_path(database), "the DuckDB file"):
         yield
 
 
 @contextmanager
-def reentrant_lock(
-    path: Path, what: str, wait_seconds: float = ACCESS_WAIT_SECONDS
-) -> Iterator[None]:
+def reentrant_lock(path: Path, what: str) -> Iterator[None]:
     """`waited_lock` that a thread already holding it takes again without waiting (the steps
     nest: a run's repairs load pending packages, a load inside a batch's write lock). Each first
     taking opens its own descriptor, so it excludes other threads of the same process as well
@@ -269,7 +268,7 @@ def reentrant_lock(
         return
     depth[key] = 1
     try:
-        with waited_lock(path, wait_seconds, what):
+        with waited_lock(path, ACCESS_WAIT_SECONDS, what):
             yield
     finally:
         depth[key] = 0

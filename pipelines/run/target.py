@@ -149,11 +149,6 @@ class Target:
         the file itself (its access lock, its lock error, the turn's connection) is given."""
         return self.resolved_database() if self.destination == "duckdb" else None
 
-    def access_lock(self) -> AbstractContextManager[None]:
-        """The DuckDB file's access lock, held by every step that opens the file, so the
-        workspaces sharing it open it one step at a time (`lock.py`); nothing for a server."""
-        return lock.access_lock(self.duckdb_file())
-
     def write_lock(self) -> AbstractContextManager[None]:
         """The short lock every write of this dataset takes: each load of a run, and each
         batch the event receiver writes (docs/events.md, "Applying events"). On DuckDB it is
@@ -161,7 +156,7 @@ class Target:
         (`<run lock>.write`), one per dataset, so a batch of events lands between two loads
         of a run, never inside one, and never after a run read what it is about to load."""
         if self.destination == "duckdb":
-            return self.access_lock()
+            return lock.access_lock(self.duckdb_file())
         path = self.lock_path()
         return lock.reentrant_lock(path.with_name(path.name + ".write"), "a write")
 
