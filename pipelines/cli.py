@@ -372,8 +372,7 @@ def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
 
 
 def _data_version(target: Target) -> str | None:
-    """What the warehouse holds now, for the build record; a missing DuckDB file is left to
-    the build to report (opening it here would create an empty one)."""
+    """The data version for the build record; None without the file (an open would create it)."""
     from .run.destination import make_pipeline
     from .run.lock import access_lock
     from .run.warehouse import read_data_version

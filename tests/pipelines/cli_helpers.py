@@ -10,10 +10,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from testkit.simulator_process import stop_process
 
 from .warehouse_check import query
 
@@ -242,6 +245,32 @@ def wait_until(condition: Callable[[], Any], timeout: float, interval: float = 0
             return True
         time.sleep(interval)
     return bool(condition())
+
+
+HOLD_FOR_WRITING = """
+import pathlib, sys, time
+import duckdb
+con = duckdb.connect(sys.argv[1])
+con.execute("SELECT 1").fetchall()
+pathlib.Path(sys.argv[2]).write_text("ready")
+time.sleep(300)
+"""
+
+
+@contextmanager
+def held_for_writing(database: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Another process holding `database` open for writing for the block (as a running sync
+    does), stopped by its own handle at the end."""
+    ready = database.with_name(database.name + ".holder-ready")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_FOR_WRITING, str(database), str(ready)],
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert wait_until(ready.exists, 60), "the holder did not open the file"
+        yield holder
+    finally:
+        stop_process(holder)
 
 
 def closed_loopback_port() -> int:

@@ -5,8 +5,6 @@ process."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -16,17 +14,8 @@ from drone_ops_sync.pipelines.publish.metrics import read_metrics_file
 from drone_ops_sync.pipelines.run.door import SNAPSHOT_SETTING, WarehouseMissing, read_only
 from drone_ops_sync.pipelines.run.lock import WarehouseBusy
 from drone_ops_sync.sources.drone_ops import ConfigError
-from testkit.simulator_process import stop_process
 
-from .cli_helpers import wait_until
-
-HOLD_FOR_WRITING = """
-import pathlib, sys, time
-import duckdb
-con = duckdb.connect(sys.argv[1])
-pathlib.Path(sys.argv[2]).write_text("ready")
-time.sleep(300)
-"""
+from .cli_helpers import held_for_writing
 
 
 def test_a_missing_file_is_said_and_never_created(tmp_path: Path) -> None:
@@ -53,19 +42,11 @@ def test_a_writer_in_another_process_is_named_and_readers_share(tmp_path: Path) 
     duckdb.connect(str(database)).close()
     with read_only(database) as first, read_only(database) as second:
         assert first.execute("select 1").fetchone() == second.execute("select 1").fetchone()
-    ready = tmp_path / "holder.ready"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_FOR_WRITING, str(database), str(ready)],
-        stdin=subprocess.DEVNULL,
-    )
-    try:
-        assert wait_until(ready.exists, 60), "the holder did not open the file"
+    with held_for_writing(database) as holder:
         with pytest.raises(WarehouseBusy, match=f"PID {holder.pid}"), read_only(database):
             pass
         # the metrics reader says the same, not a DuckDB traceback
         with pytest.raises(WarehouseBusy, match="open for writing in another process"):
             read_metrics_file(database, "drone_ops")
-    finally:
-        stop_process(holder)
     with read_only(database) as con:
         assert con.execute("select 42").fetchone() == (42,)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from testkit.simulator_process import SimulatorHandle, running_simulator, stop_process
+from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .cli_helpers import (
     ALL_TABLES,
@@ -30,6 +28,7 @@ from .cli_helpers import (
     Result,
     cli_env,
     closed_loopback_port,
+    held_for_writing,
     run_cli,
     wait_until,
 )
@@ -38,14 +37,6 @@ from .test_unattended import summary_of
 
 pytestmark = pytest.mark.e2e
 HOOK = "RUNTIME__SLACK_INCOMING_HOOK"
-HOLD_FOR_WRITING = """
-import pathlib, sys, time
-import duckdb
-con = duckdb.connect(sys.argv[1])
-con.execute("SELECT 1").fetchall()
-pathlib.Path(sys.argv[2]).write_text("ready")
-time.sleep(300)
-"""
 
 
 @pytest.fixture(scope="module")
@@ -115,16 +106,8 @@ def test_status_of_a_warehouse_being_written_exits_75(
     tmp_path: Path, shared_sim: SimulatorHandle
 ) -> None:
     database, env = synced(tmp_path, shared_sim)
-    ready = tmp_path / "holder.ready"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_FOR_WRITING, str(database), str(ready)],
-        stdin=subprocess.DEVNULL,
-    )
-    try:
-        assert wait_until(ready.exists, 60), "the holder did not open the file"
+    with held_for_writing(database) as holder:
         result = run_cli(["status", "--database", str(database)], env, tmp_path)
-    finally:
-        stop_process(holder)
     assert result.code == EXIT_BUSY, result.describe()
     assert len(result.lines()) == 1 and str(holder.pid) in result.err, result.describe()
 
