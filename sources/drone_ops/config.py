@@ -1,11 +1,9 @@
 """Every setting of the source, read once and checked before any request is made.
 
-Why not leave it to dlt's injection: dlt coerces a bad value deep inside the source call and
-raises with a long traceback (`max_workers = "abc"`), and a string where a list belongs
-(`webhook_ids = wh_x`) is split into letters. A person who scheduled the sync needs one line
-that names the setting, shows the bad value (never the key) and says what is expected, so each
-value is parsed here from what the config providers hold, and the source receives only checked,
-typed values.
+Why not leave it to dlt's injection: dlt coerces a bad value deep inside the source call with
+a long traceback, and splits a string where a list belongs into letters. Each value is parsed
+here, so a bad one is one line naming the setting and what is expected (never the key), and
+the source receives only checked, typed values.
 """
 
 from __future__ import annotations

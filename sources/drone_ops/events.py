@@ -1,15 +1,11 @@
 """Project events (webhook deliveries, spec part 6) as project versions and audit rows.
 
-`drone-sync listen` receives `project.created` / `project.updated` deliveries; their `data` is
-the project as the API shows it at that moment. This module turns a batch of them into what
-the warehouse takes: for each project the newest version the events carry, and only when it is
-newer than the version the warehouse holds (the project's `updated`, then the event's
-`timestamp`), so a duplicate, an out-of-order or a late retry never overwrites a newer row;
-plus one audit row per delivery for `_webhook_events`.
-
-The versions are built by the same row builder and hash as the batch walk's, so a version an
-event landed is the version the next `drone-sync run` would have loaded: the run finds it
-unchanged, and repairs whatever the events got wrong or missed.
+For each project the newest version a batch of `project.created` / `project.updated` events
+carries, only when newer than the warehouse's (the project's `updated`, then the event's
+`timestamp`), so a duplicate, out-of-order or late retry never overwrites a newer row; plus
+one audit row per delivery for `_webhook_events`. The versions are built by the batch walk's
+row builder and hash, so the next `drone-sync run` finds them unchanged, and repairs whatever
+the events got wrong or missed.
 """
 
 from __future__ import annotations

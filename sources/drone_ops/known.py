@@ -1,11 +1,9 @@
 """What the warehouse already holds, read through dlt before a run walks anything.
 
-The warehouse itself is the sync's state: current row hashes per entity, the users, the delivery
-marks per webhook and how many jobs syncs succeeded. A run that failed leaves them as they were,
-so the next run simply compares again; nothing has to be repaired in a separate state store.
-Read through the pipeline's own destination client, so the plain source reads it on any
-destination the pipeline loads into. The entity tables are read here; the run-state tables
-(marks, job syncs) are asked through `run_state.py`, which owns them.
+The warehouse itself is the sync's state: a run that failed leaves it as it was, so the next
+run simply compares again, and no separate state store needs repair. Read through the
+pipeline's own destination client, so the plain source reads it on any destination. The
+run-state tables (marks, job syncs) are asked through `run_state.py`, which owns them.
 """
 
 from __future__ import annotations
@@ -84,7 +82,7 @@ def read_known_state(
             columns = ", ".join(ENTITIES[name].current_columns)
             current = query(f"SELECT {columns} FROM {table(name)} WHERE _dlt_valid_to IS NULL")
             if current is not None:
-                known.current[name] = _as_text(current)
+                known.current[name] = current
                 known.existing.add(name)
         state = pipeline_reader(client)
         if not full_refresh:
@@ -181,18 +179,13 @@ def _epoch_ms(moment: datetime) -> int:
     return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
 
 
-def _as_text(current: pa.Table) -> pa.Table:
-    """The current columns (the key, the row hash, the parent's id) as the text they are. A
-    driver read through `fetchall` types a column by its values, so a table with no current
-    row comes back untyped (null), which Arrow refuses to compare with the walk's ids."""
-    return current.cast(pa.schema([(name, pa.string()) for name in current.column_names]))
-
-
 def _fetch_arrow(cursor: Any) -> pa.Table:
     """The result as Arrow without Python objects per row where the driver allows it.
 
     dlt's own `cursor.arrow()` calls `fetch_arrow_table`, which duckdb 2.0 no longer has; its
-    successor `to_arrow_table` is used directly, other drivers go through `fetchall`.
+    successor `to_arrow_table` is used directly, other drivers go through `fetchall`. Those
+    type a column by its values, so a column with none (an empty table) is read as the text
+    every column asked here as a key holds: Arrow refuses to compare null with the walk's ids.
     """
     native = getattr(cursor, "native_cursor", None)
     if native is not None and hasattr(native, "to_arrow_table"):
@@ -203,4 +196,9 @@ def _fetch_arrow(cursor: Any) -> pa.Table:
         return table
     names = [column[0] for column in cursor.description]
     rows = cursor.fetchall()
-    return pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
+    table = pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
+    return table.cast(
+        pa.schema(
+            [(f.name, pa.string() if pa.types.is_null(f.type) else f.type) for f in table.schema]
+        )
+    )

@@ -1,20 +1,11 @@
 """One run of the source: its options, what the warehouse holds, its walk and its report.
 
-Four separate things a run is given or makes, so none of them is written back into another:
-`RunOptions` (the choices for this run), `KnownState` (read from the warehouse, `known.py`),
-`SyncReport` (the outcome, `report.py`) and `Seams` (what tests replace). `SyncRun` holds one
-of each, mints the run id once, and owns the one cancellation token that the walk and the HTTP
-client share.
-
-The run owns its lifecycle, whatever drives it. It opens once, through the pipeline that
-loads it (`open`), by its first table as dlt extracts it or earlier by a driver that loads
-while the walk goes on (`drone-sync run`). It ends when its last table has finished
-(`table_finished`: extracted, finished without dlt by `finish_quiet_tables`, or skipped by a
-stopped run), since dlt offers a source no hook at the end of an extract; a driver's `with
-run:` only ends a run whose tables could not all finish. Loaded in one extract (the plain
-source), a run records itself with its tables and raises when a table failed, as a dlt source
-does; loaded group by group (`loads_by_group`), a failed table fails only its group, and the
-driver records the run once it knows what its loads did.
+`RunOptions`, `KnownState` (`known.py`), `SyncReport` (`report.py`) and `Seams` are kept apart,
+so none is written back into another; `SyncRun` holds one of each, mints the run id once and
+owns the one cancellation token the walk and the HTTP client share. It owns its lifecycle
+whatever drives it: opened through the pipeline that loads it, ended by its last table, since
+dlt offers a source no hook at the end of an extract (docs/architecture.md, "One owner per
+lifecycle").
 """
 
 from __future__ import annotations
@@ -95,10 +86,8 @@ class SyncRun:
     """What the run-state tables record of this run (`run_state.py`), once its tables are
     done: made by the run itself when loaded in one extract, else by its driver."""
     decided: dict[str, ChangeSet | None] = field(default_factory=dict, init=False, repr=False)
-    """Each history table's change set, compared once per run (`table_loads.py`): by
-    the table's extract, or before it by `drone-sync run`, which finishes a group that loads
-    nothing without a dlt extract (`finish_quiet_tables`). None: the table loads nothing
-    (its walk or a record check failed, or the mass-delete guard refused; the report says)."""
+    """Each history table's change set, compared once per run (`table_loads.py`); None: the
+    table loads nothing (its walk or a record check failed, or the guard refused)."""
     report: SyncReport = field(init=False)
     issues: list[Issue] = field(default_factory=list, init=False, repr=False)
     """The contract issues the walk found, kept when the walk closes (`_sync_issues`)."""
@@ -158,9 +147,7 @@ class SyncRun:
 
     def table_started(self, selected: Iterable[str]) -> None:
         """Called by each table as dlt extracts it: a run no driver opened yet is opened here,
-        through the pipeline dlt is running, and then waits only for the tables `selected`
-        for this extraction (the run-state resources follow the tables; they are not tables
-        of the walk)."""
+        through the pipeline dlt is running, and then waits only for the tables `selected`."""
         with self._lock:
             if self.walk is not None or self._ended:
                 return

@@ -1,17 +1,12 @@
 """The run-state tables: `_sync_runs`, `_sync_issues` and `_sync_delivery_marks`. What each
 holds, how a run writes them, and every question anybody asks of them, in one place.
 
-Why one owner: the sync reads its own history back (how many `jobs` syncs succeeded picks the
-rolling refresh's slice; the delivery marks say where each webhook's log walk stops), and so do
-`drone-sync status`, the BI snapshot, `dbt source freshness` and Dagster. When the tables were
-written by `drone-sync run` alone and read by five hand-written queries, a plain
-`pipeline.run(drone_ops())` kept none of them, and its rolling refresh walked slice 0 forever.
-Now the source writes them itself (`record_resources`, the last resources of `source.py`), so
-every driver keeps them, and every reader asks `RunStateReader`.
-
-Reading goes through whatever connection the reader already has: the pipeline's own SQL client
-(the sync, on any destination), or a read-only DuckDB or PostgreSQL connection (`status`, the
-snapshot), which must create nothing. The SQL is plain enough for both engines.
+Why one owner: the sync reads its own history back (the rolling refresh's slice, where each
+webhook's log walk stops), and so do `drone-sync status`, the BI snapshot, `dbt source
+freshness` and Dagster. The source writes them itself (`record_resources`, the last resources
+of `source.py`), so every driver keeps them, and every reader asks `RunStateReader`, through
+the connection it already has (the pipeline's SQL client, or a read-only DuckDB or PostgreSQL
+connection, which must create nothing): the SQL is plain enough for both engines.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """The dlt source: one resource per warehouse table, all fed by one shared workspace walk.
 
-A plain dlt source, run like any verified source:
+A plain dlt source (docs/plain-source.md): settings from dlt's config (`config.py`), what the
+warehouse holds read through the running pipeline (`known.py`), so the contract holds on any
+destination; it records its own runs (`run_state.py`) in resources that follow the tables, so
+every driver keeps them. `drone-sync run` runs this same source group by group.
 
-    pipeline = dlt.pipeline("drone_ops", destination="duckdb", dataset_name="drone_ops")
-    pipeline.run(drone_ops())
-
-Settings come from dlt's config (`sources.drone_ops.*`, read and checked by `config.py`), and
-what the warehouse already holds is read through the running pipeline (`known.py`), so the
-contract holds on any destination: history, confirmed deletions, the mass-delete guard, users
-and the delivery early stop. The source records its own runs (`run_state.py`: `_sync_runs`,
-`_sync_issues`, `_sync_delivery_marks`) in resources that follow the tables, so a plain
-pipeline keeps them as well. `drone-sync run` runs this same source group by group, passing
-a `SyncRun` it opens after its repairs (the run ends with its last table either way:
-`run.py`), and loads those resources once it knows what its loads did.
-
-Each table below reads like what it produces: its name, how it is written, its columns. History
-tables are scd2 with explicit change sets: dlt's
-`destination_scope` limits retirement to the ids in the load, so an unchanged entity is never
-touched and a run with no change loads nothing at all. A table the warehouse does not have yet
-is loaded by a plain append: there is nothing to merge with, and the merge's staging copy and
-joins cost more than the load itself.
+History tables are scd2 with explicit change sets: dlt's `destination_scope` limits retirement
+to the ids in the load, so an unchanged entity is never touched. A table the warehouse does not
+have yet is loaded by a plain append: there is nothing to merge with, and the merge's staging
+copy and joins cost more than the load itself.
 """
 
 from __future__ import annotations

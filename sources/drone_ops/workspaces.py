@@ -1,21 +1,11 @@
-"""Workspaces: which API workspaces a warehouse holds, and each one's checked settings.
-
-One workspace needs nothing new: `sources.drone_ops.base_url` and `api_key` are the workspace
-called `default`, as they always were. A fleet adds a named table per workspace:
-
-    [sources.drone_ops.workspaces.acme]          # .dlt/config.toml
-    base_url = "https://acme.drone-ops.example.com"
-
-    [sources.drone_ops.workspaces.acme]          # .dlt/secrets.toml (or the environment:
-    api_key = "..."                              # SOURCES__DRONE_OPS__WORKSPACES__ACME__API_KEY)
+"""Workspaces: which API workspaces a warehouse holds, and each one's checked settings
+(docs/fleet.md). The top-level `sources.drone_ops` settings are the workspace `default`; a
+named one is `[sources.drone_ops.workspaces.<name>]`.
 
 Why `base_url` and `api_key` are never inherited from the top level: a workspace that silently
-used another workspace's address or key would load one client's data under another's name. Every
-other setting (`max_workers`, `webhook_ids`, ...) may be set per workspace and otherwise takes
-the top-level value, so a fleet tunes once and overrides where one API differs.
-
-The names are the union of the tables found in every config provider (a workspace may be named
-only in secrets.toml, or only in the environment as JSON), because dlt's own lookup returns the
+used another's address or key would load one client's data under another's name. Every other
+setting is inherited, so a fleet tunes once and overrides where one API differs. The names are
+the union of the tables found in every config provider, because dlt's own lookup returns the
 first provider's table and would hide the others.
 """
 

@@ -1,11 +1,7 @@
 """The entity registry: one record per warehouse table, and everything the sync knows of it.
 
-The walk reads where each table's records come from, the resources how each table is loaded,
-`drone-sync check` what to probe, the warehouse reader which columns of current rows to read,
-and the transforms the table's contract. Adding a field means adding it to its table's
-`columns` (and to the row builder if it needs reshaping); adding a table means adding a record
-here, its row builder in `rows.py` and its resource in `../source.py`.
-docs/warehouse.md is the human-readable version of these records.
+Who reads which field, and what adding a field or a table takes: docs/architecture.md ("One
+table's knowledge, in one place"); docs/warehouse.md is the human-readable version.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Pure record transforms: API JSON records in, warehouse rows and Arrow tables out.
 
-Nothing here does I/O and nothing here knows which tables exist: each function is given the
-table's `Contract` (declared in `entities.py`). The row builders here are what the typing's
-row-by-row path (`typed_row_by_row`) reads; it is reached only through `lines.typed_batch`, when
-the fast reader declines a batch. Conversion is columnar (one Arrow array per column per batch);
-only a batch whose values break the declared types falls back to a per-value path, which keeps
-the record, nulls the broken value and reports it.
+Nothing here does I/O or knows which tables exist: each function is given the table's
+`Contract` (`entities.py`). This is the typing's row-by-row path, reached only through
+`lines.typed_batch` when the fast reader declines a batch: it keeps the record, nulls a broken
+value and reports it.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The spill store: one table's rows as a run's walk saw them, kept on local disk as typed
 Arrow batches and handed back (`batches`, `take_loadable`), so memory stays flat however large
-the workspace.
-
-A page offered to a table's snapshot takes three plain calls in sequence: the first look at
-change (`compare/changes.py` `first_look`), the typing of what it did not find held
-(`tables/lines.py` `typed_batch`), and the write here. Records fetched one by one (`replace`)
-take the same three calls. Held records stay in memory as id and
-hash only; each batch carries what the first look decided for its rows (`SpilledBatch.held`),
-so the comparison after the walk (`changes.diff`) never looks at a hash again.
+the workspace. Held records stay in memory as id and hash only; each batch carries what the
+first look decided for its rows (`SpilledBatch.held`), so the comparison after the walk never
+looks at a hash again (docs/architecture.md, "One page of jobs, hop by hop").
 """
 
 from __future__ import annotations

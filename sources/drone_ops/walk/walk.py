@@ -2,15 +2,9 @@
 
 Why a walk before any row is handed to dlt: a table may only retire rows after the walk that
 should have contained them finished every page, and the mass-delete guard must be able to
-refuse a table before anything of it is loaded. So each table's rows are typed into Arrow
-batches as pages arrive and spilled (`spill.py`: memory stays flat), and the comparison
-decides afterwards what to load.
-
-Three walkers, composed over one shared `WalkContext`: plain lists (`lists.py`: team members,
-job types); projects, whose pages feed the per-project job walks as they arrive
-(`projects.py`: the sequential project cursor and the parallel job walks overlap); and webhooks
-(`webhooks.py`), each a long chain of delivery-log pages walked until it reaches what the
-warehouse already holds.
+refuse a table before anything of it is loaded. Three walkers share one `WalkContext`: plain
+lists (`lists.py`), projects feeding per-project job walks as pages arrive (`projects.py`),
+and webhooks with their delivery-log chains (`webhooks.py`).
 """
 
 from __future__ import annotations
