@@ -1,13 +1,9 @@
 """The dbt models as Dagster assets and their tests as asset checks (dagster-dbt), built over
 every workspace of the warehouse, after the workspaces' syncs.
 
-A build is `drone-sync models` in Dagster's hands: the same project, the same `--vars`
-(`fleet_vars`: every configured workspace and its schema), the same profile values
-(`dbt_target`, set in the environment only while dbt starts), inside the same turn
-(`models_turn`: on DuckDB the file's access lock for the whole build, so no workspace loads
-into the file meanwhile; on a server the warehouse's models lock). dbt itself runs as
-dagster-dbt runs it, a `dbt build` subprocess whose events become materializations and check
-results as they happen.
+A build is `drone-sync models` in Dagster's hands: the same project, `--vars` (`fleet_vars`),
+profile values (`dbt_target`) and turn (`models_turn`); dbt itself runs as dagster-dbt runs
+it, a `dbt build` subprocess whose events become materializations and check results.
 
 (No `from __future__ import annotations` here: Dagster reads the parameter annotations of the
 asset function to find its resources.)

@@ -1,11 +1,9 @@
 """Where the warehouse is, as a Dagster resource: the same `Target` the CLI builds from its
 flags, so a partition loads exactly where `drone-sync run --workspace <name>` would.
 
-Why a resource and not settings read inside the assets: a deployment (or a test) points the
-whole code location at another warehouse in one place, and the Dagster UI shows where it
-loads. Credentials stay where the CLI reads them: the DuckDB file from `database` or dlt's
-`destination.duckdb.credentials`, PostgreSQL's connection string from dlt's config or
-environment (`DESTINATION__POSTGRES__CREDENTIALS`), never in Dagster's run config.
+Why a resource: a deployment (or a test) points the whole code location at another warehouse
+in one place, and the UI shows where it loads. Credentials stay where the CLI reads them (dlt's
+config or environment), never in Dagster's run config.
 """
 
 from pathlib import Path

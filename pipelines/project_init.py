@@ -1,16 +1,10 @@
 """`drone-sync init [DIR]`: the starter settings of a project folder, from the package's templates.
 
-Why a command and not "copy the repository's `.dlt/`": a wheel installed from an index has no
-repository beside it, and dlt reads `.dlt/` from the folder a command runs in. The templates are
-package data (`pipelines/starter/`, found with importlib.resources), kept equal to the
-repository's own `.dlt/config.toml` and `.dlt/secrets.toml.example` by tests/packaging.
-
-The secrets file is created readable by its owner only (0600, whatever the umask) and is
-git-ignored by a `.dlt/.gitignore` of its own, so a project's first commit cannot carry the key.
-Existing settings are never overwritten without `--force`: a second `init` in a configured folder
-would otherwise put the placeholder over a working key.
-
-Imports only the standard library: `init` runs before the CLI loads dlt or anything heavy.
+Why a command: a wheel has no repository beside it, and dlt reads `.dlt/` from the folder a
+command runs in. The templates are package data (`pipelines/starter/`), kept equal to the
+repository's `.dlt/` by tests/packaging. The secrets file is created 0600 and git-ignored, and
+existing settings are never overwritten without `--force`, so a key cannot leak into a commit
+or be replaced by the placeholder. Imports only the standard library: it runs before dlt loads.
 """
 
 from __future__ import annotations

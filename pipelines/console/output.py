@@ -1,11 +1,9 @@
 """What a person or a log shipper sees of a command: progress, summaries, the final outcome.
 
 Two outputs with the same methods: `TextOutput` (a table for people; plain and never truncated
-when the output is a file, as under cron) and `JsonOutput` (`json_output.py`: one JSON object
-per line on stdout, ending with a `summary` object, for log shippers). Every line goes through
-`redact`, so a secret that slipped into some library's message never leaves the process. The
-live progress line is drawn by `progress.py`, the run's summary table by `summary.py`, log
-lines by `logs.py`.
+when the output is a file) and `JsonOutput` (`json_output.py`: one JSON object per line, ending
+with a `summary`). Every line goes through `redact`, so a secret that slipped into some
+library's message never leaves the process.
 """
 
 from __future__ import annotations

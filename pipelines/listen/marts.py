@@ -1,25 +1,15 @@
 """The marts and the BI snapshot follow applied events (docs/events.md, "Marts that follow").
 
-After a batch applied project versions, the applier tells the follower (`changed`); a thread
-of `drone-sync listen` then rebuilds only the models downstream of the tables events write
-(`source:drone_ops.projects+` and `source:drone_ops._webhook_events+`, with their tests) and,
-on DuckDB, republishes the BI snapshot and its dashboard page. At most one build at a time, and
-`--follow-marts` seconds between the end of one and the start of the next, so a burst of events
-costs one build per interval, not one per batch, and the file is free between builds.
+After a batch applied project versions, a thread rebuilds only the models downstream of the
+tables events write, with their tests, and on DuckDB republishes the snapshot; at most one
+build per `--follow-marts` interval, so a burst of events costs one build, not one per batch.
 
-Why it writes no build record: the record says which data versions the marts were built from
-(`publish/build_record.py`), and a partial build of the projects' dependents does not bring
-the jobs' marts up to date. So the record is left as the last scheduled build wrote it: the
-next `drone-sync run` still sees projects changed since then and builds their dependents
-itself (a few seconds more, never a mart skipped). A failed partial build removes the record,
-so the next run builds every model (the repair), and leaves the previous snapshot in place;
-`/health` shows it.
-
-It follows only a warehouse whose models a passing build made (a record exists, of this
-dataset and this dbt project): before that, or after the dbt project changed, the scheduled
-run's full build comes first. The build takes the same turn as every model build (on DuckDB
-the file's access lock: `publishing.models_turn`), so event batches and a run's loads wait for
-it.
+Why it writes no build record: a partial build of the projects' dependents does not bring the
+jobs' marts up to date, so the record stays as the last scheduled build wrote it and the next
+run still builds the projects' dependents itself. A failed partial build removes the record,
+so the next run builds every model. It follows only a warehouse whose models a passing build
+of this dbt project made; the build takes the same turn as every model build
+(`publishing.models_turn`).
 """
 
 from __future__ import annotations

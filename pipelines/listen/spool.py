@@ -1,20 +1,14 @@
 """The spool: received events as JSON lines in numbered segment files, fsynced before any 2xx.
 
 Why files and not the warehouse: the receiver must answer within the sender's timeout and must
-not lose what it acknowledged, even when killed; an append plus `fsync` is both, and the
-warehouse is fed from the files later (docs/events.md). Each line is
-`{"received_at": <ms>, "signed": <bool>, "event": {...as delivered...}}`.
+not lose what it acknowledged, even when killed; an append plus `fsync` is both
+(docs/events.md). Each line is `{"received_at": <ms>, "signed": <bool>, "event": {...}}`.
 
-Why segments: one file would grow by every event forever. Events go to the newest segment
-(`events.<n>.jsonl`) until it holds `segment_bytes`; then a new one starts. A segment the
-applier has wholly applied is removed (`release`), after its delivery ids are kept in a small
-`events.<n>.ids` file, so a sender's late retry is still recognised as a duplicate for
-`DEDUP_WINDOW_S`. Only the newest segment is ever written, so every older one is final.
-
-A crash can leave a torn last line (written in part, never acknowledged): opening the spool
-cuts such a tail, and a failed write (a full disk) is cut back at once, so the next record
-starts on a line of its own. The folder is held under an exclusive `flock` so two receivers
-never append to one spool (the first lock of the order in `run/lock.py`).
+Why segments: one file would grow forever. Only the newest segment is written, so every older
+one is final; one wholly applied is removed (`release`), its delivery ids kept in a small
+`events.<n>.ids` file so a late retry is still a duplicate for `DEDUP_WINDOW_S`. A torn last
+line (a crash, a full disk) is cut, so the next record starts on a line of its own. The folder
+is held under an exclusive `flock` (the first lock of the order in `run/lock.py`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """The record of the last model build: what the marts were built from, so the next build does
-only what changed since (`build_plan.py` decides from it: nothing, the models downstream of the
-tables that changed, or everything).
+only what changed since (`build_plan.py` decides from it).
 
-Why: a schedule every 15 minutes would otherwise rebuild and retest every model each time
-(about 26 s at `small` on a busy 2-core machine) whatever the run loaded. The record holds
-the warehouse's data version per raw table (`warehouse.data_version`: row counts, retirements
-and the newest load, so any load, retirement or repair changes it, whoever made it: this run, a
-`--no-models` run, a restore from a backup), the dbt project's fingerprint, the dataset, and
-when the last build and the last full build ran. A record is written only by a build whose
-models and tests all passed.
-
-The record lives in the warehouse's dbt folder (in the sync folder beside dlt's pipelines
-folder, `Target.sync_dir()`), with dbt's own partial-parse state, and is removed before each
-build starts, so a build that fails or is killed leaves no record and the next run builds
-again.
+Why: a schedule would otherwise rebuild and retest every model each time, whatever the run
+loaded. The record holds the data version per raw table (`warehouse.data_version`, which any
+load, retirement, repair or restore changes, whoever made it), the dbt project's fingerprint,
+the dataset, and when the last build and the last full build ran. Only a build whose models
+and tests all passed writes one, in the warehouse's dbt folder (`Target.sync_dir()`), and it is
+removed before each build starts, so a build that fails or is killed leaves none.
 """
 
 from __future__ import annotations

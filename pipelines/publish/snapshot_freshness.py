@@ -1,11 +1,10 @@
 """The parts of the BI snapshot that every successful run changes: `_snapshot_info` and the run
 records `<dataset>._sync_runs`.
 
-Why a module of its own: a run that changed no data keeps the marts (`build_record.py`), and
-copying the marts again only to move a "data as of" time costs seconds to minutes on a large
-warehouse. So such a run refreshes only these two tables, in a byte copy of the previous
-snapshot (`refresh_copy`), and the caller renames that copy over the snapshot as it does after a
-full publish: the file a reader holds is only ever read, never written.
+Why a module of its own: a run that changed no data keeps the marts, and copying them again
+only to move a "data as of" time costs seconds to minutes. Such a run refreshes only these two
+tables, in a byte copy of the previous snapshot (`refresh_copy`) that the caller renames over
+it: the file a reader holds is only ever read, never written.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Deliveries loaded while the chains still walk, and the marks that keep that safe.
 
-Why: the delivery logs are the walk's longest part (at `large`, 50 ms: five chains of 2,000
-pages, one page after the other), and their 500,000 entries were loaded only after the last
-chain ended: 10 to 12 s in which nothing else happened. Loading them in waves while the chains
-walk leaves only the last few thousand for the end.
-
-A wave loads entries of chains that may still fail. What keeps a failure from leaving a gap is
-where a webhook's high-water mark comes from: no longer the newest delivery loaded, but the
-newest entry of a chain that reached known ground, recorded in `_sync_delivery_marks` only
-after every load of that run's deliveries succeeded. A run that fails or is killed records
-nothing, so the next one walks from the previous mark again and the merge on id drops what
-the waves had already loaded.
+Why: the delivery logs are the walk's longest part, and loading them only after the last chain
+ended left the end of a run doing nothing else (docs/performance.md). A wave loads entries of
+chains that may still fail; what keeps that from leaving a gap is the mark: the newest entry of
+a chain that reached known ground, recorded in `_sync_delivery_marks` only after every delivery
+load of the run succeeded. A run that fails records nothing, so the next walks from the
+previous mark again and the merge on id drops what the waves had loaded.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """A full disk, wherever a turn writes: one line that names the folder to free, and the run
 stops at once with nothing half-done left in dlt's working folder.
 
-Why: a full disk is not one table's problem. Once a load is refused, every later load of the
-run (and its record in `_sync_runs`) is refused too, and each failure came back through dlt as
-a different error: a traceback from the extract, dlt's own logged tracebacks, a commit error
-from DuckDB, or a misleading `[Errno 18] Invalid cross-device link` (`errors.chained`). So the
-first load the disk refuses ends the run: its unloaded packages and dlt's unfinished saves are
-deleted (which gives back the space they took), nothing more is written, and the CLI says one
-line. The next run with space starts from the warehouse and loads what this one could not.
+Why: once a load is refused every later one is too, and each failure came back through dlt as
+a different error (`errors.chained`). So the first refused load ends the run: its unloaded
+packages and dlt's unfinished saves are deleted, nothing more is written, and the next run
+with space loads what this one could not.
 """
 
 from __future__ import annotations

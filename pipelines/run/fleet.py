@@ -1,16 +1,10 @@
 """Several workspaces in one command: each synced by its own `drone-sync run` process.
 
-Why processes, not threads: a walk is CPU-bound between round trips (typing, hashing, dlt's
-extract), and one process's walks share one GIL; processes use every core. Each workspace's
-process is the single-workspace command itself, so it has its own pipeline, lock, repairs,
-`_sync_runs` rows and alert, exactly as when run alone, and one workspace that fails, hangs
-until its timeouts or crashes never stops another. On DuckDB they take turns inside the file
-(`lock.py`); on PostgreSQL they load in parallel. The models are built once, after all of
-them, by the calling process.
-
-At most `parallel` run at once (docs/fleet.md has the sizing measured here); a signal to the
-fleet is passed on to every running workspace, which stops as a single run stops, and no new
-one starts.
+Why processes, not threads: a walk is CPU-bound between round trips and one process's walks
+share one GIL. Each workspace's process is the single-workspace command itself (its own
+pipeline, lock, repairs, record and alert), so one that fails, hangs or crashes never stops
+another. At most `parallel` run at once (docs/fleet.md); a signal is passed on to each, and no
+new one starts. The models are built once, after all of them, by the calling process.
 """
 
 from __future__ import annotations

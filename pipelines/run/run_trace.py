@@ -1,17 +1,11 @@
 """Every load of one sync run goes through `RunLoads`, which keeps their dlt traces and saves
 them as one, so `dlt pipeline <name> trace` (and the dashboard) show the run's data loads.
 
-Why: a sync makes several `pipeline.run` calls (delivery waves, one per load group, and on a
-new warehouse the load of its record, `_sync_runs`, `_sync_issues` and
-`_sync_delivery_marks`), and dlt keeps only the last call's trace, so the tooling showed the
-last load and none of the others. The record cannot join the last data group's load: its rows
-carry each table's outcome, known only once that load has finished, and the delivery marks
-may be recorded only after every delivery load succeeded (`delivery_waves.py`). So the loads
-stay apart, and the trace saved at the end of the run is theirs together, in order: every
-extract, normalize and load step with its load id, row counts and timings. Once dlt has made
-the record's tables, the record is written by SQL (`write`, `run_record.py`), which is no dlt
-load and has no step in the trace. A quiet run makes no load at all (its groups are finished
-without dlt: `finish_quiet_tables`), so it saves no trace and the newest loading run's stays.
+Why: a sync makes several `pipeline.run` calls (delivery waves, one per load group, on a new
+warehouse its record), and dlt keeps only the last call's trace. The loads stay apart (the
+record carries each table's outcome, known only once its load finished), and the trace saved
+at the end is theirs together, in order. A record written by SQL and a quiet run's groups are
+no dlt load and have no step in it.
 """
 
 from __future__ import annotations
