@@ -144,23 +144,23 @@ def _target(args: argparse.Namespace) -> Target:
     return Target(destination=args.destination, database=args.database, dataset=args.dataset)
 
 
-def _table_list(resources: str | None) -> list[str] | None:
-    """`--resources a,b` as names; None for all tables."""
+def _listed(value: str | None, flag: str, what: str) -> list[str] | None:
+    """`--resources a,b` or `--workspace a,b` as names; None for all."""
     from drone_ops_sync.sources.drone_ops import ConfigError
 
-    if resources is None:
+    if value is None:
         return None
-    tables = [t.strip() for t in resources.split(",")]
-    if not all(tables):
-        raise ConfigError("--resources", f"{resources!r} has an empty table name")
-    return tables
+    names = [name.strip() for name in value.split(",")]
+    if not all(names):
+        raise ConfigError(flag, f"{value!r} has an empty {what} name")
+    return names
 
 
 def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
     """One workspace in this process; several, each in a process of its own (`run/fleet.py`)."""
     from drone_ops_sync.sources.drone_ops.internal import selected_names
 
-    names = selected_names(_names(args.workspace))
+    names = selected_names(_listed(args.workspace, "--workspace", "workspace"))
     if len(names) > 1:
         return _run_fleet(args, names, output, stop, watch)
     return _run_one(args, names[0], output, stop, watch)
@@ -172,7 +172,7 @@ def _status(args: argparse.Namespace) -> int:
 
     from .observe.status import status_command
 
-    names = selected_names(_names(args.workspace))
+    names = selected_names(_listed(args.workspace, "--workspace", "workspace"))
     as_json = args.log_format == "json"
     codes = []
     for name in names:
@@ -180,21 +180,9 @@ def _status(args: argparse.Namespace) -> int:
             sys.stdout.write(f"workspace {name}:\n")
             sys.stdout.flush()
         target = _target(args).for_workspace(name)
-        tables = _table_list(args.resources)
+        tables = _listed(args.resources, "--resources", "table")
         codes.append(status_command(target, tables, args.max_age, as_json, name))
     return max(codes)
-
-
-def _names(flag: str | None) -> list[str] | None:
-    """`--workspace a,b` as names; None for every configured workspace."""
-    from drone_ops_sync.sources.drone_ops import ConfigError
-
-    if flag is None:
-        return None
-    names = [name.strip() for name in flag.split(",")]
-    if not all(names):
-        raise ConfigError("--workspace", f"{flag!r} has an empty workspace name")
-    return names
 
 
 def _run_one(
@@ -215,7 +203,7 @@ def _run_one(
     # configuration error is alerted
     watch.configure(target, args.metrics_file)
     output.warehouse = watch.warehouse
-    tables = _table_list(args.resources)
+    tables = _listed(args.resources, "--resources", "table")
     config = read_workspace_config(name)
     check_target(target)
     options = RunOptions(checked_tables(tables), args.allow_mass_delete, args.full_refresh)
@@ -268,7 +256,7 @@ def _run_fleet(
     watch.configure(models, args.metrics_file)
     output.warehouse = watch.warehouse
     check_target(models)
-    _table_list(args.resources)
+    _listed(args.resources, "--resources", "table")
     if args.parallel < 1:
         from drone_ops_sync.sources.drone_ops import ConfigError
 
@@ -328,7 +316,7 @@ def _check(args: argparse.Namespace, output: Output) -> int:
     from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, read_workspace_config
     from drone_ops_sync.sources.drone_ops.internal import check_access, redact, selected_names
 
-    names = selected_names(_names(args.workspace))
+    names = selected_names(_listed(args.workspace, "--workspace", "workspace"))
     if len(names) == 1:
         report = check_access(read_workspace_config(names[0]))
         output.access_report(report)

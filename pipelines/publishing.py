@@ -61,16 +61,45 @@ def build_models_step(
     (`fleet_vars`); on DuckDB all of it under the file's access lock, so no workspace loads
     meanwhile."""
     with models_turn(target):
-        return _build_models_step(
-            target,
-            output,
-            stop,
-            run_tests=run_tests,
-            data_version=data_version,
-            reuse_current=reuse_current,
-            outcome=outcome,
-            snapshot=snapshot,
-        )
+        folder = dbt_folder(target.sync_dir())
+        plan = plan_build(folder, data_version, target.dataset, full=not reuse_current)
+        if plan.scope == "none" and plan.previous is not None:
+            reused = ModelsResult(
+                ok=True, reused_from=plan.previous.built_at, scope="none", reason=plan.reason
+            )
+            output.models_summary(reused, target.dataset)
+            # the snapshot in place holds these marts: only its freshness (_snapshot_info,
+            # _sync_runs) is refreshed; one with raw tables is published whole
+            reuse = snapshot is not None and snapshot_current(plan.previous, snapshot.path)
+            return finish_success(target, snapshot, output, outcome, reused, reuse_marts=reuse)
+        prepare_models_build(target)
+        then = "the loaded tables are complete, and the next run builds the models"
+        with output.status("building dbt models", then):
+            result = dbt_build(
+                target, select=plan.select or None, run_tests=run_tests, unit_tests=plan.unit_tests
+            )
+            if stop.received is not None:
+                # dbt turned the KeyboardInterrupt into a failed result: the signal ends the command
+                raise KeyboardInterrupt
+        result.scope, result.reason = plan.scope, plan.reason
+        result.changed_tables = plan.changed_tables
+        database = target.duckdb_file()
+        if database is not None and result.error:
+            busy = busy_message(database.resolve(), Exception(result.error))
+            if busy is not None:
+                raise WarehouseBusy(busy)
+        output.models_summary(result, target.dataset)
+        if not result.ok:
+            return output.finish(EXIT_FAILED, "failed", outcome, result)
+        if run_tests:
+            remember_build(
+                folder,
+                data_version,
+                target.dataset,
+                full=plan.scope == "full",
+                previous=plan.previous,
+            )
+        return finish_success(target, snapshot, output, outcome, result)
 
 
 @contextmanager
@@ -131,58 +160,6 @@ def fleet_vars(target: Target) -> dict[str, Any]:
             for name in configured_names()
         ]
     }
-
-
-def _build_models_step(
-    target: Target,
-    output: Output,
-    stop: SignalStop,
-    *,
-    run_tests: bool,
-    data_version: str | None,
-    reuse_current: bool,
-    outcome: SyncOutcome | None,
-    snapshot: SnapshotPlan | None,
-) -> int:
-    folder = dbt_folder(target.sync_dir())
-    plan = plan_build(folder, data_version, target.dataset, full=not reuse_current)
-    if plan.scope == "none" and plan.previous is not None:
-        reused = ModelsResult(
-            ok=True, reused_from=plan.previous.built_at, scope="none", reason=plan.reason
-        )
-        output.models_summary(reused, target.dataset)
-        # the snapshot in place holds these marts: only its freshness (_snapshot_info,
-        # _sync_runs) is refreshed; one with raw tables is published whole
-        reuse = snapshot is not None and snapshot_current(plan.previous, snapshot.path)
-        return finish_success(target, snapshot, output, outcome, reused, reuse_marts=reuse)
-    prepare_models_build(target)
-    then = "the loaded tables are complete, and the next run builds the models"
-    with output.status("building dbt models", then):
-        result = dbt_build(
-            target, select=plan.select or None, run_tests=run_tests, unit_tests=plan.unit_tests
-        )
-        if stop.received is not None:
-            # dbt turned the KeyboardInterrupt into a failed result: the signal ends the command
-            raise KeyboardInterrupt
-    result.scope, result.reason = plan.scope, plan.reason
-    result.changed_tables = plan.changed_tables
-    database = target.duckdb_file()
-    if database is not None and result.error:
-        busy = busy_message(database.resolve(), Exception(result.error))
-        if busy is not None:
-            raise WarehouseBusy(busy)
-    output.models_summary(result, target.dataset)
-    if not result.ok:
-        return output.finish(EXIT_FAILED, "failed", outcome, result)
-    if run_tests:
-        remember_build(
-            folder,
-            data_version,
-            target.dataset,
-            full=plan.scope == "full",
-            previous=plan.previous,
-        )
-    return finish_success(target, snapshot, output, outcome, result)
 
 
 def command_snapshot_plan(
