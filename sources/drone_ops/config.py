@@ -175,10 +175,8 @@ def checked_jobs_path(path: str) -> str:
 
 
 def validate_base_url(base_url: str) -> str:
-    """Returns the base URL without a trailing slash; plain http is for loopback only.
-
-    A bad value is shown only as scheme, host and path: credentials, a query string or a value
-    that is no URL at all (a key pasted into the wrong setting) are never repeated."""
+    """Returns the base URL without a trailing slash; plain http is for loopback only. A bad
+    value is shown only as scheme, host and path (it may be a key pasted in the wrong place)."""
     setting = f"{settings.CONFIG_SECTION}.base_url"
     if not base_url:
         raise ConfigError(

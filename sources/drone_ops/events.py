@@ -72,11 +72,8 @@ class ReceivedEvent:
 def newest_versions(
     events: Sequence[ReceivedEvent], held: Mapping[str, int]
 ) -> tuple[dict[str, ReceivedEvent], dict[str, str]]:
-    """The event to apply per project id, and every delivery's outcome.
-
-    `held` is the `updated` (unix ms) of each project's current warehouse row; an event is
-    applied only when its project is newer than that and than every other event of the batch
-    for the same project."""
+    """The event to apply per project id, and every delivery's outcome: applied only when its
+    project is newer than `held` (unix ms per id) and every other event of the batch for it."""
     newest: dict[str, ReceivedEvent] = {}
     outcomes: dict[str, str] = {}
     for received in events:

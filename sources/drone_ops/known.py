@@ -137,9 +137,8 @@ def held_versions(
     pipeline: dlt.Pipeline, project_ids: Iterable[str], written_since: datetime | None = None
 ) -> dict[str, int]:
     """The `updated` (unix ms) of the current warehouse row of each of `project_ids`: what a
-    received event's version must beat (`events.newest_versions`). Empty before any sync has
-    created `projects`: every event's version is then newer. With `written_since`, only the
-    current rows written at or after that moment (their `_dlt_valid_from`)."""
+    received event's version must beat; empty before any sync created `projects`. With
+    `written_since`, only current rows written at or after it (`_dlt_valid_from`)."""
     with pipeline.sql_client() as client:
         return held_versions_in(client, project_ids, written_since)
 
@@ -180,13 +179,10 @@ def _epoch_ms(moment: datetime) -> int:
 
 
 def _fetch_arrow(cursor: Any) -> pa.Table:
-    """The result as Arrow without Python objects per row where the driver allows it.
-
-    dlt's own `cursor.arrow()` calls `fetch_arrow_table`, which duckdb 2.0 no longer has; its
-    successor `to_arrow_table` is used directly, other drivers go through `fetchall`. Those
-    type a column by its values, so a column with none (an empty table) is read as the text
-    every column asked here as a key holds: Arrow refuses to compare null with the walk's ids.
-    """
+    """The result as Arrow, through duckdb's `to_arrow_table` (dlt's `cursor.arrow()` calls
+    `fetch_arrow_table`, which duckdb 2.0 no longer has) or `fetchall`. This is the one place
+    that casts: `fetchall` types a column by its values, so one with none (an empty table) is
+    read as the text every key column here holds; Arrow will not compare null with ids."""
     native = getattr(cursor, "native_cursor", None)
     if native is not None and hasattr(native, "to_arrow_table"):
         with warnings.catch_warnings():

@@ -156,9 +156,8 @@ class SyncRun:
 
     def table_finished(self, table: str) -> None:
         """Called as each table finishes, however: the run ends after the last one. Loaded in
-        one extract, it records itself then and raises if any table failed or was refused:
-        dlt fails the extract, so nothing of this run is loaded and the warehouse stays as it
-        was (the next run compares again)."""
+        one extract, it records itself then and raises if any table failed or was refused, so
+        dlt fails the extract and nothing of this run is loaded."""
         with self._lock:
             if table not in self._pending:
                 return

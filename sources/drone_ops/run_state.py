@@ -80,11 +80,9 @@ class RunRecord:
 
 def record_resources(record: Callable[[], RunRecord | None]) -> list[DltResource]:
     """The three tables as dlt resources whose rows are read from `record` when dlt extracts
-    them, not when they are built: the source declares them before its run has walked
-    anything, and dlt extracts them after every table (`fifo`). Nothing is written when
-    `record` gives None (no table ran). `_sync_issues` and `_sync_delivery_marks` are created
-    even empty: dashboards read the one, and the other's existence says the marks are
-    recorded (`RunStateReader.delivery_marks`)."""
+    them (after every table: `fifo`), not when the source declares them; nothing is written
+    when `record` gives None. `_sync_issues` and `_sync_delivery_marks` are created even
+    empty: dashboards read the one, and the other's existence says the marks are recorded."""
 
     def runs() -> Iterator[Any]:
         done = record()
@@ -230,9 +228,8 @@ class RunStateReader:
 
     def job_syncs(self) -> int:
         """Successful `jobs` syncs so far: run k of a rolling job refresh walks slice k mod N.
-        Only rows whose load completed count (dlt records a load in `_dlt_loads` once every
-        job of its package is done): the plain source loads its record in the same package as
-        its tables, and a package whose `jobs` failed must not move the slice on."""
+        Only rows whose load completed (`_dlt_loads`) count: a package whose `jobs` failed
+        must not move the slice on."""
         rows = self._rows(
             RUNS_TABLE,
             "SELECT count(*) FROM {t} WHERE resource = 'jobs' AND status = 'success'"
@@ -241,10 +238,9 @@ class RunStateReader:
         return int(rows[0][0]) if rows else 0
 
     def delivery_marks(self) -> dict[str, int] | None:
-        """Each webhook's newest recorded mark (ms); None when the marks were never recorded
-        (the caller then reads them from the deliveries themselves). As for `job_syncs`, only
-        marks whose load completed count: a mark loaded beside deliveries that failed to load
-        would make the next walk stop above entries the warehouse never got."""
+        """Each webhook's newest recorded mark (ms); None when the marks were never recorded.
+        Only marks whose load completed count: one loaded beside deliveries that failed would
+        make the next walk stop above entries the warehouse never got."""
         rows = self._rows(
             MARKS_TABLE,
             "SELECT webhook_id, max(newest_ms) FROM {t}"

@@ -63,12 +63,10 @@ _warned: set[str] = set()
 def check_settings_files(
     *, warn_unknown: bool = False, also_known: Sequence[str] = (), refuse_as: str | None = None
 ) -> None:
-    """Makes dlt read its TOML files now, before a command reads any setting: a file that does
-    not parse is a `ConfigError` naming the file, line and column instead of dlt's traceback
-    from wherever dlt first looked. `warn_unknown` also names every unknown key and section
-    (`also_known`: dotted names the caller reads beyond the source's and dlt's) in a warning;
-    `refuse_as` (the flag or variable that asks for it) makes each an error, then one
-    `ConfigError` naming `refuse_as`."""
+    """Makes dlt read its TOML files now, before a command reads any setting (one that does
+    not parse is a `ConfigError`). `warn_unknown` also names every unknown key and section
+    (`also_known`: dotted names the caller reads beyond the source's and dlt's); `refuse_as`
+    (the flag or variable that asks for it) makes them one `ConfigError` naming it."""
     try:
         dlt.config.config_providers  # noqa: B018 (the first access reads every file)
     except TomlProviderReadException as exc:

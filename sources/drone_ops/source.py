@@ -69,15 +69,10 @@ def drone_ops(
     workspace: str = DEFAULT_WORKSPACE,
     run: Any = None,
 ) -> list[DltResource]:
-    """Projects, jobs, job types, team, webhooks, deliveries and users of one workspace.
-
-    `tables` limits the run to some tables (all by default); `allow_mass_delete` lets a table
-    retire more than `max_retire_share` of its rows; `full_refresh` walks every delivery page
-    and every project's jobs. `workspace` names whose settings are read (the top-level ones by
-    default, `sources.drone_ops.workspaces.<name>` for a named one: `workspaces.py`). `run` is
-    a `SyncRun` made by `drone-sync` (typed `Any` for dlt, which builds a config spec from the
-    signature); without it the source reads its settings from dlt's config and makes its own
-    run, which opens when dlt first asks it for rows (`run.py`: the run's lifecycle)."""
+    """Projects, jobs, job types, team, webhooks, deliveries and users of one workspace (the
+    arguments: docs/plain-source.md). `run` is a `SyncRun` made by `drone-sync` (typed `Any`
+    for dlt, which builds a config spec from the signature); without it the source makes its
+    own run, which opens when dlt first asks it for rows."""
     require_dlt_settings()
     if run is None:
         options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
@@ -92,22 +87,18 @@ def drone_ops(
 
 def require_dlt_settings() -> None:
     """Sets the dlt settings the source's contract depends on (`settings.REQUIRED_DLT_SETTINGS`)
-    unless the environment already sets them: read by dlt when it extracts and normalizes, so
-    setting them when the source is built reaches the pipeline that runs it."""
+    unless the environment already sets them; dlt reads them when it extracts and normalizes."""
     for name, value in settings.REQUIRED_DLT_SETTINGS.items():
         os.environ.setdefault(name, value)
 
 
 def finish_quiet_tables(run: SyncRun, tables: Sequence[str]) -> bool:
-    """Finishes `tables` of an opened run without dlt when none of them has anything to load
-    (nothing new, changed or gone: a quiet run's every group), recording each outcome as its
-    extract would have; returns whether it did. False, having finished none, when one of
-    them loads something: dlt then extracts them as resources of this source.
+    """Finishes `tables` of an opened run without dlt when none of them has anything to load,
+    recording each outcome as its extract would have; returns whether it did (False, having
+    finished none, when one loads something: dlt then extracts them).
 
-    Why: dlt's extract of a group that yields nothing still merges the source's schema into
-    the pipeline's, writes a load package and resolves its settings, and the first one syncs
-    dlt's state with the destination first: about a fifth of a quiet `small` run's CPU. The
-    plain source (`pipeline.run(drone_ops())`) never asks this and extracts as before."""
+    Why: dlt's extract of a group that yields nothing still merges schemas, writes a load
+    package and syncs state (docs/sync-design.md, "A load group with nothing to load")."""
     sync = TableLoads(run)
     if not sync.loads_nothing(tables):
         return False
@@ -125,9 +116,8 @@ def delivery_wave(run: SyncRun) -> DltResource:
 
 
 def applied_events(versions: pa.Table, events: pa.Table) -> list[DltResource]:
-    """What one batch of received webhook events loads (`events.py`): the project versions,
-    written exactly as the batch run writes them (scd2, retiring only the ids in the load), and
-    the audit rows of `_webhook_events`, merged on `delivery_id`."""
+    """What one batch of received webhook events loads: the project versions, written as the
+    batch run writes them, and the audit rows of `_webhook_events`, merged on `delivery_id`."""
     resources = [
         dlt.resource(
             events,
@@ -225,9 +215,8 @@ def _one_row_per_id(
 def _disposition(
     sync: TableLoads, entity: Entity, merge: TWriteDispositionConfig
 ) -> TWriteDispositionConfig:
-    """The merge for a table the warehouse has; a plain append for its first load. A run that
-    has not read the warehouse yet (the plain source) declares the merge, and its first batch
-    switches a new table to the append (`_rows_of`)."""
+    """The merge for a table the warehouse has; a plain append for its first load (a run that
+    has not read the warehouse yet declares the merge: `_rows_of` switches it)."""
     known = sync.run.known
     return "append" if known is not None and entity.table not in known.existing else merge
 
@@ -239,9 +228,8 @@ def _rows_of(
     rows: Callable[[], Iterator[pa.Table]],
 ) -> Iterator[Any]:
     """A table's rows, between the run's two hooks (`SyncRun.table_started`,
-    `table_finished`). A run opened by its first table learns only then whether a table is
-    new, so that table's first batch carries the append for a table the warehouse does not
-    have yet."""
+    `table_finished`); a run opened by its first table learns only then whether a table is
+    new, so that batch carries the append."""
     run = sync.run
     declared = _disposition(sync, entity, merge)
     run.table_started(dlt.current.source().selected_resources)

@@ -125,10 +125,9 @@ def read_workspace_config(
     overrides: Mapping[str, Any] | None = None,
     lookup: ConfigLookup | None = None,
 ) -> SourceConfig:
-    """One workspace's settings, checked; raises `ConfigError` naming the workspace's own
-    setting. The one reader of settings: values come from dlt's providers (environment
-    variables, then .dlt/secrets.toml and .dlt/config.toml) unless `lookup` replaces them;
-    `overrides` (explicit values, e.g. from tests or the demo) win over both."""
+    """One workspace's settings, checked (`ConfigError` names the workspace's own setting):
+    the one reader of settings, from dlt's providers unless `lookup` replaces them;
+    `overrides` (tests, the demo) win over both."""
     check_name(name)
     given = dict(overrides or {})
     nested = _named_workspaces().get(name, {}) if name != DEFAULT_WORKSPACE else {}

@@ -53,10 +53,8 @@ _HTTP_11 = {"http_version": b"HTTP/1.1"}
 
 
 class NoCookies(CookieJar):
-    """The client's cookie jar, which keeps nothing: the API authenticates by its key and sets
-    no cookies, yet httpx parses every response's headers into a jar (3-5% of the client's
-    CPU per request, measured by `python -m bench http`). `httpx.Client(cookies=...)` takes a
-    `CookieJar` as it is."""
+    """The client's cookie jar, which keeps nothing: the API sets no cookies, yet httpx parses
+    every response's headers into a jar (`python -m bench http` shows the cost)."""
 
     def extract_cookies(self, response: Any, request: Any) -> None:
         return None
@@ -118,11 +116,9 @@ class _TrackedHTTPSPool(urllib3.HTTPSConnectionPool, _TrackedPool):
 class Urllib3Transport(httpx.BaseTransport):
     """One keep-alive urllib3 pool per origin, sized for every thread that sends at once.
 
-    `pool_size` connections are kept alive per origin; a request beyond that opens a
-    connection of its own (closed after use) rather than waiting, as the client's limiter
-    already bounds what is in flight. Timeouts come from each request (httpx's `timeout`
-    extension, set by `httpx.Client`): `connect`, and `read`, which is also the deadline of the
-    whole response.
+    A request beyond `pool_size` opens a connection of its own (closed after use) rather than
+    waiting: the client's limiter already bounds what is in flight. Timeouts come from each
+    request: `connect`, and `read`, also the deadline of the whole response.
     """
 
     def __init__(self, pool_size: int = 10, *, timeout: float = 30.0) -> None:

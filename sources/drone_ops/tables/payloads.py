@@ -95,15 +95,9 @@ def _payload_engine() -> duckdb.DuckDBPyConnection:
 def delivery_table(
     contract: Contract, lines: LineBuffer, webhook_id: str, run_id: str, issues: list[Issue]
 ) -> pa.Table:
-    """The typed webhook_deliveries batch of one webhook's log entries, given as JSON lines.
-
-    The entries are typed by Arrow's JSON reader (`lines.py`) and their request payloads parsed
-    by DuckDB's JSON functions, both outside the GIL, rather than one `orjson.loads` per entry
-    and payload: at 500,000 deliveries that was a quarter of the walk's Python time, competing
-    with every request. A batch with anything unusual (an unknown field, a value of the wrong
-    type, in the entry or its payload) takes the row-by-row path of `typed_batch`, the one
-    typing path, which reports each breach; both give the same table for well-typed input.
-    """
+    """The typed webhook_deliveries batch of one webhook's log entries, given as JSON lines:
+    typed by Arrow's JSON reader, payloads parsed by DuckDB, both outside the GIL; a batch
+    with anything unusual takes `typed_batch`'s row-by-row path, which reports each breach."""
 
     def row(record: Record, **_: object) -> Record:
         return delivery_row(record, webhook_id)

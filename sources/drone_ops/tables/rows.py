@@ -122,11 +122,8 @@ def delivery_row(record: Mapping[str, Any], webhook_id: str) -> Record:
 
 
 def user_row(creator: Mapping[str, Any], first_ms: int | None, last_ms: int | None) -> Record:
-    """A users row from a `created_by` object of either shape (a person or an API key).
-
-    `first_ms`/`last_ms` span the `created` times of what this creator made that the API
-    shows, so an unchanged workspace yields an unchanged row.
-    """
+    """A users row from a `created_by` object of either shape (a person or an API key);
+    `first_ms`/`last_ms` span what it created that the API shows, so it changes only with it."""
     kind = creator.get("type")
     if not kind:
         kind = "user" if "email" in creator else "unknown"
@@ -184,12 +181,9 @@ _CONVERTIBLE = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, Overf
 def well_typed_arrays(
     declared: Sequence[Column], rows: Sequence[Record]
 ) -> dict[str, pa.Array] | None:
-    """All declared columns at C speed, or None when any value breaks its type.
-
-    `from_pylist` rejects text in numbers, numbers in text and booleans in integers, but it
-    truncates 2.7 into an integer column and takes True as 1.0 in a float column; two small
-    extra passes catch exactly those two cases.
-    """
+    """All declared columns at C speed, or None when any value breaks its type: `from_pylist`
+    refuses most breaches, and two small passes catch the two it lets through (2.7 truncated
+    into an integer column, True taken as 1.0 in a float column)."""
     plain = [c for c in declared if c.kind != "json"]
     try:
         typed = pa.Table.from_pylist(

@@ -74,8 +74,7 @@ class TableSnapshot:
         self._pending_held_ids: list[str] = []
         self._pending_held_hashes: list[str] = []
         self._held_batches: list[SpilledBatch] = []
-        """Held records already moved from Python lists into Arrow arrays (a quarter of the
-        memory: at `large` 400,000 ids and hashes as Python strings took about 60 MB)."""
+        """Held records moved from Python lists into Arrow arrays (a quarter of the memory)."""
         self.error: DroneOpsError | None = None
         self.rows_seen = 0
         self._spill_dir = spill_dir
@@ -106,10 +105,9 @@ class TableSnapshot:
             self.error = Interrupted(f"the walk of {self.name}")
 
     def offer(self, records: list[Record], parent_id: str | None = None) -> list[str]:
-        """Adds records listed by the API (under `parent_id`): the first look keeps those the
-        warehouse holds as id and hash only (so a quiet run types and spills almost nothing);
-        the others wait as JSON lines, typed and written a batch at a time. Returns the ids
-        the first look found held (the rolling refresh skips those projects' jobs)."""
+        """Adds records listed by the API (under `parent_id`): held ones as id and hash only,
+        the others as JSON lines typed a batch at a time. Returns the held ids (the rolling
+        refresh skips those projects' jobs)."""
         look = first_look(records, self.held_hashes)
         batch: PendingLines | None = None
         with self._lock:
@@ -132,8 +130,7 @@ class TableSnapshot:
 
     def replace(self, ids: list[str], fetched: list[Fetched]) -> None:
         """Settles ids the lists showed inconsistently: their list rows give way to the records
-        fetched one by one, which take the first look and the typing a listed page takes; an
-        id without a record is then simply absent."""
+        fetched one by one (an id without a record is then absent)."""
         held_ids: list[str] = []
         held_hashes: list[str] = []
         batch = PendingLines()
@@ -237,10 +234,8 @@ class TableSnapshot:
 
     def _versions(self) -> pa.Table:
         """One version per id (`id`, `hash`, `held`). An entity the walk saw twice with
-        different content (the API listing one job under two projects) keeps the smallest row
-        hash, and the first look's decision for that hash: a choice that does not depend on
-        which thread saw it first, so a repeat never becomes a second current row and does not
-        flip between runs, whichever side of the first look each sighting fell on."""
+        different content keeps the smallest row hash: a choice that does not depend on which
+        thread saw it first, so a repeat never becomes a second current row nor flips."""
         ids, hashes, held = [], [], []
         for batch, keep in self._sightings():
             kept = batch.ids if keep is None else batch.ids.filter(keep)
@@ -296,8 +291,7 @@ class TableSnapshot:
             return sum(len(batch.ids) for batch in self._batches[self._taken :])
 
     def take_loadable(self, *, drop_repeated_ids: bool) -> Iterator[pa.Table]:
-        """The spilled batches not handed out before, read back: deliveries load in waves while
-        the walk goes on, and each call takes what was typed since the last one. With
+        """The spilled batches typed since the last call (deliveries load in waves). With
         `drop_repeated_ids` every id is handed out once across all calls (a log that shifts
         during the walk shows an entry on two pages; an append would load it twice)."""
         with self._lock:

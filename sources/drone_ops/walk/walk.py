@@ -121,10 +121,7 @@ class WorkspaceWalk:
                 self._thread.start()
 
     def wait(self, table: str) -> float:
-        """Blocks until the walks `table` depends on have finished; returns their seconds.
-
-        The list tables finish long before the delivery-log chains, so the pipeline can
-        load them while the chains are still walking."""
+        """Blocks until the walks `table` depends on have finished; returns their seconds."""
         self.start()
         stages = ENTITIES[table].stages
         for stage in stages:
