@@ -66,9 +66,8 @@ class DroneOpsTranslator(DagsterDbtTranslator):
 
 class LocalDbtCli(DbtCliResource):
     """dagster-dbt's runner of this interpreter's `dbt`, told its version from the installed
-    dbt-core. dagster-dbt otherwise runs `dbt --version` before every command, and dbt-core 1.11
-    answers that by asking pypi.org for its latest release (and each adapter's): traffic beyond
-    the API's, which this project does not send (docs/fleet.md#dagster)."""
+    dbt-core: `dbt --version`, which dagster-dbt runs otherwise, asks pypi.org for releases
+    (docs/fleet.md#dagster)."""
 
     @cached_property
     def _cli_version(self) -> version.Version:

@@ -97,11 +97,8 @@ def write_starter(folder: Path, *, force: bool = False) -> list[Path]:
 def init_command(
     folder: Path, *, force: bool = False, as_json: bool = False, out: TextIO | None = None
 ) -> int:
-    """`drone-sync init`: writes the starter settings, says what it wrote and what comes next.
-
-    A refusal or an unwritable folder is one line on stderr and exit code 2, like every other
-    configuration error of the CLI. `as_json` (`--log-format json`): one `init` object on
-    stdout, or an `error` object, as the other commands' events (docs/operations.md)."""
+    """`drone-sync init`: writes the starter settings, says what it wrote and what comes next;
+    a refusal is one line and exit 2. `as_json`: one `init` or `error` object on stdout."""
     out = out or sys.stdout
     try:
         written = write_starter(folder, force=force)

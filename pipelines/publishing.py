@@ -54,12 +54,9 @@ def build_models_step(
     outcome: SyncOutcome | None = None,
     snapshot: SnapshotPlan | None = None,
 ) -> int:
-    """Builds (and tests) the models, or, with `reuse_current`, only those downstream of what
-    changed since the last build, keeping marts that are current (`build_plan.py`; without it
-    every model is built); then publishes the snapshot and ends the command with its exit
-    code. The models are the whole fleet's: every configured workspace's raw tables, unioned
-    (`fleet_vars`); on DuckDB all of it under the file's access lock, so no workspace loads
-    meanwhile."""
+    """Builds (and tests) every model of the fleet, or with `reuse_current` only those
+    downstream of what changed since the last build (`build_plan.py`), in the models' turn;
+    then publishes the snapshot and ends the command with its exit code."""
     with models_turn(target):
         folder = dbt_folder(target.sync_dir())
         plan = plan_build(folder, data_version, target.dataset, full=not reuse_current)
@@ -105,11 +102,8 @@ def build_models_step(
 @contextmanager
 def models_turn(target: Target) -> Iterator[None]:
     """The turn of one model build, waited for (up to `ACCESS_WAIT_SECONDS`, then
-    `WarehouseBusy`): on DuckDB the file's access lock for the whole build, so no workspace
-    loads meanwhile and no other build runs; on a server the warehouse's models lock.
-
-    Why one build at a time per warehouse, whoever starts it (a workspace's run, a fleet run,
-    `drone-sync models`, Dagster's dbt assets): they share the build record, and two builds
+    `WarehouseBusy`): on DuckDB the file's access lock, on a server the models lock. One build
+    at a time per warehouse, whoever starts it: builds share the build record, and two
     replacing the same marts at once would fail each other."""
     if target.duckdb_file() is not None:
         with target.file_access():
@@ -229,10 +223,9 @@ def finish_success(
     *,
     reuse_marts: bool = False,
 ) -> int:
-    """Ends a command that succeeded: publishes the BI snapshot (with `reuse_marts`, the marts
-    of the snapshot in place are kept and only its freshness is refreshed), then the final
-    summary. A snapshot that cannot be published fails the command (exit 1) and leaves the
-    previous one in place."""
+    """Ends a command that succeeded: publishes the BI snapshot (with `reuse_marts` only its
+    freshness), then the final summary; a snapshot that cannot be published fails the command
+    and leaves the previous one in place."""
     error = _publish_snapshot(target, snapshot, output, reuse_marts=reuse_marts)
     if error is not None:
         return output.finish(EXIT_FAILED, "failed", outcome, models, error=error)

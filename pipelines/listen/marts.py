@@ -84,12 +84,10 @@ class MartsFollower:
 
     @contextmanager
     def between_builds(self) -> Iterator[bool]:
-        """Yields False while a build runs, else True, holding builds off for the block.
-
-        The applier applies a batch only between builds: a batch that goes through a dlt load
-        takes the run lock (as a brief holder) before the file's access lock, so waiting for a
-        build's file lock it would hold the run lock for the build's seconds, and a `drone-sync
-        run` starting then would be refused after its 5 s wait for a brief holder."""
+        """Yields False while a build runs, else True, holding builds off for the block: a
+        batch that goes through a dlt load takes the run lock before the file's, so waiting
+        for a build it would hold the run lock that long, and a run starting then would be
+        refused after its wait for a brief holder."""
         if not self._building.acquire(blocking=False):
             yield False
             return

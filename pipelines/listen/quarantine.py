@@ -58,10 +58,8 @@ def _rows(events: Sequence[ReceivedEvent]) -> None:
 def sort_lines(
     lines: Sequence[SpoolLine],
 ) -> tuple[list[ReceivedEvent], list[tuple[SpoolLine, str]]]:
-    """The usable events of a batch, and each bad line with its reason.
-
-    The rows are built for the whole batch first (the common case: nothing wrong); only when
-    that fails is each event tried alone, to find which ones the failure belongs to."""
+    """The usable events of a batch, and each bad line with its reason: the whole batch is
+    tried first (nothing wrong, the common case), each event alone only when that fails."""
     events: list[tuple[SpoolLine, ReceivedEvent]] = []
     bad: list[tuple[SpoolLine, str]] = []
     for line in lines:
@@ -86,11 +84,8 @@ def sort_lines(
 
 
 class Quarantine:
-    """`quarantine.jsonl`: one entry per bad record, each kept once.
-
-    An entry is written (and fsynced) before the applied mark moves past its line; a crash in
-    between reads the line again, and the entry already there keeps it from being counted or
-    warned about twice."""
+    """`quarantine.jsonl`: one entry per bad record, written (and fsynced) before the applied
+    mark moves past its line, and kept once: a crash in between reads the line again."""
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / QUARANTINE_FILE

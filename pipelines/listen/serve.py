@@ -41,11 +41,9 @@ log = logging.getLogger(__name__)
 
 
 def read_webhook_secrets() -> tuple[str, ...]:
-    """The shared secret from dlt's providers (`sources.drone_ops.webhook_secret`, or
-    `SOURCES__DRONE_OPS__WEBHOOK_SECRET`), registered for redaction; none means unsigned mode.
-    A list of strings is accepted too, for a rotation where both secrets are valid. Each must be
-    a Standard Webhooks secret (`whsec_<base64>`), checked here so a wrong one stops the start
-    (exit 2) instead of refusing every delivery."""
+    """The shared secret (`sources.drone_ops.webhook_secret`, or a list during a rotation),
+    registered for redaction; none means unsigned mode. Each is checked here, so a wrong one
+    stops the start (exit 2) instead of refusing every delivery."""
     name = WEBHOOK_SECRET_KEY
     raw: Any = dlt.secrets.get(name)
     if raw is None:

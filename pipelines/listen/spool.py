@@ -125,12 +125,9 @@ class Batch:
 
 
 def read_from(directory: Path, start: Position, limit: int) -> Batch:
-    """Whole lines from `start` on, at most about `limit` bytes, across segments.
-
-    The segments are listed before any is read: a segment that is not the newest of that
-    listing is final, so reading it to its end reads all of it. In the newest, a line still
-    being written is left for the next read. A final segment's bytes after its last newline
-    (possible only after a failed write that could not be cut) are returned as one line, so
+    """Whole lines from `start` on, at most about `limit` bytes, across segments. In the
+    newest segment a line still being written is left for the next read; in a final one the
+    bytes after its last newline (a write that failed and could not be cut) are one line, so
     the applier quarantines them instead of waiting for them forever."""
     numbers = [n for n in segment_numbers(directory) if n >= start.segment]
     position = start

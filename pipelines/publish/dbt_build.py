@@ -168,12 +168,8 @@ def _summarise(
 
 
 def _release_duckdb() -> None:
-    """Close the DuckDB database dbt-duckdb keeps open in-process after an invocation.
-
-    Without this the file stays open read-write in this process, and a later read-only
-    connection (questions.answer_questions) or another configuration fails with "Can't open a
-    connection to same database file with a different configuration".
-    """
+    """Close the DuckDB database dbt-duckdb keeps open in-process after an invocation: a later
+    connection with another configuration (read-only) would otherwise fail."""
     from dbt.adapters.duckdb.connections import DuckDBConnectionManager
 
     with DuckDBConnectionManager._LOCK:
@@ -234,15 +230,11 @@ def build_models(
 ) -> ModelsResult:
     """Build staging views and marts (`dbt build`, or `dbt run` without tests) in-process.
 
-    `select` is a dbt selector (e.g. "+fct_job_occurrences"), or several, to build part of the
-    project. `unit_tests=False` leaves dbt's unit tests out of a `dbt build` (they check the
-    SQL on fixed inputs, which only a project or engine change can alter: `build_plan.py`).
-    `write_json=False` skips dbt's `manifest.json` and `run_results.json` (measured: about 0.3
-    s of CPU per build, docs/performance.md); the result returned says what ran either way,
-    and the partial-parse state is written regardless.
-    dbt's target folder is `target_path` when given: kept between builds, it holds dbt's
-    partial-parse state, so a later build parses only what changed. Otherwise, and for dbt's
-    logs always, a temporary folder in `scratch_root` (default: the system's).
+    `select`: dbt selectors, to build part of the project. `unit_tests=False` leaves dbt's unit
+    tests out (`build_plan.py`). `write_json=False` skips `manifest.json` and
+    `run_results.json` (their cost: docs/performance.md); the result says what ran either way.
+    dbt's target folder is `target_path` when given, kept between builds for partial parsing;
+    otherwise, and for dbt's logs always, a temporary folder in `scratch_root`.
     """
     from dbt.cli.main import dbtRunner
 

@@ -102,13 +102,11 @@ def refresh_copy(
     alias: str,
     include_runs: bool,
 ) -> tuple[tuple[str, ...], str | None] | None:
-    """Copies `snapshot` byte for byte to `tmp`, then in `tmp` replaces `_sync_runs` (or drops
-    it when `include_runs` is off) and rewrites `_snapshot_info`; the marts stay as they were
-    copied. `con` is the warehouse's read-only connection; `tmp` stays attached as `alias`.
-
-    Returns the published tables and the newest run id, as a full publish does; None, with
-    `tmp` detached and removed, when the previous snapshot is not a marts-only snapshot of
-    `dataset` with this version's `_snapshot_info` (the caller then copies everything)."""
+    """Copies `snapshot` byte for byte to `tmp` (attached as `alias` on `con`, the warehouse's
+    read-only connection), then replaces `_sync_runs` (or drops it without `include_runs`) and
+    rewrites `_snapshot_info`. Returns the published tables and the newest run id; None, `tmp`
+    removed, when the previous snapshot is not a marts-only one of `dataset` in this version's
+    layout (the caller then copies everything)."""
     try:
         shutil.copyfile(snapshot, tmp)
         con.execute(f"ATTACH {literal(str(tmp))} AS {alias} (READ_WRITE)")

@@ -74,10 +74,8 @@ def configured_snapshot(
     database: Path, *, path_flag: Path | None = None, off_flag: bool = False
 ) -> tuple[str, Path] | None:
     """The snapshot's path and the flag or setting that names it, or None when it is off:
-    `--no-snapshot` wins, then `--snapshot PATH`, then `destination.duckdb.bi_snapshot` (a
-    path, or false), then the default beside the warehouse. Not checked for writing, so a
-    command that only reads the snapshot (`metrics`, `dashboard`) finds it on a read-only
-    host."""
+    `--no-snapshot`, `--snapshot PATH`, `destination.duckdb.bi_snapshot`, then the default
+    beside the warehouse. Not checked for writing: `metrics` and `dashboard` only read it."""
     configured: Any = None if off_flag or path_flag is not None else dlt.config.get(CONFIG_KEY)
     if off_flag or _is_off(configured):
         return None

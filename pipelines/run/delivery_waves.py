@@ -47,12 +47,9 @@ def record_marks_first(loads: RunLoads, run: SyncRun) -> None:
 
 
 class DeliveryWaves:
-    """Loads the typed deliveries in waves of at least `wave_rows` while the
-    walk goes on: while the lists still walk (before their load), and while the chains do.
-
-    At 50 ms latency the lists, not the chains, can be the walk's longest part (20,000 job
-    walks share the 16 requests in flight with the five chains), so waves that started only
-    after the lists' load found the chains done and loaded everything at the end."""
+    """Loads the typed deliveries in waves of at least `wave_rows` while the walk goes on:
+    while the lists still walk (with latency they can be the walk's longest part), and while
+    the chains do."""
 
     def __init__(self, loads: RunLoads, run: SyncRun, wave_rows: int) -> None:
         self.loads = loads
@@ -63,12 +60,9 @@ class DeliveryWaves:
         """Why a wave failed; the run then records no marks, and the table fails with it."""
 
     def load_while(self, stage: str, *, only_when_idle: bool = False) -> None:
-        """Loads waves until `stage` of the walk has finished (or a wave fails).
-
-        With `only_when_idle` a wave waits while the process is busy (`_CpuWindow`): when the
-        walk is CPU-bound (no latency to hide behind) a wave takes the GIL from the walkers and
-        adds to the run instead of hiding in it; at `large`, 0 ms, waves during the lists cost
-        22 s of CPU and 9 s of wall time."""
+        """Loads waves until `stage` of the walk has finished (or a wave fails). With
+        `only_when_idle` a wave waits while the process is busy (`_CpuWindow`): in a CPU-bound
+        walk it would take the GIL from the walkers instead of hiding in their waits."""
         window = _CpuWindow()
         while self.error is None and self.run.walking(stage, WAVE_POLL_SECONDS):
             if self.run.interrupted:

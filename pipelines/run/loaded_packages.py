@@ -31,12 +31,9 @@ def prune_loaded_packages(
     traced: Collection[str] = (),
 ) -> list[str]:
     """Removes every completed package but the newest `keep` and those the run's saved trace
-    names (`traced`: what `dlt pipeline <name> trace` and the dashboard list must stay
-    openable with `load-package`); returns the load ids removed.
-
-    Called under the warehouse's lock, at the end of a run, so no load is using them. A
-    package that cannot be removed is left for the next run (logged): pruning never fails a
-    run whose data is already in the warehouse."""
+    names (`traced`, which must stay openable); returns the load ids removed. Called under the
+    lock at the end of a run; a package that cannot be removed is left for the next run:
+    pruning never fails a run whose data is already in the warehouse."""
     storage = LoadStorage(
         False,
         [],

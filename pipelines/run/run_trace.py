@@ -39,15 +39,11 @@ class RunLoads:
     def run(self, data: Any) -> None:
         """One load of `data`; its trace is kept whether it succeeds or raises.
 
-        Why not `pipeline.run`: a load group whose extract yields nothing (a group with
-        nothing to load never gets here: `finish_quiet_tables`; but the versions a group
-        found may all be older than what the event receiver applied meanwhile) would still
-        pay for normalize and load; and with a package a failed load left pending, `run`
-        loads that package and returns without extracting `data` at all. The steps are
-        dlt's own, called in `run`'s order: dlt's state sync with the destination once,
-        before the first load; then the extract; then normalize and load, which take a
-        pending package along with the new one (oldest first). An extract that wrote no
-        job, with nothing pending, ends there, its empty package dropped."""
+        Why not `pipeline.run`: an extract that yields nothing would still pay for normalize
+        and load, and with a package a failed load left pending, `run` loads that package and
+        returns without extracting `data` at all. The steps are dlt's own, in `run`'s order
+        (state sync once, extract, normalize, load, a pending package taken along); an extract
+        that wrote no job, with nothing pending, ends there."""
         schema = None if isinstance(data, DltSource) else self._source_schema()
         pipeline = self.pipeline
         file_format: Any = self.target.loader_file_format()
@@ -81,10 +77,9 @@ class RunLoads:
             return write(self.pipeline.sql_client())
 
     def _source_schema(self) -> Schema:
-        """The source's schema (`drone_ops`) for the run's own tables (`_sync_runs`, marks),
-        given to dlt as such: a bare resource goes to the pipeline's default schema, and on a
-        new warehouse, before the source's first load, dlt would make one named after the
-        pipeline, which is now the warehouse's name, not the source's."""
+        """The source's schema (`drone_ops`) for the run's own tables: a bare resource goes
+        to the pipeline's default schema, which on a new warehouse dlt would name after the
+        pipeline (the warehouse's name), not the source."""
         name = source_settings.SOURCE_NAME
         if name in self.pipeline.schema_names:
             return self.pipeline.schemas[name].clone()
@@ -103,15 +98,10 @@ class RunLoads:
         self.traces.append(trace)
 
     def save_trace(self) -> set[str]:
-        """Saves the run's loads as the pipeline's last trace (dlt's own file, read by `dlt
-        pipeline <name> trace` and the dashboard); returns the load ids it names, which the
-        pruning of completed packages keeps (`loaded_packages.py`).
-
-        A package dlt dropped is left out: a load whose extract yielded nothing (most of a
-        quiet run's) makes a package that dlt's normalize deletes as empty, yet its extract
-        step still lists it as `extracted`, so the dashboard showed it as "pending to
-        normalize" and `dlt pipeline <name> load-package <id>` could not find it. Every
-        package the saved trace names is one the working folder holds."""
+        """Saves the run's loads as the pipeline's last trace (read by `dlt pipeline <name>
+        trace` and the dashboard); returns the load ids it names, which the pruning of
+        completed packages keeps. A package dlt dropped as empty is left out (its extract step
+        still lists it), so every package the trace names is one the working folder holds."""
         pipeline = self.pipeline
         if not self.traces:
             # a quiet run made no load: the newest loading run's trace stays, and so must

@@ -48,11 +48,9 @@ class SignalStop:
 
     def stdout_closed(self) -> None:
         """What a write to a closed stdout means: SIGPIPE received. Only the main thread is
-        interrupted, and only while this stop handles the signals (not once the process
-        ignores them on its way out); a writer on another thread (a heartbeat, a log line)
-        goes on, its output discarded, and the command ends with 141 at its next stop check.
-        After a signal (a Ctrl-C in a shell pipeline ends the reader too) the stop under way
-        goes on as it was."""
+        interrupted, and only while this stop handles the signals; a writer on another thread
+        goes on, its output discarded, and the command ends with 141 at its next stop check. A
+        stop already under way goes on as it was."""
         if self.received is not None:
             return
         if (
@@ -66,13 +64,10 @@ class SignalStop:
 
     @contextmanager
     def installed(self) -> Iterator[SignalStop]:
-        """The handler, for both signals, while the block runs.
-
-        A handler's exception raised while Python runs a callback it cannot propagate from (a
-        weakref callback, such as the import system's module locks being collected during an
-        import) is printed as "Exception ignored in" with a traceback, and the code goes on.
-        Such a `KeyboardInterrupt` is dropped silently here: the signal is already recorded,
-        so a sync stops at its next check, and a command that ran to its end says so (`missed`)."""
+        """The handler, for both signals, while the block runs. A `KeyboardInterrupt` raised
+        where Python cannot propagate it (a weakref callback during an import) would print
+        "Exception ignored in"; it is dropped here: the signal is recorded, so a sync stops at
+        its next check, and a command that ran to its end says so (`missed`)."""
         previous = {sig: signal.getsignal(sig) for sig in SIGNAL_EXIT}
         previous_hook = sys.unraisablehook
 
