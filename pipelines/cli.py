@@ -1,9 +1,7 @@
 """`drone-sync`: run, check, models, status, demo, dashboard, metrics, listen and the simulator.
 
-Exit codes (`exit_codes.py`) let a scheduler tell what to do next without reading the output:
-0 success, 1 a table failed or was refused (or dbt failed), 2 configuration error, 75
-warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM (`signals.py`); `status`: 0 fresh,
-1 stale. What a run tells besides its output (alert, metrics, lineage) is `observe/watch.py`.
+Exit codes (`exit_codes.py`) let a scheduler tell what to do next without reading the output;
+what a run tells besides its output (alert, metrics, lineage) is `observe/watch.py`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """What follows a successful sync (`drone-sync run`) or stands alone (`drone-sync models`): the
-dbt build of what changed since the last one (`build_plan.py`: nothing, the models downstream of
-the changed tables, or all), then the BI snapshot and its dashboard page (`publish/dashboard.py`),
-skipped when the one published from the current marts is still in place. Only here is anything
-published, so a failed or interrupted run never publishes half-updated data.
+dbt build of what changed since the last one (`build_plan.py`), then the BI snapshot and its
+dashboard page. Only here is anything published, so a failed or interrupted run never
+publishes half-updated data.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """What each table loads this run: the walk's snapshot compared with the warehouse.
 
-History tables get explicit change sets: only new and changed entities are loaded (as new
-versions), and deleted ones arrive as tombstone rows that retire them, once `deletions.py` lets
-them through. Deliveries and
-users hold one row per id. Every outcome is recorded in the run's `SyncReport`.
+History tables load only new and changed entities (as new versions), and tombstone rows that
+retire the ones `deletions.py` lets go; deliveries and users hold one row per id. Every
+outcome is recorded in the run's `SyncReport`.
 """
 
 from __future__ import annotations

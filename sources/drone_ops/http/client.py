@@ -1,10 +1,8 @@
 """HTTP access to the Drone Operations API: retried, throttled GETs over one shared client.
 
-Takes checked values only (`config.py` checks the base URL and the key before anything is
-built) and imports nothing above this package. The client is shared by every worker thread of
-a run, so the connection pool, the adaptive concurrency limit and the pause after a 429 are
-shared too: one throttled worker slows them all. Pagination is `pages.py`, the retry policy
-`retries.py`, the key's header `auth.py`.
+Takes checked values only (`config.py`) and imports nothing above this package. Shared by
+every worker thread of a run, so the connection pool, the adaptive limit and the pause after
+a 429 are shared too: one throttled worker slows them all.
 """
 
 from __future__ import annotations

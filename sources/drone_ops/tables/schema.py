@@ -1,7 +1,5 @@
 """The vocabulary of a table's shape: column kinds, their Arrow types, and the data contract.
-
-Each table's own contract (its columns and the spec's rules for their values) is declared in
-its record in `entities.py`; this module only says what such a contract is made of, so the
+Each table's own contract is declared in `entities.py`; this says what one is made of, so the
 transforms can type any table without knowing which tables exist.
 """
 
