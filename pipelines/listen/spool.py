@@ -20,7 +20,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,32 +49,6 @@ def segment_numbers(directory: Path) -> list[int]:
     except FileNotFoundError:
         return []
     return sorted(int(m.group(1)) for m in map(SEGMENT.match, names) if m)
-
-
-@dataclass
-class SpoolContents:
-    """What a spool holds: the records in order and how many lines were unreadable."""
-
-    records: list[dict[str, Any]] = field(default_factory=list)
-    skipped: int = 0
-
-    def delivery_ids(self) -> list[str]:
-        return [record["event"]["delivery_id"] for record in self.records]
-
-
-def read_spool(directory: Path) -> SpoolContents:
-    """Every whole record of every segment on disk; an unreadable line is counted in
-    `skipped`, never fatal (the applier quarantines it: `quarantine.py`)."""
-    contents = SpoolContents()
-    for number in segment_numbers(directory):
-        with (directory / segment_name(number)).open("rb") as file:
-            for line in file:
-                record = decode_record(line)
-                if record is None:
-                    contents.skipped += 1
-                else:
-                    contents.records.append(record)
-    return contents
 
 
 def decode_record(line: bytes) -> dict[str, Any] | None:

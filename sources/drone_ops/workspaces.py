@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import dlt
@@ -43,18 +43,6 @@ RESERVED_NAMES = frozenset({DEFAULT_WORKSPACE, "stg", "marts", "staging", "all"}
 RESERVED_SUFFIX = "_staging"
 IDENTITY_SETTINGS = ("base_url", "api_key")
 """Settings a named workspace must have itself (see the module docstring)."""
-
-
-@dataclass(frozen=True)
-class Workspace:
-    """One workspace of the fleet: its name and its checked settings."""
-
-    name: str
-    config: SourceConfig
-
-    @property
-    def is_default(self) -> bool:
-        return self.name == DEFAULT_WORKSPACE
 
 
 def workspace_dataset(dataset: str, name: str) -> str:
@@ -100,16 +88,6 @@ def selected_names(wanted: Sequence[str] | None) -> tuple[str, ...]:
             " .dlt/config.toml)",
         )
     return tuple(dict.fromkeys(wanted))
-
-
-def read_workspaces(
-    wanted: Sequence[str] | None = None, overrides: Mapping[str, Any] | None = None
-) -> tuple[Workspace, ...]:
-    """Each selected workspace with its checked settings; raises `ConfigError` naming the
-    first bad setting of the first bad workspace (all are checked before anything runs)."""
-    return tuple(
-        Workspace(name, read_workspace_config(name, overrides)) for name in selected_names(wanted)
-    )
 
 
 def read_source_config(
