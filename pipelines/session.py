@@ -28,9 +28,9 @@ from drone_ops_sync.sources.drone_ops.internal import (
     ProgressCallback,
     RunOptions,
     Seams,
+    SyncRun,
     checked_tables,
 )
-from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from .console.output import Output
 from .publish.snapshot_plan import SnapshotPlan
@@ -139,25 +139,32 @@ class Session:
         *,
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
-        delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
         seams: Seams | None = None,
         observer: RunObserver | None = None,
     ) -> SyncOutcome:
-        """One sync in this turn; never raises for a failed table (its outcome says)."""
+        """One sync in this turn; never raises for a failed table (its outcome says). `cancel`,
+        once set (by a signal handler), interrupts it: tables whose walk had not finished load
+        nothing and are recorded as `interrupted`. `observer` hears of the start (before the
+        repairs, which the pipeline's opening makes) and of each table as its group ends."""
         self.ready()
-        # the run is told started before the repairs, which the pipeline's opening makes
-        outcome = sync_in_turn(
-            self.target,
-            self.pipeline,
-            self.file,
+        run = SyncRun(
             config,
             options,
             progress=progress,
-            cancel=cancel,
-            delivery_wave_rows=delivery_wave_rows,
-            seams=seams,
-            observer=observer,
+            spill_root=self.target.spill_root(),
+            cancel=cancel if cancel is not None else threading.Event(),
+            seams=seams if seams is not None else Seams(),
+            workspace=self.target.workspace,
+            loads_by_group=True,
         )
+        if observer is not None:
+            observer.run_started(run.report, options.tables)
+        with duckdb_busy_as(self.target.duckdb_file()):
+            try:
+                outcome = sync_in_turn(self.target, self.pipeline(), self.file, run, observer)
+            finally:
+                # before the models lock, earlier in the lock order, is taken
+                self.file.release()
         outcome.notes[:0] = self.notes
         self.notes = outcome.notes
         return outcome
@@ -205,7 +212,6 @@ def run_sync(
     allow_mass_delete: bool = False,
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
-    delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
     seams: Seams | None = None,
 ) -> SyncOutcome:
     """One sync in a turn of its own, for callers that hold nothing yet (scripts, benchmarks,
@@ -219,11 +225,4 @@ def run_sync(
     options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
     check_target(target)
     with Session(target) as session:
-        return session.sync(
-            config,
-            options,
-            progress=progress,
-            cancel=cancel,
-            delivery_wave_rows=delivery_wave_rows,
-            seams=seams,
-        )
+        return session.sync(config, options, progress=progress, cancel=cancel, seams=seams)

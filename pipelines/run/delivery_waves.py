@@ -47,14 +47,14 @@ def record_marks_first(loads: RunLoads, run: SyncRun) -> None:
 
 
 class DeliveryWaves:
-    """Loads the typed deliveries in waves of at least `wave_rows` while the walk goes on:
-    while the lists still walk (with latency they can be the walk's longest part), and while
-    the chains do."""
+    """Loads the typed deliveries in waves of at least `Seams.delivery_wave_rows` while the
+    walk goes on: while the lists still walk (with latency they can be the walk's longest
+    part), and while the chains do."""
 
-    def __init__(self, loads: RunLoads, run: SyncRun, wave_rows: int) -> None:
+    def __init__(self, loads: RunLoads, run: SyncRun) -> None:
         self.loads = loads
         self.run = run
-        self.wave_rows = wave_rows
+        self.wave_rows = run.seams.delivery_wave_rows
         self.count = 0
         self.error: str | None = None
         """Why a wave failed; the run then records no marks, and the table fails with it."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import dlt
 import httpx
 
+from . import settings
 from .config import SourceConfig
 from .exceptions import DroneOpsError
 from .http import DroneOpsClient
@@ -53,11 +54,13 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class Seams:
-    """What tests replace: the network (an `httpx.MockTransport`) and the retry waits."""
+    """What tests replace: the network (an `httpx.MockTransport`), the retry waits, and how
+    many typed deliveries make a wave load while the chains still walk (`drone-sync run`)."""
 
     transport: httpx.BaseTransport | None = None
     backoff_initial_seconds: float | None = None
     backoff_max_seconds: float | None = None
+    delivery_wave_rows: int = settings.DELIVERY_WAVE_ROWS
 
 
 @dataclass
