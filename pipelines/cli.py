@@ -31,8 +31,7 @@ __all__ = ["EXIT_BUSY", "EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "build_parser",
 
 def main(argv: Sequence[str] | None = None, stop: SignalStop | None = None) -> int:
     """Parses first (`--help` and usage errors end here, having imported nothing heavy), then
-    loads what the chosen command needs. `stop` is the process's (`console_script.py` installs
-    it before any import); without one, the command installs its own while it runs."""
+    loads what the command needs. `stop` is the process's; without one, the command's own."""
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(with_sim="sim" in words).parse_args(words)
     log_format = getattr(args, "log_format", None) or "text"
@@ -290,9 +289,8 @@ def _run_fleet(
 
 
 def _fleet_data_version(target: Target, known: str | None, known_for: str | None) -> str | None:
-    """What the whole warehouse holds, for the build record: the one workspace's data version
-    when only the default is configured (as before workspaces existed), else every configured
-    workspace's, joined (`known` is `known_for`'s, read by its run already)."""
+    """What the whole warehouse holds, for the build record: the default workspace's data
+    version when it is the only one, else every workspace's (`known` is `known_for`'s)."""
     from drone_ops_sync.sources.drone_ops.internal import DEFAULT_WORKSPACE, configured_names
 
     names = configured_names()

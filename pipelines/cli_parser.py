@@ -115,8 +115,7 @@ def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
 
 def strict_settings(args: argparse.Namespace) -> str | None:
     """What asks for unknown settings to be refused, to name in the error: the flag, or the
-    variable (pip's and dbt's way: each flag also read from the environment); None when
-    nothing does."""
+    variable (pip's and dbt's way); None when nothing does."""
     if getattr(args, "strict_settings", False):
         return "--strict-settings"
     if os.environ.get(STRICT_SETTINGS_ENV, "").strip().lower() in ("1", "true", "yes", "on"):

@@ -58,9 +58,8 @@ def _write(path: Path, text: str, mode: int) -> None:
 
 
 def _ignore_secrets(settings: Path) -> bool:
-    """Make `.dlt/.gitignore` ignore the secrets file; True when the file was written to.
-
-    A `.gitignore` already there is kept and only gains the line it lacks."""
+    """Make `.dlt/.gitignore` ignore the secrets file (one already there only gains the line
+    it lacks); True when the file was written to."""
     ignore = settings / ".gitignore"
     text = ignore.read_text(encoding="utf-8") if ignore.is_file() else ""
     if IGNORE_LINE in (line.strip() for line in text.splitlines()):
@@ -74,8 +73,7 @@ def _ignore_secrets(settings: Path) -> bool:
 
 def write_starter(folder: Path, *, force: bool = False) -> list[Path]:
     """Write the starter `.dlt/` into `folder` (created if missing); the paths written.
-
-    Raises `InitRefused` before writing anything when a starter file exists and not `force`."""
+    `InitRefused`, before writing anything, when a starter file exists and not `force`."""
     settings = folder / SETTINGS_FOLDER
     existing = [settings / f.name for f in STARTER_FILES if (settings / f.name).exists()]
     if existing and not force:

@@ -113,9 +113,8 @@ def models_turn(target: Target) -> Iterator[None]:
 
 
 def prepare_models_build(target: Target) -> Path:
-    """What every model build does first, inside its turn: the warehouse is free and
-    reachable, and the build record is forgotten (a build that fails or is killed leaves
-    none, so the next run builds again). Returns the warehouse's dbt folder."""
+    """What every model build does first, in its turn: the warehouse free and reachable, the
+    build record forgotten (one that fails leaves none); returns the dbt folder."""
     database = target.duckdb_file()
     if database is not None:
         ensure_duckdb_free(database.resolve())
@@ -162,9 +161,8 @@ def command_snapshot_plan(
     off_flag: bool,
     include_raw: bool,
 ) -> SnapshotPlan | None:
-    """The BI snapshot this command publishes, checked with the other settings before anything
-    is written. Only a DuckDB warehouse gets one: a server destination lets BI tools read while
-    a sync writes, so the snapshot flags are refused there."""
+    """The BI snapshot this command publishes, checked before anything is written; only a
+    DuckDB warehouse gets one (BI tools read a server while a sync writes)."""
     if target.destination != "duckdb":
         if path_flag is not None or include_raw:
             flag = "--snapshot" if path_flag is not None else "--snapshot-raw"

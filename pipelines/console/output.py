@@ -107,9 +107,8 @@ class Output:
 
     @contextmanager
     def status(self, message: str, then: str) -> Iterator[None]:
-        """Shows `message` while the block runs (a spinner on a terminal) and keeps it, with
-        `then`, for the line of a signal that stops the command there; a block left by an
-        exception leaves it set, for `interrupted` to read."""
+        """Shows `message` while the block runs, kept with `then` for the line of a signal that
+        stops the command there (a block left by an exception leaves it for `interrupted`)."""
         self.doing = (f"while {message}", then)
         with self._showing(message):
             yield
@@ -151,9 +150,8 @@ class Output:
         doing: str = "",
         outcome: SyncOutcome | None = None,
     ) -> int:
-        """Ends a command that a signal stopped: one line saying what it was doing (what
-        `status` keeps, else `doing`) and what the next run does about it (`then`), none for a
-        closed stdout; then the summary, unless the command had printed it already."""
+        """Ends a command a signal stopped: one line saying what it was doing and what the next
+        run does (`then`), none for a closed stdout; then the summary, unless already printed."""
         if self.doing is not None:
             doing, then = self.doing
         line = stop.interrupted(doing, then)

@@ -120,9 +120,8 @@ def listen_command(args: argparse.Namespace, output: Output, stop: SignalStop) -
 
 
 def marts_follower(target: Target, args: argparse.Namespace) -> MartsFollower | None:
-    """The follower of `--follow-marts` (docs/events.md, "Marts that follow"), or None: turned
-    off (0), or a destination the models are not built on. Its snapshot is checked here, with
-    the other settings, so a wrong `--snapshot` stops the start (exit 2)."""
+    """The follower of `--follow-marts`, or None (off, or a destination without models); its
+    snapshot is checked here, so a wrong `--snapshot` stops the start (exit 2)."""
     if args.follow_marts <= 0 or target.destination not in MODEL_DESTINATIONS:
         return None
     snapshot = command_snapshot_plan(

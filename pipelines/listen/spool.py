@@ -127,9 +127,8 @@ def read_from(directory: Path, start: Position, limit: int) -> Batch:
 
 
 class Spool:
-    """The open spool: its newest segment, the delivery ids it knows, and the folder's lock.
-    `append` is atomic per event (check for a duplicate, write, fsync) under one lock, so
-    threads may call it; `release` removes what the applier has applied."""
+    """The open spool: its newest segment, the delivery ids it knows, and the folder's lock;
+    `append` is atomic per event (duplicate check, write, fsync), so threads may call it."""
 
     def __init__(self, directory: Path, segment_bytes: int = SEGMENT_BYTES) -> None:
         self.directory = directory
@@ -165,9 +164,8 @@ class Spool:
             return len(self._seen)
 
     def append(self, event: dict[str, Any], received_at_ms: int, signed: bool) -> bool:
-        """Writes and fsyncs the event; returns False (writing nothing) for a delivery id
-        already known. A write that fails (a full disk) is cut back before the error is
-        raised, so no half line is left for the next record to be glued to."""
+        """Writes and fsyncs the event; False (writing nothing) for a known delivery id. A write
+        that fails is cut back before the error is raised, so no half line is left."""
         line = encode_record(event, received_at_ms, signed)
         delivery_id = event["delivery_id"]
         with self._lock:
@@ -187,9 +185,8 @@ class Spool:
             return True
 
     def release(self, before: int) -> int:
-        """Removes the segments numbered below `before` (wholly applied: the applied mark is
-        in `before` or later), never the newest; keeps their ids for `DEDUP_WINDOW_S` and
-        drops ids older than that. Returns how many segments were removed."""
+        """Removes the (wholly applied) segments numbered below `before`, never the newest,
+        keeping their ids for `DEDUP_WINDOW_S`; returns how many were removed."""
         removed = 0
         for number in segment_numbers(self.directory):
             if number >= min(before, self._active):

@@ -46,10 +46,8 @@ VALID_FROM, VALID_TO = "_dlt_valid_from", "_dlt_valid_to"
 def write_batch(
     client: SqlClientBase[Any], batch: Sequence[ReceivedEvent]
 ) -> dict[str, str] | None:
-    """Writes one workspace's batch in one transaction through the workspace pipeline's SQL
-    client, open already (its owner, `apply.py`, opens it for the batch);
-    returns every delivery's outcome, or None when the batch must go through a dlt load
-    instead (see the module's docstring)."""
+    """Writes one workspace's batch in one transaction through the pipeline's open SQL client;
+    every delivery's outcome, or None when the batch must go through a dlt load instead."""
     projects_columns = table_columns(client, PROJECTS)
     events_columns = table_columns(client, EVENTS_TABLE)
     if projects_columns is None or events_columns is None:

@@ -87,9 +87,8 @@ def project_fingerprint(project_dir: Path = PROJECT_DIR) -> str:
 
 
 def dbt_folder(sync_dir: Path) -> Path:
-    """The warehouse's dbt folder: partial-parse state and the build record. It lives in the
-    sync folder, not in dlt's pipelines folder, where dlt's tooling would list it as a
-    pipeline."""
+    """The warehouse's dbt folder (partial-parse state, the build record), in the sync folder:
+    dlt's tooling would list it as a pipeline in dlt's."""
     return sync_dir / "dbt"
 
 
@@ -119,9 +118,8 @@ def remember_build(
     previous: BuildRecord | None = None,
     now: datetime | None = None,
 ) -> None:
-    """Records a build whose models and tests all passed: with `full` every model was built,
-    else only those downstream of what changed since `previous` (whose full build then stays
-    the last one)."""
+    """Records a build whose models and tests all passed: `full`, or downstream of what changed
+    since `previous` (whose full build then stays the last one)."""
     if data_version is None:
         return
     built_at = (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds")

@@ -50,11 +50,8 @@ class NodeFailure:
 
 @dataclass
 class ModelsResult:
-    """What a build did: enough for the CLI to print and for tests to assert.
-
-    `failures` holds models and tests that errored or failed; nodes skipped because of them
-    are only counted in `skipped`.
-    """
+    """What a build did: `failures` holds models and tests that errored or failed; nodes
+    skipped because of them are only counted in `skipped`."""
 
     ok: bool
     models_built: int = 0
@@ -101,10 +98,8 @@ def dbt_args(
     quiet: bool = True,
     log_path: pathlib.Path | None = None,
 ) -> list[str]:
-    """The dbt command line for our project; target and logs stay out of `models/`. `quiet`
-    dbt prints nothing: what it did and why it failed is in its result, which the caller
-    reports in its own lines (dbt would print each failure again, and on a Ctrl-C its own
-    traceback)."""
+    """The dbt command line for our project; target and logs stay out of `models/`. dbt is
+    `quiet`: the caller reports its result in its own lines."""
     args = [
         command,
         "--project-dir",

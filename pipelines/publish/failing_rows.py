@@ -31,11 +31,8 @@ def failed_not_null_tests(result: Any) -> dict[str, str]:
 
 
 def null_columns(dbt: Any, show_args: Sequence[str], tests: dict[str, str]) -> dict[str, str]:
-    """`null in <column> (<n> rows), ...` for each failed test, by unique id, from its rows.
-
-    `dbt` is a `dbtRunner`; `show_args` the `dbt show` command line without the query. A test
-    whose rows cannot be read (the warehouse went away meanwhile) is left out: its failure
-    still stands with dbt's own message."""
+    """`null in <column> (<n> rows), ...` for each failed test, by unique id (`show_args`: the
+    `dbt show` command line). A test whose rows cannot be read keeps dbt's own message."""
     notes: dict[str, str] = {}
     for unique_id, sql in tests.items():
         # dbt show prints the rows it previews unless its log level is none

@@ -50,10 +50,8 @@ def snapshot_plan(
     off_flag: bool = False,
     include_raw: bool = False,
 ) -> SnapshotPlan | None:
-    """The snapshot a command on a DuckDB warehouse publishes, or None when it is off.
-
-    Where it goes is `configured_snapshot`'s; raises `ConfigError` naming the flag or setting
-    for a path that cannot work, so a scheduler gets exit 2 before any sync starts."""
+    """The snapshot a command on a DuckDB warehouse publishes (`configured_snapshot`), or None;
+    a path that cannot work is a `ConfigError` naming its flag or setting, before any sync."""
     located = configured_snapshot(database, path_flag=path_flag, off_flag=off_flag)
     if located is None:
         if include_raw:

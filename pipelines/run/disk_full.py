@@ -30,9 +30,8 @@ class DiskFull(DroneOpsError):
 
 @contextmanager
 def disk_full_as_error(target: Target, pipeline: dlt.Pipeline | None = None) -> Iterator[None]:
-    """Turns a full disk, raised anywhere in the block (deep inside dlt or DuckDB as often as
-    not), into `DiskFull`; with `pipeline`, first deletes what the refused load left in its
-    working folder. Other errors pass unchanged."""
+    """Turns a full disk, raised anywhere in the block, into `DiskFull`; with `pipeline`, first
+    deletes what the refused load left in its working folder."""
     try:
         yield
     except DroneOpsError:
@@ -55,11 +54,10 @@ DUCKDB_HEADERS_BYTES = 3 * 4096
 
 
 def _remove_unwritten_database(database: Path) -> None:
-    """Removes a DuckDB file this run created and the disk refused to write whole: with its
-    headers cut short, every later run refused it as "not a valid DuckDB database file". A
-    file the run found was opened as a database before anything was written (the turn's
-    first step: `kept_file.py`, `lock.open_duckdb`), and DuckDB only rewrites its headers in
-    place, so only a file this run created can be shorter than them or lack the magic bytes."""
+    """Removes a DuckDB file this run created and the disk refused to write whole: every later
+    run would refuse it as "not a valid DuckDB database file". A file the run found was opened
+    before anything was written, and DuckDB rewrites headers in place, so only a file this run
+    created can be shorter than them or lack the magic bytes."""
     try:
         with database.open("rb") as file:
             head = file.read(DUCKDB_HEADERS_BYTES)

@@ -99,8 +99,7 @@ def run_fleet(
     on_finished: Any = None,
 ) -> list[WorkspaceRun]:
     """Runs `drone-sync run --workspace <name> <run_arguments>` for each name, at most
-    `parallel` at once, and returns their outcomes in the order of `names`. `on_finished`
-    is called with each `WorkspaceRun` as it ends (from this thread)."""
+    `parallel` at once; `on_finished` hears of each as it ends. Outcomes in `names` order."""
     runs = {name: WorkspaceRun(name) for name in names}
     waiting = list(names)
     running: dict[str, tuple[subprocess.Popen[str], threading.Thread]] = {}

@@ -36,10 +36,8 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
 
 
 def prefer_system_arrow_pool(pool: str = ARROW_POOL) -> bool:
-    """Asks pyarrow, not yet imported, for `pool` as its default; True when it will take it.
-
-    False when the environment already names a pool or pyarrow was imported first (its
-    default is then fixed for this process)."""
+    """Asks pyarrow, not yet imported, for `pool` as its default; False when the environment
+    names one or pyarrow was imported first (its default is then fixed)."""
     if "ARROW_DEFAULT_MEMORY_POOL" in os.environ or "pyarrow" in sys.modules:
         return False
     os.environ["ARROW_DEFAULT_MEMORY_POOL"] = pool

@@ -152,10 +152,9 @@ def _remove_pending_folders(
 
 
 def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
-    """Removes what killed runs left, under the lock (so no other run is using it): spill and
-    dbt scratch folders, packages half-moved into dlt's `load/new` (a package is written
-    there and then moved on, so one still there was never loaded; its changes are re-derived
-    by this run's comparison), and dlt's unfinished saves (`remove_unfinished_saves`)."""
+    """Removes what killed runs left, under the lock: spill and dbt scratch folders, packages
+    half-moved into dlt's `load/new` (never loaded: this run re-derives their changes), and
+    dlt's unfinished saves (`remove_unfinished_saves`)."""
     removed: list[str] = []
     spill_root = target.spill_root()
     if spill_root.is_dir():
@@ -169,10 +168,8 @@ def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
 
 
 def drop_unloaded(pipeline: dlt.Pipeline) -> None:
-    """Deletes every package not yet loaded and dlt's unfinished saves, without asking dlt to
-    abort them: dlt's abort completes the package through a load, which writes to the
-    destination and to the working folder, and after a full disk neither may be written. The
-    next run re-derives the packages' changes by comparing the API with the warehouse."""
+    """Deletes every package not yet loaded and dlt's unfinished saves without dlt's abort,
+    which writes (after a full disk nothing may); the next run re-derives their changes."""
     working = Path(pipeline.working_dir)
     _remove_pending_folders(working)
     remove_unfinished_saves(working)

@@ -40,9 +40,8 @@ log = logging.getLogger(__name__)
 def record_run(
     loads: RunLoads, run: SyncRun, source: Callable[[], Any], record: RunRecord
 ) -> str | None:
-    """Records the run: by SQL when it can (`write_record`), else through the source's own
-    run-state resources in one dlt load (`source()` makes the run's dlt source). Returns why
-    the run could not be recorded, or None."""
+    """Records the run: by SQL when it can (`write_record`), else through the source's
+    run-state resources in one dlt load. Returns why it could not be recorded, or None."""
     run.record = record
     if _written_by_sql(loads, record):
         return None

@@ -70,9 +70,8 @@ class RunLoads:
                     self._keep_trace()
 
     def write(self, write: Callable[[SqlClientBase[Any]], T]) -> T:
-        """A write by SQL through the pipeline's SQL client (`write` opens and closes it), in
-        the turn a load takes: the write turn, a full disk as one line. Not a dlt load, so it
-        leaves no trace: what it writes, it records in `_dlt_loads` itself (`sql_load.py`)."""
+        """A write by SQL through the pipeline's SQL client, in the turn a load takes (the write
+        turn, a full disk as one line); no dlt load, so it leaves no trace."""
         with self.target.write_turn(), disk_full_as_error(self.target, self.pipeline):
             return write(self.pipeline.sql_client())
 

@@ -28,9 +28,8 @@ SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_
 
 
 class SignalStop:
-    """Turns SIGINT/SIGTERM (and a closed stdout) into a cooperative stop while a sync runs
-    (the walk ends, the tables not yet loaded are recorded as interrupted); outside a sync, or
-    at a second signal, it interrupts at once."""
+    """Turns SIGINT/SIGTERM (and a closed stdout) into a cooperative stop while a sync runs;
+    outside a sync, or at a second signal, it interrupts at once."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
@@ -119,9 +118,7 @@ class SignalStop:
 
     def interrupted(self, doing: str, then: str) -> str | None:
         """The one line an interruption prints: which signal stopped what, and what the next
-        run does about it. None for a closed stdout, which ends a command silently, as it ends
-        any Unix tool, and None once the line was given (a second Ctrl-C while the first is
-        being told adds nothing)."""
+        run does. None for a closed stdout (a silent end, as any Unix tool's) and once given."""
         if self.received == signal.SIGPIPE or self._told:
             return None
         self._told = True

@@ -126,9 +126,8 @@ def checked_config(**values: Any) -> SourceConfig:
 
 
 def checked_api_key(raw: Any) -> str:
-    """The key without surrounding whitespace (a secrets file or a Kubernetes secret often
-    ends in a newline); anything else outside printable ASCII is refused, and the value is
-    never repeated in the message."""
+    """The key without surrounding whitespace (a secrets file often ends in a newline); any
+    other character outside printable ASCII is refused, never repeating the value."""
     name = setting_name("api_key")
     if not isinstance(raw, str):
         raise ConfigError(name, "must be a string")

@@ -102,9 +102,8 @@ def newest_versions(
 
 
 def drop_older_versions(batch: pa.Table, held: Mapping[str, int]) -> pa.Table:
-    """The batch's project rows whose `updated` is not older than `held` (unix ms per id):
-    a run passes the versions events wrote while it walked (`table_loads.py`
-    `_not_older`), which its listing must not take back."""
+    """The batch's project rows whose `updated` is not older than `held` (unix ms per id): the
+    versions events wrote while a run walked, which its listing must not take back."""
     if not held or not batch.num_rows:
         return batch
     updated = batch.column("updated").cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())

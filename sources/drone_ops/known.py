@@ -59,9 +59,8 @@ class KnownState:
 def read_known_state(
     pipeline: dlt.Pipeline, *, delivery_overlap_seconds: int, full_refresh: bool
 ) -> KnownState:
-    """Current versions, users, delivery high-water marks and the count of job syncs (which
-    picks a rolling refresh's slice); empty on a first run. A full refresh ignores the marks
-    and the count, so every delivery page and every project's jobs are walked."""
+    """Current versions, users, delivery marks and the count of job syncs; empty on a first
+    run. A full refresh ignores the marks and the count, so everything is walked."""
     # a new warehouse has no marks yet: its (empty) marks table is created before any load
     known = KnownState(marks_recorded=False)
     with pipeline.sql_client() as client:

@@ -103,9 +103,8 @@ class SyncRun:
         self.report = SyncReport(self.run_id, self.started_at)
 
     def open(self, pipeline: dlt.Pipeline) -> None:
-        """Reads what the warehouse holds through `pipeline` and opens the walk, once; the walk
-        starts with the first table that waits for it. Every table of the run is pending
-        until it finishes."""
+        """Reads what the warehouse holds through `pipeline` and opens the walk, once; every
+        table of the run is pending until it finishes."""
         with self._lock:
             if self.walk is not None or self._ended:
                 return
@@ -203,9 +202,8 @@ class SyncRun:
             walk.tables["webhook_deliveries"].fail(error)
 
     def _record(self) -> RunRecord:
-        """The run as the source records it: every table extracted, so its rows load in the
-        same package as the tables (a failed table raises, and nothing loads). The marks
-        move only when the deliveries' walk succeeded."""
+        """The run as the source records it, in the same package as its tables; the marks move
+        only when the deliveries' walk succeeded."""
         walk = self.walk
         assert walk is not None, "a run records itself before its walk closes"
         deliveries = self.report.tables.get("webhook_deliveries")

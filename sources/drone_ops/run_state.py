@@ -159,9 +159,8 @@ def mark_rows(run_id: str, marks: Mapping[str, int]) -> list[dict[str, Any]]:
 
 
 def record_tables(record: RunRecord) -> dict[str, pa.Table]:
-    """The record's rows per table, as Arrow: the rows `record_resources` yields, for a
-    writer that writes them without dlt once dlt has made the tables (`drone-sync run`,
-    `pipelines/run/run_record.py`). A table with no rows this run is an empty table."""
+    """The record's rows per table, as Arrow (an empty table for none): what `record_resources`
+    yields, for a writer that writes them without dlt (`pipelines/run/run_record.py`)."""
     return {
         RUNS_TABLE: pa.Table.from_pylist(run_rows(record)),
         ISSUES_TABLE: issue_table(issue_rows(record)),
@@ -305,9 +304,8 @@ def connection_reader(
     catalog: str | None = None,
     missing: tuple[type[BaseException], ...] = (duckdb.CatalogException,),
 ) -> RunStateReader:
-    """Over a DB-API connection the caller opened (read-only DuckDB by default; PostgreSQL
-    with its `UndefinedTable` as `missing`), reading `schema` (of `catalog`, when a DuckDB
-    connection has several databases attached)."""
+    """Over a DB-API connection the caller opened (read-only DuckDB by default; PostgreSQL with
+    its `UndefinedTable` as `missing`), reading `schema` (of `catalog`, if several attached)."""
 
     def fetch(sql: str) -> list[tuple[Any, ...]]:
         cursor = connection.cursor()

@@ -227,9 +227,8 @@ def _rows_of(
     merge: TWriteDispositionConfig,
     rows: Callable[[], Iterator[pa.Table]],
 ) -> Iterator[Any]:
-    """A table's rows, between the run's two hooks (`SyncRun.table_started`,
-    `table_finished`); a run opened by its first table learns only then whether a table is
-    new, so that batch carries the append."""
+    """A table's rows between the run's hooks (`SyncRun.table_started`, `table_finished`); a
+    run opened by its first table learns only then whether a table is new."""
     run = sync.run
     declared = _disposition(sync, entity, merge)
     run.table_started(dlt.current.source().selected_resources)

@@ -46,8 +46,7 @@ IDENTITY_SETTINGS = ("base_url", "api_key")
 
 
 def workspace_dataset(dataset: str, name: str) -> str:
-    """Where a workspace's raw tables live: the dataset itself for `default` (so a warehouse
-    synced before workspaces existed is the default workspace, untouched), else
+    """Where a workspace's raw tables live: the dataset itself for `default`, else
     `<dataset>_<name>`."""
     return dataset if name == DEFAULT_WORKSPACE else f"{dataset}_{name}"
 

@@ -175,9 +175,8 @@ class DroneOpsClient:
         items_key: str | None = None,
         stop: Callable[[], bool] | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Each page body of a cursor-paginated list (`pages.walk_pages`, with its loop
-        guards; `stop` ends it before a further page); `critical` marks a long walk that
-        nothing else can shorten (see AdaptiveLimiter)."""
+        """Each page body of a cursor-paginated list (`pages.walk_pages`; `stop` ends it); a
+        `critical` walk is one nothing else can shorten (see AdaptiveLimiter)."""
 
         def get_page(page_path: str, query: dict[str, str]) -> dict[str, Any]:
             return self.get_json(
@@ -249,9 +248,8 @@ class DroneOpsClient:
             self.limiter.release(throttled=throttled, retry_after=retry_after)
 
     def _read_within_deadline(self, response: httpx.Response) -> bytes:
-        """The body, or a retryable error once the whole response took longer than the
-        timeout: httpx's timeout bounds each read, so a server dripping its body slowly would
-        otherwise hold a worker as long as it likes."""
+        """The body, or a retryable error once the whole response took longer than the timeout
+        (httpx's bounds each read: a server dripping its body could hold a worker forever)."""
         deadline = time.monotonic() + self.timeout_seconds
         chunks: list[bytes] = []
         for chunk in response.iter_bytes():

@@ -51,9 +51,8 @@ _ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, Valu
 
 
 class LineBuffer:
-    """JSON lines appended into one compact buffer, which Arrow's reader takes as it is: each
-    `orjson.dumps` result keeps an allocation far larger than a short line, here they take
-    their length."""
+    """JSON lines in one compact buffer, which Arrow's reader takes as it is (each separate
+    `orjson.dumps` result keeps an allocation far larger than a short line)."""
 
     __slots__ = ("count", "data")
 
@@ -179,8 +178,7 @@ def typed_records(
     row: RowBuilder,
 ) -> pa.Table:
     """Records that did not come as a listed page (fetched by id, received in an event, made
-    from creators) typed by the same path as a page: as their canonical lines (`record_line`,
-    whose hash is the row hash) through `typed_batch`."""
+    from creators) typed as a page is: their canonical lines through `typed_batch`."""
     lines, versions = record_lines(records)
     return typed_batch(contract, lines, run_id=run_id, issues=issues, row=row, versions=versions)
 

@@ -81,9 +81,8 @@ _engine_lock = threading.Lock()
 
 
 def _payload_engine() -> duckdb.DuckDBPyConnection:
-    """One small in-memory DuckDB for the whole process (each thread uses its own cursor):
-    single-threaded, since the spill pool is the parallelism, and capped, so the walk's
-    footprint stays bounded."""
+    """One small in-memory DuckDB for the whole process (a cursor per thread): single-threaded,
+    since the spill pool is the parallelism, and capped, so the walk's footprint is bounded."""
     with _engine_lock:
         if not _engine:
             _engine.append(

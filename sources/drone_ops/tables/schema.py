@@ -64,9 +64,8 @@ def columns(spec: str) -> tuple[Column, ...]:
 
 @dataclass(frozen=True)
 class Contract:
-    """What one table's rows look like and which values the spec allows.
-
-    A value outside the rules is recorded in `_sync_issues`, never dropped."""
+    """What one table's rows look like and which values the spec allows (a value outside the
+    rules is recorded in `_sync_issues`, never dropped)."""
 
     table: str
     columns: tuple[Column, ...]

@@ -105,9 +105,8 @@ class TableSnapshot:
             self.error = Interrupted(f"the walk of {self.name}")
 
     def offer(self, records: list[Record], parent_id: str | None = None) -> list[str]:
-        """Adds records listed by the API (under `parent_id`): held ones as id and hash only,
-        the others as JSON lines typed a batch at a time. Returns the held ids (the rolling
-        refresh skips those projects' jobs)."""
+        """Adds records listed under `parent_id`: held ones as id and hash only, the others as
+        JSON lines typed a batch at a time. Returns the held ids (for the rolling refresh)."""
         look = first_look(records, self.held_hashes)
         batch: PendingLines | None = None
         with self._lock:
