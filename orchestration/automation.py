@@ -31,10 +31,9 @@ def models_follow_syncs() -> dg.AutomationCondition:
 
 
 def sync_schedule(partitions: dg.PartitionsDefinition) -> dg.ScheduleDefinition:
-    """Every 30 minutes (UTC), one run of the sync job per workspace partition: each is a run of
-    its own, so the workspaces run in parallel and one's failure is its alone. Stopped until
-    turned on (in the UI, or `dagster schedule start drone_ops_every_30_minutes`), so starting
-    `dagster dev` to look around calls no API."""
+    """Every 30 minutes (UTC), one run per workspace partition, so the workspaces run in
+    parallel and one's failure is its alone. Stopped until turned on, so starting `dagster
+    dev` to look around calls no API."""
 
     @dg.schedule(
         name=SYNC_SCHEDULE_NAME,

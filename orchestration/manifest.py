@@ -44,10 +44,8 @@ class ManifestError(RuntimeError):
 
 
 def manifest_folder() -> Path:
-    """dbt's target folder for the manifest dagster-dbt reads: absolute, outside the project.
-
-    The user's cache folder when it can be created, else one of the user's own in the system's
-    temporary folder (a service account without a home directory)."""
+    """dbt's target folder for the manifest dagster-dbt reads, outside the project: the user's
+    cache folder, else the user's own in the temporary folder (an account without a home)."""
     project = hashlib.sha256(str(PROJECT_DIR.resolve()).encode()).hexdigest()[:12]
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     folder = Path(cache) / CACHE_FOLDER / project

@@ -47,8 +47,7 @@ BUSY_WAIT_SECONDS = 120.0
 
 class DroneOpsTranslator(DagsterDbtTranslator):
     """dagster-dbt's defaults, except: the `drone_ops` source's tables are the sync's assets
-    (`raw_table_key`, so the models depend on the partitions that load them), and every model
-    follows the syncs (`automation.models_follow_syncs`)."""
+    (`raw_table_key`), and every model follows the syncs (`automation.models_follow_syncs`)."""
 
     def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> dg.AssetKey:
         if (

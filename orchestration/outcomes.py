@@ -118,9 +118,8 @@ def sync_failure(outcome: SyncOutcome, workspace: str) -> dg.Failure:
 def _failure(
     workspace: str, cause: str, exit_code: int, metadata: dict[str, Any] | None = None
 ) -> dg.Failure:
-    """Ends the partition with one line and no retry by Dagster (`allow_retries=False` also
-    keeps run retries from starting it again); `exit_code` is what `drone-sync run
-    --workspace <name>` would have exited with."""
+    """Ends the partition with one line and no retry by Dagster; `exit_code` is what
+    `drone-sync run --workspace <name>` would have exited with."""
     return dg.Failure(
         description=one_line(f"workspace {workspace}: {cause}"),
         metadata={"workspace": workspace, "exit_code": exit_code, **(metadata or {})},

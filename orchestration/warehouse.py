@@ -16,10 +16,8 @@ from drone_ops_sync.pipelines.run.target import Target
 
 
 class DroneSyncWarehouse(dg.ConfigurableResource):
-    """The warehouse every workspace loads into and the models are built in.
-
-    The defaults work from the repository root, as the CLI's do: DuckDB, the file named by dlt's
-    `destination.duckdb.credentials` or `drone_ops_warehouse.duckdb`, dataset `drone_ops`."""
+    """The warehouse every workspace loads into and the models are built in; the defaults are
+    the CLI's (from the repository root)."""
 
     destination: str = Field(
         default="duckdb", description="duckdb or postgres (the tested destinations)"
