@@ -79,7 +79,7 @@ def drone_ops(
         run = SyncRun(read_workspace_config(workspace), options, workspace=workspace)
     assert isinstance(run, SyncRun)
     sync = TableLoads(run)
-    resources = [table(sync) for table in TABLES if table.__name__ in run.options.tables]
+    resources = [_table(sync, name) for name in ENTITIES if name in run.options.tables]
     # after the tables (dlt extracts in order: `fifo`), so they record what the tables did;
     # `drone-sync run` loads them itself after its last load (`RECORD_RESOURCES`)
     return [*resources, *record_resources(lambda: run.record), empty_events_table()]
@@ -152,42 +152,13 @@ def empty_events_table() -> DltResource:
     )
 
 
-def projects(sync: TableLoads) -> DltResource:
-    """Active and archived projects, one version per change (scd2); `created_by` flattened to
-    `created_by_id`, the creator itself becoming a `users` row."""
-    return _history_table(sync, ENTITIES["projects"])
-
-
-def jobs(sync: TableLoads) -> DltResource:
-    """Every project's jobs, one version per change; walked per project as project pages arrive
-    (or, with `job_refresh_slices`, a rolling share of them)."""
-    return _history_table(sync, ENTITIES["jobs"])
-
-
-def job_types(sync: TableLoads) -> DltResource:
-    """Predefined and custom job types, one version per change."""
-    return _history_table(sync, ENTITIES["job_types"])
-
-
-def team_members(sync: TableLoads) -> DltResource:
-    """Team members with their roles (pilots among them), one version per change."""
-    return _history_table(sync, ENTITIES["team_members"])
-
-
-def webhooks(sync: TableLoads) -> DltResource:
-    """Webhooks, one version per change; each row comes from the webhook's own page."""
-    return _history_table(sync, ENTITIES["webhooks"])
-
-
-def webhook_deliveries(sync: TableLoads) -> DltResource:
-    """Delivery-log entries, one row per id, with the request payload parsed into columns;
-    only entries newer than what the warehouse holds are walked."""
-    return _one_row_per_id(sync, ENTITIES["webhook_deliveries"], sync.delivery_rows)
-
-
-def users(sync: TableLoads) -> DltResource:
-    """Everyone who created a project or a webhook (a person or an API key), one row per id."""
-    return _one_row_per_id(sync, ENTITIES["users"], sync.user_rows)
+def _table(sync: TableLoads, table: str) -> DltResource:
+    """One table's resource: a history table (scd2), or one row per id (deliveries, users)."""
+    entity = ENTITIES[table]
+    if entity.history:
+        return _history_table(sync, entity)
+    rows = sync.delivery_rows if table == "webhook_deliveries" else sync.user_rows
+    return _one_row_per_id(sync, entity, rows)
 
 
 def _history_table(sync: TableLoads, entity: Entity) -> DltResource:
@@ -242,14 +213,3 @@ def _rows_of(
                 yield batch
     finally:
         run.table_finished(entity.table)
-
-
-TABLES: tuple[Callable[[TableLoads], DltResource], ...] = (
-    projects,
-    jobs,
-    job_types,
-    team_members,
-    webhooks,
-    webhook_deliveries,
-    users,
-)
