@@ -112,15 +112,17 @@ def models_turn(target: Target) -> Iterator[None]:
         yield
 
 
-def prepare_models_build(target: Target) -> Path:
+def prepare_models_build(target: Target, *, forget: bool = True) -> Path:
     """What every model build does first, in its turn: the warehouse free and reachable, the
-    build record forgotten (one that fails leaves none); returns the dbt folder."""
+    build record forgotten unless told not to `forget` (a partial build that passes keeps it;
+    one that fails leaves none); returns the dbt folder."""
     database = target.duckdb_file()
     if database is not None:
         ensure_duckdb_free(database.resolve())
     ensure_destination_reachable(target)
     folder = dbt_folder(target.sync_dir())
-    forget_build(folder)
+    if forget:
+        forget_build(folder)
     return folder
 
 

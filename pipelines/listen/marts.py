@@ -30,9 +30,7 @@ from ..publish.build_record import dbt_folder, forget_build, project_fingerprint
 from ..publish.dashboard import DashboardError, write_dashboard
 from ..publish.snapshot import SnapshotError, publish_snapshot
 from ..publish.snapshot_plan import SnapshotPlan
-from ..publishing import dbt_build, models_turn
-from ..run.lock import ensure_duckdb_free
-from ..run.reachable import ensure_destination_reachable
+from ..publishing import dbt_build, models_turn, prepare_models_build
 from ..run.target import Target
 
 FOLLOWED_TABLES = ("projects", "_webhook_events")
@@ -160,14 +158,9 @@ class MartsFollower:
 
     def _build(self) -> tuple[str | None, int]:
         """The partial dbt build inside the models' turn: (the error or None, models built)."""
-        target = self.target
-        database = target.duckdb_file()
-        if database is not None:
-            ensure_duckdb_free(database.resolve())
-        ensure_destination_reachable(target)
-        folder = dbt_folder(target.sync_dir())
+        folder = prepare_models_build(self.target, forget=False)
         select = [f"source:{SOURCE}.{table}+" for table in FOLLOWED_TABLES]
-        result = dbt_build(target, select=select, run_tests=True, unit_tests=False)
+        result = dbt_build(self.target, select=select, run_tests=True, unit_tests=False)
         if result.ok:
             return None, result.models_built
         # marts may be half rebuilt: the next run builds every model (the record is gone)
