@@ -89,10 +89,6 @@ class ChangeSet:
     def retired(self) -> int:
         return len(self.retire_ids)
 
-    @property
-    def is_empty(self) -> bool:
-        return self.new == 0 and self.changed == 0 and not self.retire_ids
-
 
 def diff(walked: Walked, current: pa.Table | None) -> ChangeSet:
     """The change set from the first look's decisions: the ids it did not find held load (new

@@ -243,7 +243,3 @@ LOAD_GROUPS: tuple[tuple[str, ...], ...] = (
 """Loaded one group after the other: the lists finish long before the delivery-log chains,
 so the first group loads while the chains are still walking."""
 TABLE_COLUMNS = {name: e.contract.columns for name, e in ENTITIES.items()}
-
-
-def contract_of(table: str) -> Contract:
-    return ENTITIES[table].contract
