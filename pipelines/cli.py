@@ -189,6 +189,7 @@ def _run_one(
     from drone_ops_sync.sources.drone_ops.internal import RunOptions, checked_tables
 
     from .console.summary import interrupted_tables
+    from .publishing import build_models_step, finish_success
     from .run.destination import check_target
     from .run.dlt_tooling import link_for_dlt_cli
     from .session import Session
@@ -226,8 +227,9 @@ def _run_one(
         if not outcome.ok:
             return output.finish(EXIT_FAILED, "failed", outcome)
         if args.no_models or target.destination not in MODEL_DESTINATIONS:
-            return session.publish(snapshot, output, outcome)
-        return session.build_models(
+            return finish_success(session.for_models(), snapshot, output, outcome)
+        return build_models_step(
+            session.for_models(),
             output,
             stop,
             run_tests=True,
@@ -340,6 +342,7 @@ def _check(args: argparse.Namespace, output: Output) -> int:
 
 def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     from .publish.dbt_build import dbt_target
+    from .publishing import build_models_step
     from .run.destination import check_target
     from .session import Session
 
@@ -348,7 +351,8 @@ def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     dbt_target(target)
     snapshot = _snapshot_plan(target, args)
     with Session(target) as session:
-        return session.build_models(
+        return build_models_step(
+            session.for_models(),
             output,
             stop,
             run_tests=not args.no_test,

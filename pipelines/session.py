@@ -32,9 +32,6 @@ from drone_ops_sync.sources.drone_ops.internal import (
     checked_tables,
 )
 
-from .console.output import Output
-from .publish.snapshot_plan import SnapshotPlan
-from .publishing import build_models_step, finish_success
 from .run.destination import check_target
 from .run.disk_full import disk_full_as_error
 from .run.kept_file import KeptFile
@@ -46,7 +43,6 @@ from .run.recovery import (
     open_pipeline,
     remove_leftovers,
 )
-from .run.signals import SignalStop
 from .run.sync import RunObserver, SyncOutcome, sync_in_turn
 from .run.target import Target, apply_runtime_defaults
 from .run.warehouse import remove_replayed_rows
@@ -169,38 +165,11 @@ class Session:
         self.notes = outcome.notes
         return outcome
 
-    def build_models(
-        self,
-        output: Output,
-        stop: SignalStop,
-        *,
-        run_tests: bool,
-        data_version: str | None,
-        reuse_current: bool = False,
-        outcome: SyncOutcome | None = None,
-        snapshot: SnapshotPlan | None = None,
-    ) -> int:
-        """Builds (and tests) the models of the whole warehouse (every workspace's raw tables),
-        publishes the snapshot and ends the command with its exit code
-        (`publishing.build_models_step`, in the models' turn)."""
+    def for_models(self) -> Target:
+        """The target the models are built in (every workspace's raw tables), the turn's DuckDB
+        file let go first: the models' turn comes before it in the lock order."""
         self.file.release()
-        return build_models_step(
-            self.target.models_target(),
-            output,
-            stop,
-            run_tests=run_tests,
-            data_version=data_version,
-            reuse_current=reuse_current,
-            outcome=outcome,
-            snapshot=snapshot,
-        )
-
-    def publish(
-        self, snapshot: SnapshotPlan | None, output: Output, outcome: SyncOutcome | None
-    ) -> int:
-        """Publishes the snapshot without a model build and ends the command."""
-        self.file.release()
-        return finish_success(self.target.models_target(), snapshot, output, outcome)
+        return self.target.models_target()
 
 
 def run_sync(
