@@ -53,8 +53,7 @@ class Entity:
 
     @property
     def history(self) -> bool:
-        """scd2: each change is a new version, deletions retire the current one. Otherwise one
-        row per id, merged on it."""
+        """scd2 (a version per change, deletions retire); otherwise one row per id."""
         return self.contract.history
 
     @property

@@ -72,8 +72,7 @@ def creator_flattened_row(
 def job_row(
     record: Mapping[str, Any], parent_id: str | None = None, version: str | None = None
 ) -> Record:
-    """A jobs row; the owning project (`parent_id`) comes from the walk when the record lacks
-    it."""
+    """A jobs row; the owning project (`parent_id`) comes from the walk if the record lacks it."""
     row = dict(record)
     if row.get("project_id") is None:
         row["project_id"] = parent_id

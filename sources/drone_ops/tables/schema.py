@@ -50,8 +50,7 @@ class Column:
 
 
 def columns(spec: str) -> tuple[Column, ...]:
-    """Parses 'name:kind name:kind ...' (a list column: 'name:json[str]') so a table's
-    columns stay a few readable lines."""
+    """Parses 'name:kind ...' (a list column: 'name:json[str]'): a table in a few lines."""
     parsed = []
     for item in spec.split():
         name, kind = item.split(":")

@@ -224,8 +224,7 @@ class TableSnapshot:
         return pa.concat_arrays([b.ids if k is None else b.ids.filter(k) for b, k in sightings])
 
     def versions(self) -> Walked:
-        """Each id once, with what the first look decided for its version (see `_versions`):
-        what `changes.diff` takes."""
+        """Each id once, with the first look's decision for its version: `changes.diff`'s input."""
         versions = self._versions()
         return Walked(
             versions.column("id").combine_chunks(), versions.column("held").combine_chunks()

@@ -102,8 +102,7 @@ class WorkspaceWalk:
         self.close()
 
     def close(self) -> None:
-        """Stops a walk still under way (each loop ends after its current request), then
-        removes the spill files and closes the client."""
+        """Stops a walk still under way, then removes the spill files and closes the client."""
         if self._thread is not None and self._thread.is_alive():
             self.context.cancel.set()
             self._thread.join()
@@ -135,8 +134,7 @@ class WorkspaceWalk:
         return max(self._stage_seconds.get(stage, 0.0) for stage in stages)
 
     def walking(self, stage: str, timeout: float) -> bool:
-        """Waits up to `timeout` seconds for a stage to finish; True while it is still walking
-        (the pipeline loads delivery waves meanwhile)."""
+        """Waits up to `timeout` seconds for a stage to finish; True while it is still walking."""
         self.start()
         return not self._stage_done[stage].wait(timeout)
 

@@ -24,8 +24,7 @@ from .context import WalkContext
 
 
 class WebhookWalker:
-    """The webhook list, then each webhook's delivery-log chain, over the walk's shared
-    context."""
+    """The webhook list, then each webhook's delivery-log chain, over the shared context."""
 
     def __init__(self, context: WalkContext) -> None:
         self.context = context
