@@ -124,9 +124,4 @@ class JsonOutput(Output):
 
 
 def _access_fields(report: AccessReport) -> dict[str, Any]:
-    return {
-        "base_url": report.base_url,
-        "scope": report.scope,
-        "reachable": report.reachable,
-        "failures": report.failures,
-    }
+    return {name: getattr(report, name) for name in ("base_url", "scope", "reachable", "failures")}
