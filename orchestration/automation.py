@@ -1,14 +1,10 @@
 """When things run: the syncs on a schedule, one run per workspace, and the models after them.
 
-Why the models follow by an automation condition and not by a sensor of our own: Dagster
-evaluates it against the asset graph, which already knows that the models depend on every
-workspace's partitions, whether a partition's run is still going, and whether a build is; a
-sensor would have to rebuild that bookkeeping from run records. The condition is Dagster's
-`eager()` less one clause: eager waits while any dependency is missing, and one workspace
-that never loaded (a new workspace with a refused key) would then hold the models of the whole
-fleet forever. Here the models build once the syncs of a tick have all ended, over every
-workspace that loaded, as `drone-sync run` builds them once after its workspaces (a failed
-workspace's previous rows stay in the marts).
+Why an automation condition and not a sensor of our own: Dagster evaluates it against the
+asset graph, which already knows the dependencies and what is running. It is Dagster's
+`eager()` less one clause: eager waits while any dependency is missing, and one workspace that
+never loaded would hold the models of the whole fleet forever. Here the models build once a
+tick's syncs have all ended, over every workspace that loaded, as `drone-sync run` does.
 """
 
 from __future__ import annotations
@@ -35,10 +31,9 @@ def models_follow_syncs() -> dg.AutomationCondition:
 
 
 def sync_schedule(partitions: dg.PartitionsDefinition) -> dg.ScheduleDefinition:
-    """Every 30 minutes (UTC), one run of the sync job per workspace partition: each is a run of
-    its own, so the workspaces run in parallel and one's failure is its alone. Stopped until
-    turned on (in the UI, or `dagster schedule start drone_ops_every_30_minutes`), so starting
-    `dagster dev` to look around calls no API."""
+    """Every 30 minutes (UTC), one run per workspace partition, so the workspaces run in
+    parallel and one's failure is its alone. Stopped until turned on, so starting `dagster
+    dev` to look around calls no API."""
 
     @dg.schedule(
         name=SYNC_SCHEDULE_NAME,

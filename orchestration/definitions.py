@@ -22,9 +22,8 @@ def build_definitions(
     warehouse: DroneSyncWarehouse | None = None,
     executor: dg.ExecutorDefinition | None = None,
 ) -> dg.Definitions:
-    """Everything of the code location, for the warehouse given (default: the CLI's defaults,
-    from the working folder) and Dagster's multiprocess executor unless another is given: one
-    process per step, so each workspace's run is a process of its own, as with the CLI."""
+    """Everything of the code location, for the warehouse given (default: the CLI's), with
+    Dagster's multiprocess executor unless another is given: a process per workspace's run."""
     partitions = workspace_partitions()
     sync = build_sync_assets(partitions)
     models = build_models_assets(prepared_project())

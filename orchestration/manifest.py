@@ -1,20 +1,14 @@
 """The dbt project for dagster-dbt, and its manifest, prepared when the definitions load.
 
-dagster-dbt builds the model assets from dbt's `manifest.json`, so it must exist before the
-code location can load. It is made here by `dbt parse` when it is missing or older than the
-project's files (the fingerprint `drone-sync` keeps for its build record), so a fresh clone,
-an edited model and a deployment all load without a manual step; an up-to-date manifest costs
-one hash of the project's files.
+dagster-dbt builds the model assets from `manifest.json`, so `dbt parse` makes it here when it
+is missing or older than the project's files (the build record's fingerprint), so a fresh
+clone, an edited model and a deployment all load without a manual step.
 
-Why a per-user cache folder (`~/.cache/drone-ops-sync/dagster-manifest/<project>/`, or under
-`$XDG_CACHE_HOME`) and not `models/target/`: installed from a wheel, the dbt project is package
-data in site-packages, which may be read-only for the user running Dagster and is never a place
-to write into (docs/install.md). The folder is named after the project's path, so two checkouts
-or virtual environments keep their own manifest; it is apart from `drone-sync`'s builds (in the
-warehouse's `.drone_sync/` folder) and a hand-run `dbt` (in `models/target/`), so none of them
-overwrites the manifest another is reading. Parsing needs the profile's environment variables
-but no database (dbt does not connect to parse), so a placeholder path stands in for the
-warehouse.
+Why a per-user cache folder (`~/.cache/drone-ops-sync/dagster-manifest/<project>/`) and not
+`models/target/`: installed from a wheel the project is package data, never a place to write
+into (docs/install.md); named after the project's path, so two checkouts keep their own, and
+apart from other builds, so none overwrites a manifest another reads. Parsing connects to no
+database, so a placeholder path stands in for the warehouse.
 """
 
 from __future__ import annotations
@@ -50,10 +44,8 @@ class ManifestError(RuntimeError):
 
 
 def manifest_folder() -> Path:
-    """dbt's target folder for the manifest dagster-dbt reads: absolute, outside the project.
-
-    The user's cache folder when it can be created, else one of the user's own in the system's
-    temporary folder (a service account without a home directory)."""
+    """dbt's target folder for the manifest dagster-dbt reads, outside the project: the user's
+    cache folder, else the user's own in the temporary folder (an account without a home)."""
     project = hashlib.sha256(str(PROJECT_DIR.resolve()).encode()).hexdigest()[:12]
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     folder = Path(cache) / CACHE_FOLDER / project

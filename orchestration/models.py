@@ -1,13 +1,9 @@
 """The dbt models as Dagster assets and their tests as asset checks (dagster-dbt), built over
 every workspace of the warehouse, after the workspaces' syncs.
 
-A build is `drone-sync models` in Dagster's hands: the same project, the same `--vars`
-(`fleet_vars`: every configured workspace and its schema), the same profile values
-(`dbt_target`, set in the environment only while dbt starts), inside the same lock
-(`models_lock`: on DuckDB the file's access lock for the whole build, so no workspace loads
-into the file meanwhile; on a server the warehouse's models lock). dbt itself runs as
-dagster-dbt runs it, a `dbt build` subprocess whose events become materializations and check
-results as they happen.
+A build is `drone-sync models` in Dagster's hands: the same project, `--vars` (`fleet_vars`),
+profile values (`dbt_target`) and lock (`models_lock`); dbt itself runs as dagster-dbt runs
+it, a `dbt build` subprocess whose events become materializations and check results.
 
 (No `from __future__ import annotations` here: Dagster reads the parameter annotations of the
 asset function to find its resources.)
@@ -52,8 +48,7 @@ BUSY_WAIT_SECONDS = 120.0
 
 class DroneOpsTranslator(DagsterDbtTranslator):
     """dagster-dbt's defaults, except: the `drone_ops` source's tables are the sync's assets
-    (`raw_table_key`, so the models depend on the partitions that load them), and every model
-    follows the syncs (`automation.models_follow_syncs`)."""
+    (`raw_table_key`), and every model follows the syncs (`automation.models_follow_syncs`)."""
 
     def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> dg.AssetKey:
         if (
@@ -71,9 +66,8 @@ class DroneOpsTranslator(DagsterDbtTranslator):
 
 class LocalDbtCli(DbtCliResource):
     """dagster-dbt's runner of this interpreter's `dbt`, told its version from the installed
-    dbt-core. dagster-dbt otherwise runs `dbt --version` before every command, and dbt-core 1.11
-    answers that by asking pypi.org for its latest release (and each adapter's): traffic beyond
-    the API's, which this project does not send (docs/fleet.md#dagster)."""
+    dbt-core: `dbt --version`, which dagster-dbt runs otherwise, asks pypi.org for releases
+    (docs/fleet.md#dagster)."""
 
     @cached_property
     def _cli_version(self) -> version.Version:

@@ -35,11 +35,9 @@ def one_line(text: str) -> str:
 
 
 def loaded_tables(outcome: SyncOutcome) -> list[str]:
-    """The raw tables this run changed in the warehouse: every table whose load committed
-    (a quiet one too: it was compared and is current), and `_sync_runs` and `_webhook_events`
-    (created empty when missing) once the run is recorded: the source writes both in its
-    record (`RECORD_RESOURCES`). A failed or refused table loaded nothing, so it is not
-    materialized."""
+    """The raw tables this run changed in the warehouse: every table whose load committed (a
+    quiet one too), and `_sync_runs` and `_webhook_events` once the run is recorded
+    (`RECORD_RESOURCES`); a failed or refused table loaded nothing."""
     tables = [name for name, result in outcome.report.tables.items() if result.loaded]
     if outcome.finished_at is not None:
         tables.extend((RUNS_TABLE, EVENTS_TABLE))
@@ -120,9 +118,8 @@ def sync_failure(outcome: SyncOutcome, workspace: str) -> dg.Failure:
 def _failure(
     workspace: str, cause: str, exit_code: int, metadata: dict[str, Any] | None = None
 ) -> dg.Failure:
-    """Ends the partition with one line and no retry by Dagster (`allow_retries=False` also
-    keeps run retries from starting it again); `exit_code` is what `drone-sync run
-    --workspace <name>` would have exited with."""
+    """Ends the partition with one line and no retry by Dagster; `exit_code` is what
+    `drone-sync run --workspace <name>` would have exited with."""
     return dg.Failure(
         description=one_line(f"workspace {workspace}: {cause}"),
         metadata={"workspace": workspace, "exit_code": exit_code, **(metadata or {})},

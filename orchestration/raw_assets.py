@@ -1,15 +1,11 @@
 """The sync as Dagster assets: one multi-asset, partitioned by workspace, one asset per raw
-table, keyed as dagster-dbt names the dbt sources of models/staging/_drone_ops__sources.yml
-(`drone_ops/<table>`), so the staging models depend on them.
+table, keyed as dagster-dbt names the dbt sources (`drone_ops/<table>`), so the staging models
+depend on them.
 
-Why one partition per workspace, each with its own dlt pipeline name: a partition runs
-`run_sync(base.for_workspace(name))`, the same run as `drone-sync run --workspace <name>`, so it
-loads into `<dataset>_<name>` through the pipeline `drone_ops_<dataset>_<name>_<hash>` under
-that workspace's run lock. Partitioned dlt assets that share one pipeline name share its working
-folder and state and clobber each other (docs/fleet.md#dagster); here no two partitions share
-anything but the warehouse, so different workspaces run in parallel, and the same workspace
-never twice at once (its run lock; `.dagster/dagster.yaml` also queues a second run of a
-partition behind the first).
+Why one partition per workspace, each with its own dlt pipeline name: a partition is
+`run_sync(base.for_workspace(name))`, the same run as `drone-sync run --workspace <name>`, and
+partitioned dlt assets that share a pipeline name clobber each other (docs/fleet.md#dagster).
+So different workspaces run in parallel, the same one never twice at once (its run lock).
 
 (No `from __future__ import annotations` here: Dagster reads the parameter annotations of the
 asset function to find its config and resources, and cannot resolve them as strings.)

@@ -1,11 +1,9 @@
 """Where the warehouse is, as a Dagster resource: the same `Target` the CLI builds from its
 flags, so a partition loads exactly where `drone-sync run --workspace <name>` would.
 
-Why a resource and not settings read inside the assets: a deployment (or a test) points the
-whole code location at another warehouse in one place, and the Dagster UI shows where it
-loads. Credentials stay where the CLI reads them: the DuckDB file from `database` or dlt's
-`destination.duckdb.credentials`, PostgreSQL's connection string from dlt's config or
-environment (`DESTINATION__POSTGRES__CREDENTIALS`), never in Dagster's run config.
+Why a resource: a deployment (or a test) points the whole code location at another warehouse
+in one place, and the UI shows where it loads. Credentials stay where the CLI reads them (dlt's
+config or environment), never in Dagster's run config.
 """
 
 from pathlib import Path
@@ -18,10 +16,8 @@ from drone_ops_sync.pipelines.run.target import Target
 
 
 class DroneSyncWarehouse(dg.ConfigurableResource):
-    """The warehouse every workspace loads into and the models are built in.
-
-    The defaults work from the repository root, as the CLI's do: DuckDB, the file named by dlt's
-    `destination.duckdb.credentials` or `drone_ops_warehouse.duckdb`, dataset `drone_ops`."""
+    """The warehouse every workspace loads into and the models are built in; the defaults are
+    the CLI's (from the repository root)."""
 
     destination: str = Field(
         default="duckdb", description="duckdb or postgres (the tested destinations)"

@@ -1,9 +1,7 @@
 """`drone-sync`: run, check, models, status, demo, dashboard, metrics, listen and the simulator.
 
-Exit codes (`exit_codes.py`) let a scheduler tell what to do next without reading the output:
-0 success, 1 a table failed or was refused (or dbt failed), 2 configuration error, 75
-warehouse busy, 130 / 143 interrupted by SIGINT / SIGTERM (`signals.py`); `status`: 0 fresh,
-1 stale. What a run tells besides its output (alert, metrics, lineage) is `observe/watch.py`.
+Exit codes (`exit_codes.py`) let a scheduler tell what to do next without reading the output;
+what a run tells besides its output (alert, metrics, lineage) is `observe/watch.py`.
 """
 
 from __future__ import annotations
@@ -33,8 +31,7 @@ __all__ = ["EXIT_BUSY", "EXIT_CONFIG", "EXIT_FAILED", "EXIT_OK", "build_parser",
 
 def main(argv: Sequence[str] | None = None, stop: SignalStop | None = None) -> int:
     """Parses first (`--help` and usage errors end here, having imported nothing heavy), then
-    loads what the chosen command needs. `stop` is the process's (`console_script.py` installs
-    it before any import); without one, the command installs its own while it runs."""
+    loads what the command needs. `stop` is the process's; without one, the command's own."""
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(with_sim="sim" in words).parse_args(words)
     log_format = getattr(args, "log_format", None) or "text"
@@ -142,23 +139,23 @@ def _target(args: argparse.Namespace) -> Target:
     return Target(destination=args.destination, database=args.database, dataset=args.dataset)
 
 
-def _table_list(resources: str | None) -> list[str] | None:
-    """`--resources a,b` as names; None for all tables."""
+def _listed(value: str | None, flag: str, what: str) -> list[str] | None:
+    """`--resources a,b` or `--workspace a,b` as names; None for all."""
     from drone_ops_sync.sources.drone_ops import ConfigError
 
-    if resources is None:
+    if value is None:
         return None
-    tables = [t.strip() for t in resources.split(",")]
-    if not all(tables):
-        raise ConfigError("--resources", f"{resources!r} has an empty table name")
-    return tables
+    names = [name.strip() for name in value.split(",")]
+    if not all(names):
+        raise ConfigError(flag, f"{value!r} has an empty {what} name")
+    return names
 
 
 def _run(args: argparse.Namespace, output: Output, stop: SignalStop, watch: RunWatch) -> int:
     """One workspace in this process; several, each in a process of its own (`run/fleet.py`)."""
     from drone_ops_sync.sources.drone_ops.internal import selected_names
 
-    names = selected_names(_names(args.workspace))
+    names = selected_names(_listed(args.workspace, "--workspace", "workspace"))
     if len(names) > 1:
         return _run_fleet(args, names, output, stop, watch)
     return _run_one(args, names[0], output, stop, watch)
@@ -170,7 +167,7 @@ def _status(args: argparse.Namespace) -> int:
 
     from .observe.status import status_command
 
-    names = selected_names(_names(args.workspace))
+    names = selected_names(_listed(args.workspace, "--workspace", "workspace"))
     as_json = args.log_format == "json"
     codes = []
     for name in names:
@@ -178,21 +175,9 @@ def _status(args: argparse.Namespace) -> int:
             sys.stdout.write(f"workspace {name}:\n")
             sys.stdout.flush()
         target = _target(args).for_workspace(name)
-        tables = _table_list(args.resources)
+        tables = _listed(args.resources, "--resources", "table")
         codes.append(status_command(target, tables, args.max_age, as_json, name))
     return max(codes)
-
-
-def _names(flag: str | None) -> list[str] | None:
-    """`--workspace a,b` as names; None for every configured workspace."""
-    from drone_ops_sync.sources.drone_ops import ConfigError
-
-    if flag is None:
-        return None
-    names = [name.strip() for name in flag.split(",")]
-    if not all(names):
-        raise ConfigError("--workspace", f"{flag!r} has an empty workspace name")
-    return names
 
 
 def _run_one(
@@ -202,6 +187,7 @@ def _run_one(
     from drone_ops_sync.sources.drone_ops.internal import RunOptions, checked_tables
 
     from .console.summary import interrupted_tables
+    from .publishing import build_models_step, finish_success
     from .run.destination import check_target
     from .run.dlt_tooling import link_for_dlt_cli
     from .session import Session
@@ -213,7 +199,7 @@ def _run_one(
     # configuration error is alerted
     watch.configure(target, args.metrics_file)
     output.warehouse = watch.warehouse
-    tables = _table_list(args.resources)
+    tables = _listed(args.resources, "--resources", "table")
     config = read_workspace_config(name)
     check_target(target)
     options = RunOptions(checked_tables(tables), args.allow_mass_delete, args.full_refresh)
@@ -239,8 +225,9 @@ def _run_one(
         if not outcome.ok:
             return output.finish(EXIT_FAILED, "failed", outcome)
         if args.no_models or target.destination not in MODEL_DESTINATIONS:
-            return session.publish(snapshot, output, outcome)
-        return session.build_models(
+            return finish_success(session.for_models(), snapshot, output, outcome)
+        return build_models_step(
+            session.for_models(),
             output,
             stop,
             run_tests=True,
@@ -266,7 +253,7 @@ def _run_fleet(
     watch.configure(models, args.metrics_file)
     output.warehouse = watch.warehouse
     check_target(models)
-    _table_list(args.resources)
+    _listed(args.resources, "--resources", "table")
     if args.parallel < 1:
         from drone_ops_sync.sources.drone_ops import ConfigError
 
@@ -302,9 +289,8 @@ def _run_fleet(
 
 
 def _fleet_data_version(target: Target, known: str | None, known_for: str | None) -> str | None:
-    """What the whole warehouse holds, for the build record: the one workspace's data version
-    when only the default is configured (as before workspaces existed), else every configured
-    workspace's, joined (`known` is `known_for`'s, read by its run already)."""
+    """What the whole warehouse holds, for the build record: the default workspace's data
+    version when it is the only one, else every workspace's (`known` is `known_for`'s)."""
     from drone_ops_sync.sources.drone_ops.internal import DEFAULT_WORKSPACE, configured_names
 
     names = configured_names()
@@ -326,7 +312,7 @@ def _check(args: argparse.Namespace, output: Output) -> int:
     from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, read_workspace_config
     from drone_ops_sync.sources.drone_ops.internal import check_access, redact, selected_names
 
-    names = selected_names(_names(args.workspace))
+    names = selected_names(_listed(args.workspace, "--workspace", "workspace"))
     if len(names) == 1:
         report = check_access(read_workspace_config(names[0]))
         output.access_report(report)
@@ -354,6 +340,7 @@ def _check(args: argparse.Namespace, output: Output) -> int:
 
 def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     from .publish.dbt_build import dbt_target
+    from .publishing import build_models_step
     from .run.destination import check_target
     from .session import Session
 
@@ -362,7 +349,8 @@ def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     dbt_target(target)
     snapshot = _snapshot_plan(target, args)
     with Session(target) as session:
-        return session.build_models(
+        return build_models_step(
+            session.for_models(),
             output,
             stop,
             run_tests=not args.no_test,

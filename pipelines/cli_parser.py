@@ -41,11 +41,9 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def _global_arguments(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
-    """`--log-format`, `-v` and `--strict-settings`, both before the command (as the top-level
-    --help lists them) and after it. Only the top level has defaults: argparse copies every
-    default of a sub-command over what the top level parsed, so a sub-command's own default
-    would silently undo `drone-sync --log-format json run`. Given in both places, the
-    sub-command's wins (it is parsed last, and is the one written nearer the command)."""
+    """`--log-format`, `-v` and `--strict-settings`, before the command and after it. Only the
+    top level has defaults: argparse copies a sub-command's defaults over what the top level
+    parsed, which would undo `drone-sync --log-format json run`."""
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),
@@ -117,8 +115,7 @@ def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
 
 def strict_settings(args: argparse.Namespace) -> str | None:
     """What asks for unknown settings to be refused, to name in the error: the flag, or the
-    variable (pip's and dbt's way: each flag also read from the environment); None when
-    nothing does."""
+    variable (pip's and dbt's way); None when nothing does."""
     if getattr(args, "strict_settings", False):
         return "--strict-settings"
     if os.environ.get(STRICT_SETTINGS_ENV, "").strip().lower() in ("1", "true", "yes", "on"):

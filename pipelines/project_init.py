@@ -1,16 +1,10 @@
 """`drone-sync init [DIR]`: the starter settings of a project folder, from the package's templates.
 
-Why a command and not "copy the repository's `.dlt/`": a wheel installed from an index has no
-repository beside it, and dlt reads `.dlt/` from the folder a command runs in. The templates are
-package data (`pipelines/starter/`, found with importlib.resources), kept equal to the
-repository's own `.dlt/config.toml` and `.dlt/secrets.toml.example` by tests/packaging.
-
-The secrets file is created readable by its owner only (0600, whatever the umask) and is
-git-ignored by a `.dlt/.gitignore` of its own, so a project's first commit cannot carry the key.
-Existing settings are never overwritten without `--force`: a second `init` in a configured folder
-would otherwise put the placeholder over a working key.
-
-Imports only the standard library: `init` runs before the CLI loads dlt or anything heavy.
+Why a command: a wheel has no repository beside it, and dlt reads `.dlt/` from the folder a
+command runs in. The templates are package data (`pipelines/starter/`), kept equal to the
+repository's `.dlt/` by tests/packaging. The secrets file is created 0600 and git-ignored, and
+existing settings are never overwritten without `--force`, so a key cannot leak into a commit
+or be replaced by the placeholder. Imports only the standard library: it runs before dlt loads.
 """
 
 from __future__ import annotations
@@ -64,9 +58,8 @@ def _write(path: Path, text: str, mode: int) -> None:
 
 
 def _ignore_secrets(settings: Path) -> bool:
-    """Make `.dlt/.gitignore` ignore the secrets file; True when the file was written to.
-
-    A `.gitignore` already there is kept and only gains the line it lacks."""
+    """Make `.dlt/.gitignore` ignore the secrets file (one already there only gains the line
+    it lacks); True when the file was written to."""
     ignore = settings / ".gitignore"
     text = ignore.read_text(encoding="utf-8") if ignore.is_file() else ""
     if IGNORE_LINE in (line.strip() for line in text.splitlines()):
@@ -80,8 +73,7 @@ def _ignore_secrets(settings: Path) -> bool:
 
 def write_starter(folder: Path, *, force: bool = False) -> list[Path]:
     """Write the starter `.dlt/` into `folder` (created if missing); the paths written.
-
-    Raises `InitRefused` before writing anything when a starter file exists and not `force`."""
+    `InitRefused`, before writing anything, when a starter file exists and not `force`."""
     settings = folder / SETTINGS_FOLDER
     existing = [settings / f.name for f in STARTER_FILES if (settings / f.name).exists()]
     if existing and not force:
@@ -103,11 +95,8 @@ def write_starter(folder: Path, *, force: bool = False) -> list[Path]:
 def init_command(
     folder: Path, *, force: bool = False, as_json: bool = False, out: TextIO | None = None
 ) -> int:
-    """`drone-sync init`: writes the starter settings, says what it wrote and what comes next.
-
-    A refusal or an unwritable folder is one line on stderr and exit code 2, like every other
-    configuration error of the CLI. `as_json` (`--log-format json`): one `init` object on
-    stdout, or an `error` object, as the other commands' events (docs/operations.md)."""
+    """`drone-sync init`: writes the starter settings, says what it wrote and what comes next;
+    a refusal is one line and exit 2. `as_json`: one `init` or `error` object on stdout."""
     out = out or sys.stdout
     try:
         written = write_starter(folder, force=force)

@@ -1,8 +1,7 @@
 """What follows a successful sync (`drone-sync run`) or stands alone (`drone-sync models`): the
-dbt build of what changed since the last one (`build_plan.py`: nothing, the models downstream of
-the changed tables, or all), then the BI snapshot and its dashboard page (`publish/dashboard.py`),
-skipped when the one published from the current marts is still in place. Only here is anything
-published, so a failed or interrupted run never publishes half-updated data.
+dbt build of what changed since the last one (`build_plan.py`), then the BI snapshot and its
+dashboard page. Only here is anything published, so a failed or interrupted run never
+publishes half-updated data.
 """
 
 from __future__ import annotations
@@ -47,32 +46,60 @@ def build_models_step(
     outcome: SyncOutcome | None = None,
     snapshot: SnapshotPlan | None = None,
 ) -> int:
-    """Builds (and tests) the models, or, with `reuse_current`, only those downstream of what
-    changed since the last build, keeping marts that are current (`build_plan.py`; without it
-    every model is built); then publishes the snapshot and ends the command with its exit
-    code. The models are the whole fleet's: every configured workspace's raw tables, unioned
-    (`fleet_vars`); on DuckDB all of it under the file's access lock, so no workspace loads
-    meanwhile."""
+    """Builds (and tests) every model of the fleet, or with `reuse_current` only those
+    downstream of what changed since the last build (`build_plan.py`), inside the models lock
+    (on DuckDB the file's access lock, so no workspace loads meanwhile); then publishes the
+    snapshot and ends the command with its exit code."""
     with models_lock(target):
-        return _build_models_step(
-            target,
-            output,
-            stop,
-            run_tests=run_tests,
-            data_version=data_version,
-            reuse_current=reuse_current,
-            outcome=outcome,
-            snapshot=snapshot,
-        )
+        folder = dbt_folder(target.sync_dir())
+        plan = plan_build(folder, data_version, target.dataset, full=not reuse_current)
+        if plan.scope == "none" and plan.previous is not None:
+            reused = ModelsResult(
+                ok=True, reused_from=plan.previous.built_at, scope="none", reason=plan.reason
+            )
+            output.models_summary(reused, target.dataset)
+            # the snapshot in place holds these marts: only its freshness (_snapshot_info,
+            # _sync_runs) is refreshed; one with raw tables is published whole
+            reuse = snapshot is not None and snapshot_current(plan.previous, snapshot.path)
+            return finish_success(target, snapshot, output, outcome, reused, reuse_marts=reuse)
+        prepare_models_build(target)
+        then = "the loaded tables are complete, and the next run builds the models"
+        with output.status("building dbt models", then):
+            result = dbt_build(
+                target, select=plan.select or None, run_tests=run_tests, unit_tests=plan.unit_tests
+            )
+            if stop.received is not None:
+                # dbt turned the KeyboardInterrupt into a failed result: the signal ends the command
+                raise KeyboardInterrupt
+        result.scope, result.reason = plan.scope, plan.reason
+        result.changed_tables = plan.changed_tables
+        database = target.duckdb_file()
+        if database is not None and result.error:
+            busy = busy_message(database.resolve(), Exception(result.error))
+            if busy is not None:
+                raise WarehouseBusy(busy)
+        output.models_summary(result, target.dataset)
+        if not result.ok:
+            return output.finish(EXIT_FAILED, "failed", outcome, result)
+        if run_tests:
+            remember_build(
+                folder,
+                data_version,
+                target.dataset,
+                full=plan.scope == "full",
+                previous=plan.previous,
+            )
+        return finish_success(target, snapshot, output, outcome, result)
 
 
-def prepare_models_build(target: Target) -> Path:
-    """What every model build does first, inside the models lock: the warehouse is free and
-    reachable, and the build record is forgotten (a build that fails or is killed leaves
-    none, so the next run builds again). Returns the warehouse's dbt folder."""
+def prepare_models_build(target: Target, *, forget: bool = True) -> Path:
+    """What every model build does first, inside the models lock: the warehouse free and
+    reachable, the build record forgotten unless told not to `forget` (a partial build that
+    passes keeps it; one that fails leaves none); returns the dbt folder."""
     ensure_warehouse_free(target)
     folder = dbt_folder(target.sync_dir())
-    forget_build(folder)
+    if forget:
+        forget_build(folder)
     return folder
 
 
@@ -106,58 +133,6 @@ def fleet_vars(target: Target) -> dict[str, Any]:
     }
 
 
-def _build_models_step(
-    target: Target,
-    output: Output,
-    stop: SignalStop,
-    *,
-    run_tests: bool,
-    data_version: str | None,
-    reuse_current: bool,
-    outcome: SyncOutcome | None,
-    snapshot: SnapshotPlan | None,
-) -> int:
-    folder = dbt_folder(target.sync_dir())
-    plan = plan_build(folder, data_version, target.dataset, full=not reuse_current)
-    if plan.scope == "none" and plan.previous is not None:
-        reused = ModelsResult(
-            ok=True, reused_from=plan.previous.built_at, scope="none", reason=plan.reason
-        )
-        output.models_summary(reused, target.dataset)
-        # the snapshot in place holds these marts: only its freshness (_snapshot_info,
-        # _sync_runs) is refreshed; one with raw tables is published whole
-        reuse = snapshot is not None and snapshot_current(plan.previous, snapshot.path)
-        return finish_success(target, snapshot, output, outcome, reused, reuse_marts=reuse)
-    prepare_models_build(target)
-    then = "the loaded tables are complete, and the next run builds the models"
-    with output.status("building dbt models", then):
-        result = dbt_build(
-            target, select=plan.select or None, run_tests=run_tests, unit_tests=plan.unit_tests
-        )
-        if stop.received is not None:
-            # dbt turned the KeyboardInterrupt into a failed result: the signal ends the command
-            raise KeyboardInterrupt
-    result.scope, result.reason = plan.scope, plan.reason
-    result.changed_tables = plan.changed_tables
-    database = target.duckdb_file()
-    if database is not None and result.error:
-        busy = busy_message(database.resolve(), Exception(result.error))
-        if busy is not None:
-            raise WarehouseBusy(busy)
-    output.models_summary(result, target.dataset)
-    if not result.ok:
-        return output.finish(EXIT_FAILED, "failed", outcome, result)
-    if run_tests:
-        remember_build(
-            folder,
-            data_version,
-            target.dataset,
-            full=plan.scope == "full",
-            previous=plan.previous,
-        )
-    return finish_success(target, snapshot, output, outcome, result)
-
-
 def command_snapshot_plan(
     target: Target,
     *,
@@ -165,9 +140,8 @@ def command_snapshot_plan(
     off_flag: bool,
     include_raw: bool,
 ) -> SnapshotPlan | None:
-    """The BI snapshot this command publishes, checked with the other settings before anything
-    is written. Only a DuckDB warehouse gets one: a server destination lets BI tools read while
-    a sync writes, so the snapshot flags are refused there."""
+    """The BI snapshot this command publishes, checked before anything is written; only a
+    DuckDB warehouse gets one (BI tools read a server while a sync writes)."""
     if target.destination != "duckdb":
         if path_flag is not None or include_raw:
             flag = "--snapshot" if path_flag is not None else "--snapshot-raw"
@@ -225,10 +199,9 @@ def finish_success(
     *,
     reuse_marts: bool = False,
 ) -> int:
-    """Ends a command that succeeded: publishes the BI snapshot (with `reuse_marts`, the marts
-    of the snapshot in place are kept and only its freshness is refreshed), then the final
-    summary. A snapshot that cannot be published fails the command (exit 1) and leaves the
-    previous one in place."""
+    """Ends a command that succeeded: publishes the BI snapshot (with `reuse_marts` only its
+    freshness), then the final summary; a snapshot that cannot be published fails the command
+    and leaves the previous one in place."""
     error = _publish_snapshot(target, snapshot, output, reuse_marts=reuse_marts)
     if error is not None:
         return output.finish(EXIT_FAILED, "failed", outcome, models, error=error)

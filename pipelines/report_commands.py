@@ -30,8 +30,7 @@ def report_command(args: argparse.Namespace, output: Output, target: Target | No
 
 
 def snapshot_path(target: Target, flag: Path | None) -> Path:
-    """`--snapshot`, else the snapshot the warehouse's runs publish (docs/bi.md: the setting
-    `destination.duckdb.bi_snapshot`, or `<warehouse stem>_bi.duckdb` beside it). Only read
+    """`--snapshot`, else the snapshot the warehouse's runs publish (docs/bi.md); only read
     here, so its folder may be read-only."""
     from .publish.snapshot_plan import configured_snapshot
 

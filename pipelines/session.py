@@ -28,13 +28,10 @@ from drone_ops_sync.sources.drone_ops.internal import (
     ProgressCallback,
     RunOptions,
     Seams,
+    SyncRun,
     checked_tables,
 )
-from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
-from .console.output import Output
-from .publish.snapshot_plan import SnapshotPlan
-from .publishing import build_models_step, finish_success
 from .run.destination import check_target
 from .run.disk_full import disk_full_as_error
 from .run.door import KeptFile, ensure_destination_reachable, step
@@ -45,7 +42,6 @@ from .run.recovery import (
     open_pipeline,
     remove_leftovers,
 )
-from .run.signals import SignalStop
 from .run.sync import RunObserver, SyncOutcome, sync_in_turn
 from .run.target import Target, apply_runtime_defaults
 from .run.warehouse import remove_replayed_rows
@@ -129,61 +125,41 @@ class Session:
         *,
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
-        delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
         seams: Seams | None = None,
         observer: RunObserver | None = None,
     ) -> SyncOutcome:
-        """One sync in this turn; never raises for a failed table (its outcome says)."""
+        """One sync in this turn; never raises for a failed table (its outcome says). `cancel`,
+        once set (by a signal handler), interrupts it: tables whose walk had not finished load
+        nothing and are recorded as `interrupted`. `observer` hears of the start (before the
+        repairs, which the pipeline's opening makes) and of each table as its group ends."""
         self.ready()
-        # the run is told started before the repairs, which the pipeline's opening makes
-        outcome = sync_in_turn(
-            self.target,
-            self.pipeline,
-            self.file,
+        run = SyncRun(
             config,
             options,
             progress=progress,
-            cancel=cancel,
-            delivery_wave_rows=delivery_wave_rows,
-            seams=seams,
-            observer=observer,
+            spill_root=self.target.spill_root(),
+            cancel=cancel if cancel is not None else threading.Event(),
+            seams=seams if seams is not None else Seams(),
+            workspace=self.target.workspace,
+            loads_by_group=True,
         )
+        if observer is not None:
+            observer.run_started(run.report, options.tables)
+        with duckdb_busy_as(self.target.duckdb_file()):
+            try:
+                outcome = sync_in_turn(self.target, self.pipeline(), self.file, run, observer)
+            finally:
+                # before the models lock, earlier in the lock order, is taken
+                self.file.release()
         outcome.notes[:0] = self.notes
         self.notes = outcome.notes
         return outcome
 
-    def build_models(
-        self,
-        output: Output,
-        stop: SignalStop,
-        *,
-        run_tests: bool,
-        data_version: str | None,
-        reuse_current: bool = False,
-        outcome: SyncOutcome | None = None,
-        snapshot: SnapshotPlan | None = None,
-    ) -> int:
-        """Builds (and tests) the models of the whole warehouse (every workspace's raw tables),
-        publishes the snapshot and ends the command with its exit code
-        (`publishing.build_models_step`, in the models lock)."""
+    def for_models(self) -> Target:
+        """The target the models are built in (every workspace's raw tables), the turn's DuckDB
+        file let go first: the models lock comes before it in the lock order."""
         self.file.release()
-        return build_models_step(
-            self.target.models_target(),
-            output,
-            stop,
-            run_tests=run_tests,
-            data_version=data_version,
-            reuse_current=reuse_current,
-            outcome=outcome,
-            snapshot=snapshot,
-        )
-
-    def publish(
-        self, snapshot: SnapshotPlan | None, output: Output, outcome: SyncOutcome | None
-    ) -> int:
-        """Publishes the snapshot without a model build and ends the command."""
-        self.file.release()
-        return finish_success(self.target.models_target(), snapshot, output, outcome)
+        return self.target.models_target()
 
 
 def run_sync(
@@ -195,7 +171,6 @@ def run_sync(
     allow_mass_delete: bool = False,
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
-    delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
     seams: Seams | None = None,
 ) -> SyncOutcome:
     """One sync in a turn of its own, for callers that hold nothing yet (scripts, benchmarks,
@@ -209,11 +184,4 @@ def run_sync(
     options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
     check_target(target)
     with Session(target) as session:
-        return session.sync(
-            config,
-            options,
-            progress=progress,
-            cancel=cancel,
-            delivery_wave_rows=delivery_wave_rows,
-            seams=seams,
-        )
+        return session.sync(config, options, progress=progress, cancel=cancel, seams=seams)

@@ -155,8 +155,8 @@ def _describe(edges: list[Edge]) -> str:
 def test_the_graph_is_read() -> None:
     """A guard for the tests below: the parser finds edges of every kind it must resolve."""
     pairs = {(e.importer, e.imported) for e in EDGES}
-    # relative (`from .door import ...`) and absolute (`from sources.drone_ops import ...`)
-    assert ("pipelines.run.sync", "pipelines.run.door") in pairs
+    # relative (`from .delivery_waves import ...`) and absolute (`from sources.drone_ops ...`)
+    assert ("pipelines.run.sync", "pipelines.run.delivery_waves") in pairs
     assert ("pipelines.run.sync", "sources.drone_ops") in pairs
     # inside a function: the demo starts the simulator only when it runs
     assert ("pipelines.demo", "simulator.server") in pairs

@@ -95,24 +95,10 @@ class JsonOutput(Output):
         if report is None:
             self._emit("check", workspace=name, ok=False, error=error)
             return
-        self._emit(
-            "check",
-            workspace=name,
-            ok=report.ok,
-            base_url=report.base_url,
-            scope=report.scope,
-            reachable=report.reachable,
-            failures=report.failures,
-        )
+        self._emit("check", workspace=name, ok=report.ok, **_access_fields(report))
 
     def access_report(self, report: AccessReport) -> None:
-        self._emit(
-            "check",
-            base_url=report.base_url,
-            scope=report.scope,
-            reachable=report.reachable,
-            failures=report.failures,
-        )
+        self._emit("check", **_access_fields(report))
 
     def snapshot_summary(self, result: SnapshotResult) -> None:
         self._emit("snapshot", **snapshot_fields(result))
@@ -135,3 +121,7 @@ class JsonOutput(Output):
 
     def _finished(self, summary: dict[str, Any]) -> None:
         self._emit("summary", **summary)
+
+
+def _access_fields(report: AccessReport) -> dict[str, Any]:
+    return {name: getattr(report, name) for name in ("base_url", "scope", "reachable", "failures")}

@@ -30,15 +30,10 @@ class _BenignDltWarnings(logging.Filter):
 
 
 class _ThroughOurHandlers(_BenignDltWarnings):
-    """Sends dlt's records to the root logger's handlers (ours: redacting, text or JSON)
-    and never to dlt's own. dlt re-adds a stderr handler to its logger whenever it
-    re-initialises its runtime, which a one-time removal cannot prevent; a filter on the
-    logger itself runs before any handler, so it holds.
-
-    Without `-v`, a dlt record carries no traceback (its cause is added to its line), and
-    one caused by a full disk is not shown at all: dlt logs several per refused write ("Failed
-    to create trace dump via pickle", "worker ... died in uncontrollable manner") before the
-    run stops and says so in one line (`run/disk_full.py`)."""
+    """Sends dlt's records to the root logger's handlers (ours: redacting, text or JSON),
+    never to dlt's own, which dlt re-adds whenever it re-initialises its runtime: a filter on
+    the logger runs before any handler, so it holds. Without `-v` a record carries no
+    traceback, and one caused by a full disk is not shown: the run says so in one line."""
 
     def __init__(self, verbose: bool) -> None:
         super().__init__()

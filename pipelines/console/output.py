@@ -1,11 +1,9 @@
 """What a person or a log shipper sees of a command: progress, summaries, the final outcome.
 
 Two outputs with the same methods: `TextOutput` (a table for people; plain and never truncated
-when the output is a file, as under cron) and `JsonOutput` (`json_output.py`: one JSON object
-per line on stdout, ending with a `summary` object, for log shippers). Every line goes through
-`redact`, so a secret that slipped into some library's message never leaves the process. The
-live progress line is drawn by `progress.py`, the run's summary table by `summary.py`, log
-lines by `logs.py`.
+when the output is a file) and `JsonOutput` (`json_output.py`: one JSON object per line, ending
+with a `summary`). Every line goes through `redact`, so a secret that slipped into some
+library's message never leaves the process.
 """
 
 from __future__ import annotations
@@ -110,9 +108,8 @@ class Output:
 
     @contextmanager
     def status(self, message: str, then: str) -> Iterator[None]:
-        """Shows `message` while the block runs (a spinner on a terminal) and keeps it, with
-        `then`, for the line of a signal that stops the command there; a block left by an
-        exception leaves it set, for `interrupted` to read."""
+        """Shows `message` while the block runs, kept with `then` for the line of a signal that
+        stops the command there (a block left by an exception leaves it for `interrupted`)."""
         self.doing = (f"while {message}", then)
         with self._showing(message):
             yield
@@ -154,9 +151,8 @@ class Output:
         doing: str = "",
         outcome: SyncOutcome | None = None,
     ) -> int:
-        """Ends a command that a signal stopped: one line saying what it was doing (what
-        `status` keeps, else `doing`) and what the next run does about it (`then`), none for a
-        closed stdout; then the summary, unless the command had printed it already."""
+        """Ends a command a signal stopped: one line saying what it was doing and what the next
+        run does (`then`), none for a closed stdout; then the summary, unless already printed."""
         if self.doing is not None:
             doing, then = self.doing
         line = stop.interrupted(doing, then)

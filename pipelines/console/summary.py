@@ -148,10 +148,8 @@ def interrupted_tables(outcome: SyncOutcome) -> str:
 
 
 def _group_causes(errors: dict[str, str]) -> dict[str, list[str]]:
-    """One line per cause: an unreachable API fails every table the same way; a refused key or
-    a server that is down fails every endpoint the same way (the line names the first and
-    counts the others); and a table that failed because another did ("job walk incomplete
-    because the project list failed: <cause>") is listed with that cause."""
+    """One line per cause: an unreachable API or a refused key fails every endpoint alike (the
+    line names the first and counts the others); a table failed by another's cause joins it."""
     bare = {name: error.removeprefix(f"{name}: ") for name, error in errors.items()}
     keys = {name: _ENDPOINT.sub(_AN_ENDPOINT, error, count=1) for name, error in bare.items()}
     causes: dict[str, list[str]] = {}

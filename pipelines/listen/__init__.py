@@ -3,8 +3,4 @@
 The receiver answers 2xx only once an event is in the spool and fsynced, so an acknowledged
 event survives a crash of the receiver (even kill -9); duplicates are dropped by `delivery_id`,
 across restarts. Spooled events are applied to the warehouse within seconds (docs/events.md).
-
-`signing.py` checks the signature, `spool.py` keeps the events in segment files (removed once
-applied), `apply.py` applies them, `quarantine.py` sets aside records that never can be,
-`app.py` is the Starlette app, `serve.py` the command that hosts it with uvicorn.
 """

@@ -2,24 +2,16 @@
 
 A thread of `drone-sync listen` reads the spool from where it last applied, every
 `--apply-every` seconds, and writes the batch into each workspace's dataset in one SQL
-transaction (`write.py`): the project versions the events carry (only ones newer than the
-warehouse's, `sources.drone_ops` `newest_versions`) and one `_webhook_events` row per
-delivery. Each batch takes only the dataset's write lock (`Target.write_lock`: the DuckDB
-file's access lock, or `<run lock>.write` on a server), which a run holds only during each of
-its loads, so events land between a run's loads rather than after the run. Between batches
-the applier keeps the DuckDB file open, as a run keeps it between its steps (`run/door.py`),
-until another step waits for the file, events pause, or `HOLD_SECONDS` pass. A batch the
+transaction (`write.py`), taking only the dataset's write lock, which a run holds only during
+each of its loads, so events land between a run's loads rather than after the run. A batch the
 transaction cannot write (a warehouse not synced yet, a new column) is a dlt load, under the
-run lock as a brief holder (a run that starts meanwhile waits for it, never fails: `lock.py`).
+run lock as a brief holder.
 
-How far the spool is applied is `applied.json` beside it (a segment and an offset in it),
-written (atomically) after the batch's write committed; only then are the segments wholly
-before it removed. A crash between the write and the mark applies the batch again: harmless,
-since a version already held is not newer and `_webhook_events` is merged on `delivery_id`.
-A batch that cannot be applied now (a BI tool holds the file, the warehouse is unreachable)
-stays in the spool and is tried again next tick; a record that can never be applied is
-quarantined instead (`quarantine.py`), so it cannot hold back the ones after it. The batch
-run repairs whatever events miss.
+How far the spool is applied is `applied.json` beside it, written after the batch committed;
+a crash between the two applies the batch again, which is harmless (a held version is not
+newer, `_webhook_events` is merged on `delivery_id`). A batch that cannot be applied now stays
+in the spool for the next tick; a record that never can be is quarantined (`quarantine.py`),
+so it cannot hold back the ones after it. The batch run repairs whatever events miss.
 """
 
 from __future__ import annotations

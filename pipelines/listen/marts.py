@@ -1,25 +1,15 @@
 """The marts and the BI snapshot follow applied events (docs/events.md, "Marts that follow").
 
-After a batch applied project versions, the applier tells the follower (`changed`); a thread
-of `drone-sync listen` then rebuilds only the models downstream of the tables events write
-(`source:drone_ops.projects+` and `source:drone_ops._webhook_events+`, with their tests) and,
-on DuckDB, republishes the BI snapshot and its dashboard page. At most one build at a time, and
-`--follow-marts` seconds between the end of one and the start of the next, so a burst of events
-costs one build per interval, not one per batch, and the file is free between builds.
+After a batch applied project versions, a thread rebuilds only the models downstream of the
+tables events write, with their tests, and on DuckDB republishes the snapshot; at most one
+build per `--follow-marts` interval, so a burst of events costs one build, not one per batch.
 
-Why it writes no build record: the record says which data versions the marts were built from
-(`publish/build_record.py`), and a partial build of the projects' dependents does not bring
-the jobs' marts up to date. So the record is left as the last scheduled build wrote it: the
-next `drone-sync run` still sees projects changed since then and builds their dependents
-itself (a few seconds more, never a mart skipped). A failed partial build removes the record,
-so the next run builds every model (the repair), and leaves the previous snapshot in place;
-`/health` shows it.
-
-It follows only a warehouse whose models a passing build made (a record exists, of this
-dataset and this dbt project): before that, or after the dbt project changed, the scheduled
-run's full build comes first. The build takes the same lock as every model build (on DuckDB
-the file's access lock: `door.models_lock`), so event batches and a run's loads wait for
-it.
+Why it writes no build record: a partial build of the projects' dependents does not bring the
+jobs' marts up to date, so the record stays as the last scheduled build wrote it and the next
+run still builds the projects' dependents itself. A failed partial build removes the record,
+so the next run builds every model. It follows only a warehouse whose models a passing build
+of this dbt project made; the build takes the same lock as every model build
+(`door.models_lock`).
 """
 
 from __future__ import annotations
@@ -40,8 +30,8 @@ from ..publish.build_record import dbt_folder, forget_build, project_fingerprint
 from ..publish.dashboard import DashboardError, write_dashboard
 from ..publish.snapshot import SnapshotError, publish_snapshot
 from ..publish.snapshot_plan import SnapshotPlan
-from ..publishing import dbt_build
-from ..run.door import ensure_warehouse_free, models_lock
+from ..publishing import dbt_build, prepare_models_build
+from ..run.door import models_lock
 from ..run.target import Target
 
 FOLLOWED_TABLES = ("projects", "_webhook_events")
@@ -93,12 +83,10 @@ class MartsFollower:
 
     @contextmanager
     def between_builds(self) -> Iterator[bool]:
-        """Yields False while a build runs, else True, holding builds off for the block.
-
-        The applier applies a batch only between builds: a batch that goes through a dlt load
-        takes the run lock (as a brief holder) before the file's access lock, so waiting for a
-        build's file lock it would hold the run lock for the build's seconds, and a `drone-sync
-        run` starting then would be refused after its 5 s wait for a brief holder."""
+        """Yields False while a build runs, else True, holding builds off for the block: a
+        batch that goes through a dlt load takes the run lock before the file's, so waiting
+        for a build it would hold the run lock that long, and a run starting then would be
+        refused after its wait for a brief holder."""
         if not self._building.acquire(blocking=False):
             yield False
             return
@@ -171,11 +159,9 @@ class MartsFollower:
 
     def _build(self) -> tuple[str | None, int]:
         """The partial dbt build inside the models lock: (the error or None, models built)."""
-        target = self.target
-        ensure_warehouse_free(target)
-        folder = dbt_folder(target.sync_dir())
+        folder = prepare_models_build(self.target, forget=False)
         select = [f"source:{SOURCE}.{table}+" for table in FOLLOWED_TABLES]
-        result = dbt_build(target, select=select, run_tests=True, unit_tests=False)
+        result = dbt_build(self.target, select=select, run_tests=True, unit_tests=False)
         if result.ok:
             return None, result.models_built
         # marts may be half rebuilt: the next run builds every model (the record is gone)

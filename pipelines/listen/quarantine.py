@@ -1,14 +1,10 @@
 """Spool records the applier cannot use, moved aside so they never block the ones after them.
 
-A record is bad when it cannot be turned into warehouse rows without the warehouse: a line
-that is not JSON, a field of the wrong type (`"received_at": "17956x"`), an event whose
-values no row can hold (a `timestamp` past any datetime). Those would fail the same way on
-every try, so retrying them wedges the applier for good. They go to `<spool>/quarantine.jsonl`
-with their segment, line number and reason, one warning each, and the applier moves on.
-
-Everything that fails later, in the load (a warehouse busy, unreachable or out of space), is
-the warehouse's, not the record's: that batch stays in the spool and is tried again, and
-nothing is quarantined for it (`apply.py`).
+A record is bad when it cannot become warehouse rows without the warehouse (not JSON, a field
+of the wrong type, a value no row can hold): it would fail the same way on every try and wedge
+the applier. It goes to `<spool>/quarantine.jsonl` with its segment, line and reason, one
+warning each. What fails in the load (busy, unreachable, out of space) is the warehouse's, not
+the record's: that batch stays in the spool (`apply.py`).
 """
 
 from __future__ import annotations
@@ -62,10 +58,8 @@ def _rows(events: Sequence[ReceivedEvent]) -> None:
 def sort_lines(
     lines: Sequence[SpoolLine],
 ) -> tuple[list[ReceivedEvent], list[tuple[SpoolLine, str]]]:
-    """The usable events of a batch, and each bad line with its reason.
-
-    The rows are built for the whole batch first (the common case: nothing wrong); only when
-    that fails is each event tried alone, to find which ones the failure belongs to."""
+    """The usable events of a batch, and each bad line with its reason: the whole batch is
+    tried first (nothing wrong, the common case), each event alone only when that fails."""
     events: list[tuple[SpoolLine, ReceivedEvent]] = []
     bad: list[tuple[SpoolLine, str]] = []
     for line in lines:
@@ -90,11 +84,8 @@ def sort_lines(
 
 
 class Quarantine:
-    """`quarantine.jsonl`: one entry per bad record, each kept once.
-
-    An entry is written (and fsynced) before the applied mark moves past its line; a crash in
-    between reads the line again, and the entry already there keeps it from being counted or
-    warned about twice."""
+    """`quarantine.jsonl`: one entry per bad record, written (and fsynced) before the applied
+    mark moves past its line, and kept once: a crash in between reads the line again."""
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / QUARANTINE_FILE

@@ -41,11 +41,9 @@ log = logging.getLogger(__name__)
 
 
 def read_webhook_secrets() -> tuple[str, ...]:
-    """The shared secret from dlt's providers (`sources.drone_ops.webhook_secret`, or
-    `SOURCES__DRONE_OPS__WEBHOOK_SECRET`), registered for redaction; none means unsigned mode.
-    A list of strings is accepted too, for a rotation where both secrets are valid. Each must be
-    a Standard Webhooks secret (`whsec_<base64>`), checked here so a wrong one stops the start
-    (exit 2) instead of refusing every delivery."""
+    """The shared secret (`sources.drone_ops.webhook_secret`, or a list during a rotation),
+    registered for redaction; none means unsigned mode. Each is checked here, so a wrong one
+    stops the start (exit 2) instead of refusing every delivery."""
     name = WEBHOOK_SECRET_KEY
     raw: Any = dlt.secrets.get(name)
     if raw is None:
@@ -122,9 +120,8 @@ def listen_command(args: argparse.Namespace, output: Output, stop: SignalStop) -
 
 
 def marts_follower(target: Target, args: argparse.Namespace) -> MartsFollower | None:
-    """The follower of `--follow-marts` (docs/events.md, "Marts that follow"), or None: turned
-    off (0), or a destination the models are not built on. Its snapshot is checked here, with
-    the other settings, so a wrong `--snapshot` stops the start (exit 2)."""
+    """The follower of `--follow-marts`, or None (off, or a destination without models); its
+    snapshot is checked here, so a wrong `--snapshot` stops the start (exit 2)."""
     if args.follow_marts <= 0 or target.destination not in MODEL_DESTINATIONS:
         return None
     snapshot = command_snapshot_plan(

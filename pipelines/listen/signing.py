@@ -32,12 +32,9 @@ class SignatureError(Exception):
 
 
 def signing_key(secret: str) -> bytes:
-    """The HMAC key of a Standard Webhooks secret, `whsec_<base64>` (padding optional).
-
-    Anything else raises ValueError, whose message never quotes the value. A plain string is
-    refused rather than used as raw bytes: a sender following the standard would sign with
-    different key bytes, so every delivery would be refused with a 401, and a plain word can
-    itself be valid base64, so there is no telling which reading was meant."""
+    """The HMAC key of a Standard Webhooks secret, `whsec_<base64>` (padding optional);
+    anything else raises ValueError, never quoting the value. A plain string is refused rather
+    than used as raw bytes: a sender following the standard would sign with other key bytes."""
     if not secret.startswith(SECRET_PREFIX):
         raise ValueError(f"is not a Standard Webhooks secret ({SECRET_PREFIX}<base64>)")
     encoded = secret[len(SECRET_PREFIX) :].rstrip("=")

@@ -1,20 +1,14 @@
 """The spool: received events as JSON lines in numbered segment files, fsynced before any 2xx.
 
 Why files and not the warehouse: the receiver must answer within the sender's timeout and must
-not lose what it acknowledged, even when killed; an append plus `fsync` is both, and the
-warehouse is fed from the files later (docs/events.md). Each line is
-`{"received_at": <ms>, "signed": <bool>, "event": {...as delivered...}}`.
+not lose what it acknowledged, even when killed; an append plus `fsync` is both
+(docs/events.md). Each line is `{"received_at": <ms>, "signed": <bool>, "event": {...}}`.
 
-Why segments: one file would grow by every event forever. Events go to the newest segment
-(`events.<n>.jsonl`) until it holds `segment_bytes`; then a new one starts. A segment the
-applier has wholly applied is removed (`release`), after its delivery ids are kept in a small
-`events.<n>.ids` file, so a sender's late retry is still recognised as a duplicate for
-`DEDUP_WINDOW_S`. Only the newest segment is ever written, so every older one is final.
-
-A crash can leave a torn last line (written in part, never acknowledged): opening the spool
-cuts such a tail, and a failed write (a full disk) is cut back at once, so the next record
-starts on a line of its own. The folder is held under an exclusive `flock` so two receivers
-never append to one spool (the first lock of the order in `run/lock.py`).
+Why segments: one file would grow forever. Only the newest segment is written, so every older
+one is final; one wholly applied is removed (`release`), its delivery ids kept in a small
+`events.<n>.ids` file so a late retry is still a duplicate for `DEDUP_WINDOW_S`. A torn last
+line (a crash, a full disk) is cut, so the next record starts on a line of its own. The folder
+is held under an exclusive `flock` (the first lock of the order in `run/lock.py`).
 """
 
 from __future__ import annotations
@@ -26,7 +20,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,32 +49,6 @@ def segment_numbers(directory: Path) -> list[int]:
     except FileNotFoundError:
         return []
     return sorted(int(m.group(1)) for m in map(SEGMENT.match, names) if m)
-
-
-@dataclass
-class SpoolContents:
-    """What a spool holds: the records in order and how many lines were unreadable."""
-
-    records: list[dict[str, Any]] = field(default_factory=list)
-    skipped: int = 0
-
-    def delivery_ids(self) -> list[str]:
-        return [record["event"]["delivery_id"] for record in self.records]
-
-
-def read_spool(directory: Path) -> SpoolContents:
-    """Every whole record of every segment on disk; an unreadable line is counted in
-    `skipped`, never fatal (the applier quarantines it: `quarantine.py`)."""
-    contents = SpoolContents()
-    for number in segment_numbers(directory):
-        with (directory / segment_name(number)).open("rb") as file:
-            for line in file:
-                record = decode_record(line)
-                if record is None:
-                    contents.skipped += 1
-                else:
-                    contents.records.append(record)
-    return contents
 
 
 def decode_record(line: bytes) -> dict[str, Any] | None:
@@ -131,12 +99,9 @@ class Batch:
 
 
 def read_from(directory: Path, start: Position, limit: int) -> Batch:
-    """Whole lines from `start` on, at most about `limit` bytes, across segments.
-
-    The segments are listed before any is read: a segment that is not the newest of that
-    listing is final, so reading it to its end reads all of it. In the newest, a line still
-    being written is left for the next read. A final segment's bytes after its last newline
-    (possible only after a failed write that could not be cut) are returned as one line, so
+    """Whole lines from `start` on, at most about `limit` bytes, across segments. In the
+    newest segment a line still being written is left for the next read; in a final one the
+    bytes after its last newline (a write that failed and could not be cut) are one line, so
     the applier quarantines them instead of waiting for them forever."""
     numbers = [n for n in segment_numbers(directory) if n >= start.segment]
     position = start
@@ -162,9 +127,8 @@ def read_from(directory: Path, start: Position, limit: int) -> Batch:
 
 
 class Spool:
-    """The open spool: its newest segment, the delivery ids it knows, and the folder's lock.
-    `append` is atomic per event (check for a duplicate, write, fsync) under one lock, so
-    threads may call it; `release` removes what the applier has applied."""
+    """The open spool: its newest segment, the delivery ids it knows, and the folder's lock;
+    `append` is atomic per event (duplicate check, write, fsync), so threads may call it."""
 
     def __init__(self, directory: Path, segment_bytes: int = SEGMENT_BYTES) -> None:
         self.directory = directory
@@ -200,9 +164,8 @@ class Spool:
             return len(self._seen)
 
     def append(self, event: dict[str, Any], received_at_ms: int, signed: bool) -> bool:
-        """Writes and fsyncs the event; returns False (writing nothing) for a delivery id
-        already known. A write that fails (a full disk) is cut back before the error is
-        raised, so no half line is left for the next record to be glued to."""
+        """Writes and fsyncs the event; False (writing nothing) for a known delivery id. A write
+        that fails is cut back before the error is raised, so no half line is left."""
         line = encode_record(event, received_at_ms, signed)
         delivery_id = event["delivery_id"]
         with self._lock:
@@ -222,9 +185,8 @@ class Spool:
             return True
 
     def release(self, before: int) -> int:
-        """Removes the segments numbered below `before` (wholly applied: the applied mark is
-        in `before` or later), never the newest; keeps their ids for `DEDUP_WINDOW_S` and
-        drops ids older than that. Returns how many segments were removed."""
+        """Removes the (wholly applied) segments numbered below `before`, never the newest,
+        keeping their ids for `DEDUP_WINDOW_S`; returns how many were removed."""
         removed = 0
         for number in segment_numbers(self.directory):
             if number >= min(before, self._active):

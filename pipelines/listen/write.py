@@ -1,25 +1,13 @@
 """One batch of events written in one SQL transaction, the way dlt's scd2 merge writes it.
 
-Why not a dlt load per batch: a load is state sync, extract, normalize, a merge job and the
-load record, about 0.3-0.6 s of CPU even for a handful of events, which kept a receiver under
-50 events/s seconds behind. The batch is a few rows, so it is written directly through the
-workspace pipeline's own SQL client (the same credentials and dataset), in one transaction:
-
-- the held versions of the batch's projects are read first (`held_versions_in`), and only
-  versions newer than them are written (`newest_versions`);
-- each written project's current row is retired (its `_dlt_valid_to` set to the batch's
-  boundary) unless it already holds the same `_row_hash`, and the new version is inserted with
-  `_dlt_valid_from` the boundary and `_dlt_valid_to` null: exactly what dlt's scd2 merge does
-  for the ids of a load (`destination_scope`), so dlt's next merge sees an ordinary history;
-- the `_webhook_events` rows replace any of the same `delivery_id` (dlt's delete-insert);
-- every row carries a fresh `_dlt_id` and the batch's `_dlt_load_id`, which is recorded in
-  `_dlt_loads` as a completed load of the source's schema, so lineage joins find it (the
-  column lookup, the INSERTs and the load record are `run/sql_load.py`'s, shared with the run
-  record's writer).
-
-A batch this path cannot write exactly as dlt would (no `projects` or `_webhook_events` table
-yet, or a version carrying a column the table does not have: schema evolution is dlt's) is
-left to the dlt load (`apply.py`), which returns None here.
+Why not a dlt load per batch: a load's fixed cost kept a receiver seconds behind
+(docs/sync-design.md). The batch is a few rows, written through the workspace pipeline's own
+SQL client: only versions newer than the held ones (`held_versions_in`, `newest_versions`);
+each written project's current row retired at the batch's boundary unless it holds the same
+`_row_hash`, as dlt's scd2 merge does for the ids of a load (`destination_scope`); the
+`_webhook_events` rows replacing any of the same `delivery_id`; the load recorded in
+`_dlt_loads` (`run/sql_load.py`). A batch this path cannot write exactly as dlt would (no
+table yet, a new column) is left to the dlt load (`apply.py`): this returns None.
 """
 
 from __future__ import annotations
@@ -58,10 +46,8 @@ VALID_FROM, VALID_TO = "_dlt_valid_from", "_dlt_valid_to"
 def write_batch(
     client: SqlClientBase[Any], batch: Sequence[ReceivedEvent]
 ) -> dict[str, str] | None:
-    """Writes one workspace's batch in one transaction through the workspace pipeline's SQL
-    client, open already (its owner, `apply.py`, opens it for the batch);
-    returns every delivery's outcome, or None when the batch must go through a dlt load
-    instead (see the module's docstring)."""
+    """Writes one workspace's batch in one transaction through the pipeline's open SQL client;
+    every delivery's outcome, or None when the batch must go through a dlt load instead."""
     projects_columns = table_columns(client, PROJECTS)
     events_columns = table_columns(client, EVENTS_TABLE)
     if projects_columns is None or events_columns is None:

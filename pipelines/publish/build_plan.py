@@ -1,23 +1,15 @@
 """What the next model build does: nothing, the models downstream of the raw tables that
 changed, or every model (`plan_build`).
 
-Why: a run that loaded new jobs has to refresh what reads jobs, not the webhook marts. dbt's
-own graph says what depends on what: the plan selects `source:drone_ops.<table>+` for each
-table whose data version differs from the one the last passing build read (`build_record.py`),
-and dbt builds those models and runs the tests attached to them (including tests that also
-read an unselected model, dbt's default "eager" indirect selection). Comparing data versions
-rather than this run's report also covers what others loaded since the last build (a
-`--no-models` run, the receiver's events, a repair).
+Why: a run that loaded new jobs has to refresh what reads jobs, not the webhook marts. The plan
+selects `source:drone_ops.<table>+` for each table whose data version differs from the one the
+last passing build read (`build_record.py`), which also covers what others loaded since.
 
-A full build runs instead when anything but the data may have changed or is unknown: the first
-build of a warehouse, the build after one that failed or was killed (it left no record), an
-edited dbt project or upgraded dbt/DuckDB (`project_fingerprint`), another dataset, a data
-version that cannot be compared, the first build of a UTC day (the status histories measure a
-current status "until now"), and whenever asked (`drone-sync models`, `run --force-models`).
-
-The dbt unit tests check the models' SQL on fixed inputs, so their outcome depends on the
-project and the engine, not on the data: they run in the full builds that follow a change of
-either (and in every full build asked for), not in the daily or the partial ones.
+A full build runs when anything but the data may have changed or is unknown: the first build,
+the build after one that left no record, an edited dbt project or upgraded dbt/DuckDB
+(`project_fingerprint`), another dataset, an incomparable data version, the first build of a
+UTC day (the status histories measure "until now"), and whenever asked. The dbt unit tests
+depend on the project and the engine, not the data: they run in full builds only.
 """
 
 from __future__ import annotations

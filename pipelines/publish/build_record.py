@@ -1,19 +1,12 @@
 """The record of the last model build: what the marts were built from, so the next build does
-only what changed since (`build_plan.py` decides from it: nothing, the models downstream of the
-tables that changed, or everything).
+only what changed since (`build_plan.py` decides from it).
 
-Why: a schedule every 15 minutes would otherwise rebuild and retest every model each time
-(about 26 s at `small` on a busy 2-core machine) whatever the run loaded. The record holds
-the warehouse's data version per raw table (`warehouse.data_version`: row counts, retirements
-and the newest load, so any load, retirement or repair changes it, whoever made it: this run, a
-`--no-models` run, a restore from a backup), the dbt project's fingerprint, the dataset, and
-when the last build and the last full build ran. A record is written only by a build whose
-models and tests all passed.
-
-The record lives in the warehouse's dbt folder (in the sync folder beside dlt's pipelines
-folder, `Target.sync_dir()`), with dbt's own partial-parse state, and is removed before each
-build starts, so a build that fails or is killed leaves no record and the next run builds
-again.
+Why: a schedule would otherwise rebuild and retest every model each time, whatever the run
+loaded. The record holds the data version per raw table (`warehouse.data_version`, which any
+load, retirement, repair or restore changes, whoever made it), the dbt project's fingerprint,
+the dataset, and when the last build and the last full build ran. Only a build whose models
+and tests all passed writes one, in the warehouse's dbt folder (`Target.sync_dir()`), and it is
+removed before each build starts, so a build that fails or is killed leaves none.
 """
 
 from __future__ import annotations
@@ -94,9 +87,8 @@ def project_fingerprint(project_dir: Path = PROJECT_DIR) -> str:
 
 
 def dbt_folder(sync_dir: Path) -> Path:
-    """The warehouse's dbt folder: partial-parse state and the build record. It lives in the
-    sync folder, not in dlt's pipelines folder, where dlt's tooling would list it as a
-    pipeline."""
+    """The warehouse's dbt folder (partial-parse state, the build record), in the sync folder:
+    dlt's tooling would list it as a pipeline in dlt's."""
     return sync_dir / "dbt"
 
 
@@ -126,9 +118,8 @@ def remember_build(
     previous: BuildRecord | None = None,
     now: datetime | None = None,
 ) -> None:
-    """Records a build whose models and tests all passed: with `full` every model was built,
-    else only those downstream of what changed since `previous` (whose full build then stays
-    the last one)."""
+    """Records a build whose models and tests all passed: `full`, or downstream of what changed
+    since `previous` (whose full build then stays the last one)."""
     if data_version is None:
         return
     built_at = (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds")

@@ -51,11 +51,8 @@ class NodeFailure:
 
 @dataclass
 class ModelsResult:
-    """What a build did: enough for the CLI to print and for tests to assert.
-
-    `failures` holds models and tests that errored or failed; nodes skipped because of them
-    are only counted in `skipped`.
-    """
+    """What a build did: `failures` holds models and tests that errored or failed; nodes
+    skipped because of them are only counted in `skipped`."""
 
     ok: bool
     models_built: int = 0
@@ -102,10 +99,8 @@ def dbt_args(
     quiet: bool = True,
     log_path: pathlib.Path | None = None,
 ) -> list[str]:
-    """The dbt command line for our project; target and logs stay out of `models/`. `quiet`
-    dbt prints nothing: what it did and why it failed is in its result, which the caller
-    reports in its own lines (dbt would print each failure again, and on a Ctrl-C its own
-    traceback)."""
+    """The dbt command line for our project; target and logs stay out of `models/`. dbt is
+    `quiet`: the caller reports its result in its own lines."""
     args = [
         command,
         "--project-dir",
@@ -219,15 +214,11 @@ def build_models(
 ) -> ModelsResult:
     """Build staging views and marts (`dbt build`, or `dbt run` without tests) in-process.
 
-    `select` is a dbt selector (e.g. "+fct_job_occurrences"), or several, to build part of the
-    project. `unit_tests=False` leaves dbt's unit tests out of a `dbt build` (they check the
-    SQL on fixed inputs, which only a project or engine change can alter: `build_plan.py`).
-    `write_json=False` skips dbt's `manifest.json` and `run_results.json` (measured: about 0.3
-    s of CPU per build, docs/performance.md); the result returned says what ran either way,
-    and the partial-parse state is written regardless.
-    dbt's target folder is `target_path` when given: kept between builds, it holds dbt's
-    partial-parse state, so a later build parses only what changed. Otherwise, and for dbt's
-    logs always, a temporary folder in `scratch_root` (default: the system's).
+    `select`: dbt selectors, to build part of the project. `unit_tests=False` leaves dbt's unit
+    tests out (`build_plan.py`). `write_json=False` skips `manifest.json` and
+    `run_results.json` (their cost: docs/performance.md); the result says what ran either way.
+    dbt's target folder is `target_path` when given, kept between builds for partial parsing;
+    otherwise, and for dbt's logs always, a temporary folder in `scratch_root`.
     """
     from dbt.cli.main import dbtRunner
 

@@ -1,13 +1,9 @@
 """Say which columns a failed `not_null_columns` test found null, in the failure's message.
 
-The models' not-null checks are one dbt test per model (`models/tests/generic/
-not_null_columns.sql`) instead of one per column: dbt costs about 24 ms of CPU per node
-whatever the rows (docs/performance.md). Such a test returns one row per column that holds a
-null, but dbt's message for a failed test only counts rows ("Got 1 result, configured to fail
-if != 0"). So when one fails, its compiled SQL runs once more through `dbt show` (the same
-profile, target folder and partial parse as the build) and the rows it returns, column and
-null count, are added to the message: `null in job_id (3 rows)`. A build whose checks pass pays
-nothing for this.
+The not-null checks are one dbt test per model, not per column (dbt's cost is per node:
+docs/performance.md), but dbt's message for a failed test only counts rows. So a failed one's
+compiled SQL runs once more through `dbt show` and its rows are added to the message:
+`null in job_id (3 rows)`. A build whose checks pass pays nothing for this.
 """
 
 from __future__ import annotations
@@ -35,11 +31,8 @@ def failed_not_null_tests(result: Any) -> dict[str, str]:
 
 
 def null_columns(dbt: Any, show_args: Sequence[str], tests: dict[str, str]) -> dict[str, str]:
-    """`null in <column> (<n> rows), ...` for each failed test, by unique id, from its rows.
-
-    `dbt` is a `dbtRunner`; `show_args` the `dbt show` command line without the query. A test
-    whose rows cannot be read (the warehouse went away meanwhile) is left out: its failure
-    still stands with dbt's own message."""
+    """`null in <column> (<n> rows), ...` for each failed test, by unique id (`show_args`: the
+    `dbt show` command line). A test whose rows cannot be read keeps dbt's own message."""
     notes: dict[str, str] = {}
     for unique_id, sql in tests.items():
         # dbt show prints the rows it previews unless its log level is none

@@ -1,12 +1,9 @@
-"""The marts' table macros, copied into the BI snapshot beside the marts.
+"""The marts' table macros, copied into the BI snapshot beside the marts (docs/as-of.md).
 
-Why: the dbt build creates, in the marts schema, table macros that answer as-of questions in
-one call (`projects_as_of(at)`, `projects_changed(from, to)`: models/macros/history_functions.sql,
-docs/as-of.md). The snapshot copies tables with `CREATE TABLE ... AS`, which copies no macro, so
-a BI tool reading the snapshot would have the versions marts but not the calls. The macros are
-copied as DuckDB keeps them (their parameters and their parsed body, printed back as SQL): the
-dbt project stays their one definition. Their bodies name the marts without a catalog, so they
-read the snapshot's own marts when a tool opens the snapshot file.
+Why: the snapshot copies tables with `CREATE TABLE ... AS`, which copies no macro, so a BI
+tool would have the versions marts but not the as-of calls. They are copied as DuckDB keeps
+them (parameters and parsed body, printed back as SQL), so the dbt project stays their one
+definition; their bodies name the marts without a catalog, so they read the snapshot's own.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """The parts of the BI snapshot that every successful run changes: `_snapshot_info` and the run
 records `<dataset>._sync_runs`.
 
-Why a module of its own: a run that changed no data keeps the marts (`build_record.py`), and
-copying the marts again only to move a "data as of" time costs seconds to minutes on a large
-warehouse. So such a run refreshes only these two tables, in a byte copy of the previous
-snapshot (`refresh_copy`), and the caller renames that copy over the snapshot as it does after a
-full publish: the file a reader holds is only ever read, never written.
+Why a module of its own: a run that changed no data keeps the marts, and copying them again
+only to move a "data as of" time costs seconds to minutes. Such a run refreshes only these two
+tables, in a byte copy of the previous snapshot (`refresh_copy`) that the caller renames over
+it: the file a reader holds is only ever read, never written.
 """
 
 from __future__ import annotations
@@ -103,13 +102,11 @@ def refresh_copy(
     alias: str,
     include_runs: bool,
 ) -> tuple[tuple[str, ...], str | None] | None:
-    """Copies `snapshot` byte for byte to `tmp`, then in `tmp` replaces `_sync_runs` (or drops
-    it when `include_runs` is off) and rewrites `_snapshot_info`; the marts stay as they were
-    copied. `con` is the warehouse's read-only connection; `tmp` stays attached as `alias`.
-
-    Returns the published tables and the newest run id, as a full publish does; None, with
-    `tmp` detached and removed, when the previous snapshot is not a marts-only snapshot of
-    `dataset` with this version's `_snapshot_info` (the caller then copies everything)."""
+    """Copies `snapshot` byte for byte to `tmp` (attached as `alias` on `con`, the warehouse's
+    read-only connection), then replaces `_sync_runs` (or drops it without `include_runs`) and
+    rewrites `_snapshot_info`. Returns the published tables and the newest run id; None, `tmp`
+    removed, when the previous snapshot is not a marts-only one of `dataset` in this version's
+    layout (the caller then copies everything)."""
     try:
         shutil.copyfile(snapshot, tmp)
         con.execute(f"ATTACH {literal(str(tmp))} AS {alias} (READ_WRITE)")

@@ -50,10 +50,8 @@ def snapshot_plan(
     off_flag: bool = False,
     include_raw: bool = False,
 ) -> SnapshotPlan | None:
-    """The snapshot a command on a DuckDB warehouse publishes, or None when it is off.
-
-    Where it goes is `configured_snapshot`'s; raises `ConfigError` naming the flag or setting
-    for a path that cannot work, so a scheduler gets exit 2 before any sync starts."""
+    """The snapshot a command on a DuckDB warehouse publishes (`configured_snapshot`), or None;
+    a path that cannot work is a `ConfigError` naming its flag or setting, before any sync."""
     located = configured_snapshot(database, path_flag=path_flag, off_flag=off_flag)
     if located is None:
         if include_raw:
@@ -74,10 +72,8 @@ def configured_snapshot(
     database: Path, *, path_flag: Path | None = None, off_flag: bool = False
 ) -> tuple[str, Path] | None:
     """The snapshot's path and the flag or setting that names it, or None when it is off:
-    `--no-snapshot` wins, then `--snapshot PATH`, then `destination.duckdb.bi_snapshot` (a
-    path, or false), then the default beside the warehouse. Not checked for writing, so a
-    command that only reads the snapshot (`metrics`, `dashboard`) finds it on a read-only
-    host."""
+    `--no-snapshot`, `--snapshot PATH`, `destination.duckdb.bi_snapshot`, then the default
+    beside the warehouse. Not checked for writing: `metrics` and `dashboard` only read it."""
     configured: Any = None if off_flag or path_flag is not None else dlt.config.get(CONFIG_KEY)
     if off_flag or _is_off(configured):
         return None

@@ -1,16 +1,11 @@
 """Deliveries loaded while the chains still walk, and the marks that keep that safe.
 
-Why: the delivery logs are the walk's longest part (at `large`, 50 ms: five chains of 2,000
-pages, one page after the other), and their 500,000 entries were loaded only after the last
-chain ended: 10 to 12 s in which nothing else happened. Loading them in waves while the chains
-walk leaves only the last few thousand for the end.
-
-A wave loads entries of chains that may still fail. What keeps a failure from leaving a gap is
-where a webhook's high-water mark comes from: no longer the newest delivery loaded, but the
-newest entry of a chain that reached known ground, recorded in `_sync_delivery_marks` only
-after every load of that run's deliveries succeeded. A run that fails or is killed records
-nothing, so the next one walks from the previous mark again and the merge on id drops what
-the waves had already loaded.
+Why: the delivery logs are the walk's longest part, and loading them only after the last chain
+ended left the end of a run doing nothing else (docs/performance.md). A wave loads entries of
+chains that may still fail; what keeps that from leaving a gap is the mark: the newest entry of
+a chain that reached known ground, recorded in `_sync_delivery_marks` only after every delivery
+load of the run succeeded. A run that fails records nothing, so the next walks from the
+previous mark again and the merge on id drops what the waves had loaded.
 """
 
 from __future__ import annotations
@@ -52,28 +47,22 @@ def record_marks_first(loads: RunLoads, run: SyncRun) -> None:
 
 
 class DeliveryWaves:
-    """Loads the typed deliveries in waves of at least `wave_rows` while the
-    walk goes on: while the lists still walk (before their load), and while the chains do.
+    """Loads the typed deliveries in waves of at least `Seams.delivery_wave_rows` while the
+    walk goes on: while the lists still walk (with latency they can be the walk's longest
+    part), and while the chains do."""
 
-    At 50 ms latency the lists, not the chains, can be the walk's longest part (20,000 job
-    walks share the 16 requests in flight with the five chains), so waves that started only
-    after the lists' load found the chains done and loaded everything at the end."""
-
-    def __init__(self, loads: RunLoads, run: SyncRun, wave_rows: int) -> None:
+    def __init__(self, loads: RunLoads, run: SyncRun) -> None:
         self.loads = loads
         self.run = run
-        self.wave_rows = wave_rows
+        self.wave_rows = run.seams.delivery_wave_rows
         self.count = 0
         self.error: str | None = None
         """Why a wave failed; the run then records no marks, and the table fails with it."""
 
     def load_while(self, stage: str, *, only_when_idle: bool = False) -> None:
-        """Loads waves until `stage` of the walk has finished (or a wave fails).
-
-        With `only_when_idle` a wave waits while the process is busy (`_CpuWindow`): when the
-        walk is CPU-bound (no latency to hide behind) a wave takes the GIL from the walkers and
-        adds to the run instead of hiding in it; at `large`, 0 ms, waves during the lists cost
-        22 s of CPU and 9 s of wall time."""
+        """Loads waves until `stage` of the walk has finished (or a wave fails). With
+        `only_when_idle` a wave waits while the process is busy (`_CpuWindow`): in a CPU-bound
+        walk it would take the GIL from the walkers instead of hiding in their waits."""
         window = _CpuWindow()
         while self.error is None and self.run.walking(stage, WAVE_POLL_SECONDS):
             if self.run.interrupted:

@@ -1,13 +1,10 @@
 """A full disk, wherever a turn writes: one line that names the folder to free, and the run
 stops at once with nothing half-done left in dlt's working folder.
 
-Why: a full disk is not one table's problem. Once a load is refused, every later load of the
-run (and its record in `_sync_runs`) is refused too, and each failure came back through dlt as
-a different error: a traceback from the extract, dlt's own logged tracebacks, a commit error
-from DuckDB, or a misleading `[Errno 18] Invalid cross-device link` (`errors.chained`). So the
-first load the disk refuses ends the run: its unloaded packages and dlt's unfinished saves are
-deleted (which gives back the space they took), nothing more is written, and the CLI says one
-line. The next run with space starts from the warehouse and loads what this one could not.
+Why: once a load is refused every later one is too, and each failure came back through dlt as
+a different error (`errors.chained`). So the first refused load ends the run: its unloaded
+packages and dlt's unfinished saves are deleted, nothing more is written, and the next run
+with space loads what this one could not.
 """
 
 from __future__ import annotations
@@ -33,9 +30,8 @@ class DiskFull(DroneOpsError):
 
 @contextmanager
 def disk_full_as_error(target: Target, pipeline: dlt.Pipeline | None = None) -> Iterator[None]:
-    """Turns a full disk, raised anywhere in the block (deep inside dlt or DuckDB as often as
-    not), into `DiskFull`; with `pipeline`, first deletes what the refused load left in its
-    working folder. Other errors pass unchanged."""
+    """Turns a full disk, raised anywhere in the block, into `DiskFull`; with `pipeline`, first
+    deletes what the refused load left in its working folder."""
     try:
         yield
     except DroneOpsError:
@@ -58,11 +54,10 @@ DUCKDB_HEADERS_BYTES = 3 * 4096
 
 
 def _remove_unwritten_database(database: Path) -> None:
-    """Removes a DuckDB file this run created and the disk refused to write whole: with its
-    headers cut short, every later run refused it as "not a valid DuckDB database file". A
-    file the run found was opened as a database before anything was written (the turn's
-    first step: `door.py` `open_duckdb`), and DuckDB only rewrites its headers in
-    place, so only a file this run created can be shorter than them or lack the magic bytes."""
+    """Removes a DuckDB file this run created and the disk refused to write whole: every later
+    run would refuse it as "not a valid DuckDB database file". A file the run found was opened
+    before anything was written, and DuckDB rewrites headers in place, so only a file this run
+    created can be shorter than them or lack the magic bytes."""
     try:
         with database.open("rb") as file:
             head = file.read(DUCKDB_HEADERS_BYTES)

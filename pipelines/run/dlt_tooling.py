@@ -1,12 +1,9 @@
-"""Lets dlt's own command line and dashboard (`dlt pipeline <name> info|trace|schema|
-load-package|show`) find each warehouse's pipeline without `--pipelines-dir`.
+"""Lets dlt's own command line and dashboard (`dlt pipeline <name> info|trace|...`) find each
+warehouse's pipeline without `--pipelines-dir` (docs/dlt-tooling.md).
 
-A run keeps dlt's working folder beside its warehouse (`.dlt_pipelines/<file>/<name>`), so
-two warehouses never share pending packages. dlt's tooling looks only in its own folder
-(`~/.dlt/pipelines`, `/var/dlt/pipelines` as root, or `$DLT_DATA_DIR/pipelines`). A symlink
-there, named like the pipeline (`Target.pipeline_name`: one name per warehouse), bridges the
-two. Because the name is the warehouse's, another warehouse's sync never re-points it; a
-real folder of that name (a pipeline of someone else's) is never replaced.
+dlt's tooling looks only in its own folder, while a run keeps the working folder beside its
+warehouse; a symlink there named like the pipeline (one name per warehouse) bridges the two.
+Another warehouse's sync never re-points it, and a real folder of that name is never replaced.
 """
 
 from __future__ import annotations

@@ -36,9 +36,8 @@ def root_cause(exc: BaseException) -> str:
 
 def chained(exc: BaseException) -> Iterator[BaseException]:
     """`exc` and every error behind it (dlt's wrapped `exception`, causes and contexts), each
-    once. `innermost` follows one path; a full disk can hide off it: dlt's move of a file
-    falls back to a copy when the rename fails, so the copy's ENOSPC carries the rename's
-    `[Errno 18] Invalid cross-device link` as its context, and that was what the run said."""
+    once: a full disk can hide off `innermost`'s one path (dlt's copy after a failed rename
+    carries the rename's `[Errno 18] Invalid cross-device link` as its context)."""
     seen: set[int] = set()
     pending: list[BaseException] = [exc]
     while pending:

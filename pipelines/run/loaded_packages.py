@@ -1,16 +1,10 @@
 """Completed load packages: dlt keeps every one it loaded, so the newest few are kept and the
 rest removed at the end of each run.
 
-Why: dlt moves each package it loaded to `<pipelines_dir>/<pipeline>/load/loaded/` and never
-removes it (its `load.delete_completed_jobs` setting removes only the data files, and only
-as each package completes, so the last load could no longer be inspected either). A run makes
-a few packages (each load group, delivery waves; on a new warehouse the run record), and a
-schedule runs every few minutes: measured before this module, when a quiet run's record was
-still a dlt load, 62 KB and 9 files per quiet run, 7 MB and 604 files after 42 runs, on DuckDB
-and PostgreSQL alike. The warehouse keeps what those packages
-loaded (`_dlt_loads`, `_sync_runs`), so the local copies are only for looking at recent loads
-with `dlt pipeline <name> load-package` or `info`: the newest `KEEP_LOADED_PACKAGES` are kept
-whole for that, every older one is removed with dlt's own `LoadStorage.delete_loaded_package`.
+Why: dlt never removes a loaded package, and a schedule makes a few every few minutes. The
+warehouse keeps what they loaded, so local copies only serve `dlt pipeline <name>
+load-package` or `info`: the newest `KEEP_LOADED_PACKAGES` are kept for that, older ones are
+removed with dlt's own `LoadStorage.delete_loaded_package`.
 """
 
 from __future__ import annotations
@@ -37,12 +31,9 @@ def prune_loaded_packages(
     traced: Collection[str] = (),
 ) -> list[str]:
     """Removes every completed package but the newest `keep` and those the run's saved trace
-    names (`traced`: what `dlt pipeline <name> trace` and the dashboard list must stay
-    openable with `load-package`); returns the load ids removed.
-
-    Called under the warehouse's lock, at the end of a run, so no load is using them. A
-    package that cannot be removed is left for the next run (logged): pruning never fails a
-    run whose data is already in the warehouse."""
+    names (`traced`, which must stay openable); returns the load ids removed. Called under the
+    lock at the end of a run; a package that cannot be removed is left for the next run:
+    pruning never fails a run whose data is already in the warehouse."""
     storage = LoadStorage(
         False,
         [],

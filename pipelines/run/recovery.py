@@ -35,13 +35,10 @@ left them)."""
 def forget_moved_working_folders(target: Target) -> list[str]:
     """Removes the working folders a DuckDB file brought from an earlier path; returns notes.
 
-    Why: the pipeline is named after the file's path (`Target.pipeline_name`), so a file moved
-    or restored elsewhere together with its `.dlt_pipelines/<file>/` folder finds its old
-    working folder under another name. That folder is a cache of what the warehouse holds and
-    the sync re-derives every change from the warehouse, so the run starts from the warehouse
-    as on a new machine, and the stale folder goes (dlt's tooling would list it as a second
-    pipeline). Only in the per-file folder: an explicitly given pipelines folder may hold
-    other warehouses' pipelines of the same dataset."""
+    Why: the pipeline is named after the file's path, so a file moved with its
+    `.dlt_pipelines/<file>/` folder finds its old working folder under another name, a stale
+    cache dlt's tooling would list as a second pipeline; the run starts from the warehouse.
+    Only in the per-file folder: a given pipelines folder may hold other warehouses'."""
     if target.destination != "duckdb" or target.pipelines_dir is not None:
         return []
     current = target.working_dir()
@@ -60,13 +57,10 @@ def forget_moved_working_folders(target: Target) -> list[str]:
 def open_pipeline(target: Target) -> tuple[dlt.Pipeline, str | None]:
     """The pipeline, and a note if its local working folder had to be set aside.
 
-    Why: dlt's working folder (schema, state, pending packages) is a cache of what the
-    warehouse holds. A run interrupted at the wrong moment has once left a schema file there
-    that dlt refuses to read (the chaos suite caught it after a SIGINT during an extract), and
-    every later run then failed before it started. The warehouse keeps dlt's schema and state
-    itself and this sync re-derives every change by comparing with the warehouse, so a folder
-    dlt cannot read is moved aside (one copy, for a post-mortem) and the run starts from the
-    warehouse, as a run on a new machine does."""
+    Why: dlt's working folder is a cache of what the warehouse holds, and a run interrupted at
+    the wrong moment can leave a schema file dlt refuses to read, failing every later run. A
+    folder dlt cannot read is moved aside (one copy, for a post-mortem) and the run starts
+    from the warehouse, as on a new machine."""
     working = target.working_dir()
     try:
         return make_pipeline(target), None
@@ -86,12 +80,10 @@ def open_pipeline(target: Target) -> tuple[dlt.Pipeline, str | None]:
 
 
 def finish_pending(pipeline: dlt.Pipeline) -> str | None:
-    """Loads what an interrupted run extracted; drops it if it cannot be loaded, because
-    the next comparison with the warehouse re-derives every change anyway.
-
-    A package damaged by a kill mid-move can defeat dlt's own abort too; its folders are then
-    removed by hand, so one damaged package never wedges every later run. The note says this
-    in words; dlt's or the OS's own error (paths, errno) goes to the DEBUG log only."""
+    """Loads what an interrupted run extracted; drops it if it cannot be loaded (the next
+    comparison re-derives every change anyway), by hand when a kill mid-move defeats dlt's
+    own abort, so one damaged package never wedges every later run. The note says this in
+    words; the error itself (paths, errno) goes to the DEBUG log only."""
     if not pipeline.has_pending_data:
         return None
     working = Path(pipeline.working_dir)
@@ -160,10 +152,9 @@ def _remove_pending_folders(
 
 
 def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
-    """Removes what killed runs left, under the lock (so no other run is using it): spill and
-    dbt scratch folders, packages half-moved into dlt's `load/new` (a package is written
-    there and then moved on, so one still there was never loaded; its changes are re-derived
-    by this run's comparison), and dlt's unfinished saves (`remove_unfinished_saves`)."""
+    """Removes what killed runs left, under the lock: spill and dbt scratch folders, packages
+    half-moved into dlt's `load/new` (never loaded: this run re-derives their changes), and
+    dlt's unfinished saves (`remove_unfinished_saves`)."""
     removed: list[str] = []
     spill_root = target.spill_root()
     if spill_root.is_dir():
@@ -177,10 +168,8 @@ def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
 
 
 def drop_unloaded(pipeline: dlt.Pipeline) -> None:
-    """Deletes every package not yet loaded and dlt's unfinished saves, without asking dlt to
-    abort them: dlt's abort completes the package through a load, which writes to the
-    destination and to the working folder, and after a full disk neither may be written. The
-    next run re-derives the packages' changes by comparing the API with the warehouse."""
+    """Deletes every package not yet loaded and dlt's unfinished saves without dlt's abort,
+    which writes (after a full disk nothing may); the next run re-derives their changes."""
     working = Path(pipeline.working_dir)
     _remove_pending_folders(working)
     remove_unfinished_saves(working)

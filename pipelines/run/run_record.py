@@ -1,21 +1,13 @@
 """The run's record (`_sync_runs`, `_sync_issues`, `_sync_delivery_marks`), written when the
 run's loads are done: by SQL in one transaction once dlt has made its tables, else by dlt.
 
-Why: the record cannot join a data load (its rows carry each table's outcome, known only once
-that table's load ended, and the delivery marks may move only after every delivery load
-succeeded: `delivery_waves.py`), so it was a dlt load of its own, 0.3-0.6 s for a few rows and
-a quiet run's only load. It is now written as the event receiver writes a batch
-(`sql_load.py`): through the pipeline's SQL client, in the write lock, in one transaction,
-every row with a fresh `_dlt_id` and the record's `_dlt_load_id`, which is recorded in
-`_dlt_loads` as a completed load. So the readers that count only completed loads (the rolling
-refresh's job syncs, the delivery marks: `RunStateReader`) see it as before, and a run killed
-before the commit leaves nothing of its record, as a killed dlt load left nothing.
-
-dlt loads the record instead (`RECORD_RESOURCES`, with the empty `_webhook_events` the models
-read) whenever the SQL path could not write exactly what dlt would: on a new warehouse (no
-tables yet), when a table lacks a column the rows carry (a new column: schema evolution is
-dlt's), and when the transaction failed (rolled back; the dlt load's own failure, if it fails
-too, is the run's note).
+Why SQL: the record cannot join a data load (its rows carry each table's outcome, and the
+marks may move only after every delivery load succeeded), and a load of its own costs more
+than a few rows should (docs/sync-design.md). It is written as the event receiver writes a
+batch (`sql_load.py`) and recorded in `_dlt_loads` as a completed load, so readers that count
+only completed loads see it, and a run killed before the commit leaves nothing of it. dlt
+loads it instead (`RECORD_RESOURCES`) on a new warehouse, for a new column, and when the
+transaction failed.
 """
 
 from __future__ import annotations
@@ -48,9 +40,8 @@ log = logging.getLogger(__name__)
 def record_run(
     loads: RunLoads, run: SyncRun, source: Callable[[], Any], record: RunRecord
 ) -> str | None:
-    """Records the run: by SQL when it can (`write_record`), else through the source's own
-    run-state resources in one dlt load (`source()` makes the run's dlt source). Returns why
-    the run could not be recorded, or None."""
+    """Records the run: by SQL when it can (`write_record`), else through the source's
+    run-state resources in one dlt load. Returns why it could not be recorded, or None."""
     run.record = record
     if _written_by_sql(loads, record):
         return None

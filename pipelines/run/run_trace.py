@@ -1,17 +1,11 @@
 """Every load of one sync run goes through `RunLoads`, which keeps their dlt traces and saves
 them as one, so `dlt pipeline <name> trace` (and the dashboard) show the run's data loads.
 
-Why: a sync makes several `pipeline.run` calls (delivery waves, one per load group, and on a
-new warehouse the load of its record, `_sync_runs`, `_sync_issues` and
-`_sync_delivery_marks`), and dlt keeps only the last call's trace, so the tooling showed the
-last load and none of the others. The record cannot join the last data group's load: its rows
-carry each table's outcome, known only once that load has finished, and the delivery marks
-may be recorded only after every delivery load succeeded (`delivery_waves.py`). So the loads
-stay apart, and the trace saved at the end of the run is theirs together, in order: every
-extract, normalize and load step with its load id, row counts and timings. Once dlt has made
-the record's tables, the record is written by SQL (`write`, `run_record.py`), which is no dlt
-load and has no step in the trace. A quiet run makes no load at all (its groups are finished
-without dlt: `finish_quiet_tables`), so it saves no trace and the newest loading run's stays.
+Why: a sync makes several `pipeline.run` calls (delivery waves, one per load group, on a new
+warehouse its record), and dlt keeps only the last call's trace. The loads stay apart (the
+record carries each table's outcome, known only once its load finished), and the trace saved
+at the end is theirs together, in order. A record written by SQL and a quiet run's groups are
+no dlt load and have no step in it.
 """
 
 from __future__ import annotations
@@ -45,15 +39,11 @@ class RunLoads:
     def run(self, data: Any) -> None:
         """One load of `data`; its trace is kept whether it succeeds or raises.
 
-        Why not `pipeline.run`: a load group whose extract yields nothing (a group with
-        nothing to load never gets here: `finish_quiet_tables`; but the versions a group
-        found may all be older than what the event receiver applied meanwhile) would still
-        pay for normalize and load; and with a package a failed load left pending, `run`
-        loads that package and returns without extracting `data` at all. The steps are
-        dlt's own, called in `run`'s order: dlt's state sync with the destination once,
-        before the first load; then the extract; then normalize and load, which take a
-        pending package along with the new one (oldest first). An extract that wrote no
-        job, with nothing pending, ends there, its empty package dropped."""
+        Why not `pipeline.run`: an extract that yields nothing would still pay for normalize
+        and load, and with a package a failed load left pending, `run` loads that package and
+        returns without extracting `data` at all. The steps are dlt's own, in `run`'s order
+        (state sync once, extract, normalize, load, a pending package taken along); an extract
+        that wrote no job, with nothing pending, ends there."""
         schema = None if isinstance(data, DltSource) else self._source_schema()
         pipeline = self.pipeline
         file_format: Any = self.target.loader_file_format()
@@ -80,17 +70,15 @@ class RunLoads:
                     self._keep_trace()
 
     def write(self, write: Callable[[SqlClientBase[Any]], T]) -> T:
-        """A write by SQL through the pipeline's SQL client (`write` opens and closes it), in
-        the lock a load takes: the write lock, a full disk as one line. Not a dlt load, so it
-        leaves no trace: what it writes, it records in `_dlt_loads` itself (`sql_load.py`)."""
+        """A write by SQL through the pipeline's SQL client, in the lock a load takes (the write
+        lock, a full disk as one line); no dlt load, so it leaves no trace."""
         with writing(self.target, self.pipeline):
             return write(self.pipeline.sql_client())
 
     def _source_schema(self) -> Schema:
-        """The source's schema (`drone_ops`) for the run's own tables (`_sync_runs`, marks),
-        given to dlt as such: a bare resource goes to the pipeline's default schema, and on a
-        new warehouse, before the source's first load, dlt would make one named after the
-        pipeline, which is now the warehouse's name, not the source's."""
+        """The source's schema (`drone_ops`) for the run's own tables: a bare resource goes
+        to the pipeline's default schema, which on a new warehouse dlt would name after the
+        pipeline (the warehouse's name), not the source."""
         name = source_settings.SOURCE_NAME
         if name in self.pipeline.schema_names:
             return self.pipeline.schemas[name].clone()
@@ -109,15 +97,10 @@ class RunLoads:
         self.traces.append(trace)
 
     def save_trace(self) -> set[str]:
-        """Saves the run's loads as the pipeline's last trace (dlt's own file, read by `dlt
-        pipeline <name> trace` and the dashboard); returns the load ids it names, which the
-        pruning of completed packages keeps (`loaded_packages.py`).
-
-        A package dlt dropped is left out: a load whose extract yielded nothing (most of a
-        quiet run's) makes a package that dlt's normalize deletes as empty, yet its extract
-        step still lists it as `extracted`, so the dashboard showed it as "pending to
-        normalize" and `dlt pipeline <name> load-package <id>` could not find it. Every
-        package the saved trace names is one the working folder holds."""
+        """Saves the run's loads as the pipeline's last trace (read by `dlt pipeline <name>
+        trace` and the dashboard); returns the load ids it names, which the pruning of
+        completed packages keeps. A package dlt dropped as empty is left out (its extract step
+        still lists it), so every package the trace names is one the working folder holds."""
         pipeline = self.pipeline
         if not self.traces:
             # a quiet run made no load: the newest loading run's trace stays, and so must

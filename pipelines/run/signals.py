@@ -28,9 +28,8 @@ SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: EXIT_SIGINT, signal.SIGTERM: EXIT_
 
 
 class SignalStop:
-    """Turns SIGINT/SIGTERM (and a closed stdout) into a cooperative stop while a sync runs
-    (the walk ends, the tables not yet loaded are recorded as interrupted); outside a sync, or
-    at a second signal, it interrupts at once."""
+    """Turns SIGINT/SIGTERM (and a closed stdout) into a cooperative stop while a sync runs;
+    outside a sync, or at a second signal, it interrupts at once."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
@@ -48,11 +47,9 @@ class SignalStop:
 
     def stdout_closed(self) -> None:
         """What a write to a closed stdout means: SIGPIPE received. Only the main thread is
-        interrupted, and only while this stop handles the signals (not once the process
-        ignores them on its way out); a writer on another thread (a heartbeat, a log line)
-        goes on, its output discarded, and the command ends with 141 at its next stop check.
-        After a signal (a Ctrl-C in a shell pipeline ends the reader too) the stop under way
-        goes on as it was."""
+        interrupted, and only while this stop handles the signals; a writer on another thread
+        goes on, its output discarded, and the command ends with 141 at its next stop check. A
+        stop already under way goes on as it was."""
         if self.received is not None:
             return
         if (
@@ -66,13 +63,10 @@ class SignalStop:
 
     @contextmanager
     def installed(self) -> Iterator[SignalStop]:
-        """The handler, for both signals, while the block runs.
-
-        A handler's exception raised while Python runs a callback it cannot propagate from (a
-        weakref callback, such as the import system's module locks being collected during an
-        import) is printed as "Exception ignored in" with a traceback, and the code goes on.
-        Such a `KeyboardInterrupt` is dropped silently here: the signal is already recorded,
-        so a sync stops at its next check, and a command that ran to its end says so (`missed`)."""
+        """The handler, for both signals, while the block runs. A `KeyboardInterrupt` raised
+        where Python cannot propagate it (a weakref callback during an import) would print
+        "Exception ignored in"; it is dropped here: the signal is recorded, so a sync stops at
+        its next check, and a command that ran to its end says so (`missed`)."""
         previous = {sig: signal.getsignal(sig) for sig in SIGNAL_EXIT}
         previous_hook = sys.unraisablehook
 
@@ -131,9 +125,7 @@ class SignalStop:
 
     def interrupted(self, doing: str, then: str) -> str | None:
         """The one line an interruption prints: which signal stopped what, and what the next
-        run does about it. None for a closed stdout, which ends a command silently, as it ends
-        any Unix tool, and None once the line was given (a second Ctrl-C while the first is
-        being told adds nothing)."""
+        run does. None for a closed stdout (a silent end, as any Unix tool's) and once given."""
         if self.received == signal.SIGPIPE or self._told:
             return None
         self._told = True

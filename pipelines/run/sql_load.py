@@ -1,23 +1,13 @@
 """A few rows written by SQL in one transaction, recorded as a completed dlt load.
 
-Why: a dlt load is state sync, extract, normalize, load and the load record, 0.3-0.6 s even
-for one row. Two writers write a handful of rows into tables dlt already made: the event
-receiver's batch (`listen/write.py`) and a run's record (`run_record.py`). Both write through
-the workspace pipeline's own SQL client (its credentials and dataset), inside one transaction
-the caller opens, with what this module gives them:
-
-- `table_columns`: a table's columns, or None when it does not exist. A writer whose rows
-  carry a column the table lacks, or whose table is missing, leaves those rows to a dlt load:
-  creating tables and columns (schema evolution) is dlt's, so its schema stays the truth;
-- `insert_rows`: every row with a fresh `_dlt_id` (as dlt gives Arrow rows) and the load's
-  `_dlt_load_id`; on DuckDB one INSERT from the Arrow rows, which DuckDB scans in place (as it
-  reads the parquet of a dlt load), elsewhere multi-row INSERTs of at most `INSERT_ROWS` rows
-  with bound parameters;
-- `record_load`: the load id in `_dlt_loads` as a completed load (status 0) of the source's
-  schema, so whoever counts only completed loads (`RunStateReader`, lineage joins) finds it.
-
-Either engine (DuckDB, PostgreSQL) takes the same statements: `%s` parameters, quoted names
-from the client.
+Why: a dlt load's fixed cost is large for a few rows (docs/sync-design.md). Two writers write
+a handful of rows into tables dlt already made: the event receiver's batch (`listen/write.py`)
+and a run's record (`run_record.py`), through the workspace pipeline's own SQL client, inside
+one transaction the caller opens. `table_columns` is None for a missing table, so a writer
+leaves rows with a table or column dlt has not made to a dlt load (schema evolution is dlt's);
+`insert_rows` gives every row a fresh `_dlt_id` and the load's `_dlt_load_id`; `record_load`
+records the load in `_dlt_loads` as completed, so whoever counts only completed loads finds
+it. DuckDB and PostgreSQL take the same statements.
 """
 
 from __future__ import annotations
@@ -74,10 +64,8 @@ def insert_rows(
     load_id: str,
     constants: Mapping[str, Any] | None = None,
 ) -> None:
-    """Inserts `rows` into `table` (a bare name; `columns` its columns, from `table_columns`):
-    each row with its own values, a fresh `_dlt_id`, the load's `_dlt_load_id`, and the
-    `constants` (the same for every row). Columns none of these name are left to their
-    default (null), as dlt leaves a column a load does not carry."""
+    """Inserts `rows` into `table` (`columns` from `table_columns`): each with its own values,
+    a fresh `_dlt_id` and the `constants`; other columns are left null, as dlt leaves them."""
     if not rows.num_rows:
         return
     written = _written(rows, columns, {**(constants or {}), "_dlt_load_id": load_id})
@@ -108,9 +96,8 @@ def _written(rows: pa.Table, columns: Sequence[str], fixed: Mapping[str, Any]) -
 
 
 def _insert_arrow(client: DuckDbSqlClient, table: str, written: pa.Table) -> None:
-    """On DuckDB: one INSERT from the Arrow rows, which DuckDB scans in place. Binding each
-    cell as a parameter cost about half an event batch's query CPU (measured: 15 of 29 ms for
-    50 events at `tenth`)."""
+    """On DuckDB: one INSERT from the Arrow rows, which DuckDB scans in place (binding each
+    cell as a parameter cost about half an event batch's query CPU)."""
     quoted = ", ".join(client.escape_column_name(name) for name in written.column_names)
     qualified = client.make_qualified_table_name(table)
     connection = client.native_connection
@@ -136,9 +123,8 @@ def _insert_values(client: Any, table: str, written: pa.Table) -> None:
 
 
 def record_load(client: Any, load_id: str, inserted_at: datetime) -> None:
-    """The load id in `_dlt_loads`, as a completed load of the source's schema (the schema hash
-    of the newest load recorded: the rows were written into tables that schema describes), in
-    one statement."""
+    """The load id in `_dlt_loads`, as a completed load of the source's schema (the newest
+    load's hash: the rows went into tables that schema describes)."""
     table = client.make_qualified_table_name(LOADS_TABLE)
     client.execute_sql(
         f"INSERT INTO {table} (load_id, schema_name, status, inserted_at, schema_version_hash)"

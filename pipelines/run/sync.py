@@ -4,7 +4,6 @@ compare, load, record the run (`run_record.py`: the rows of the source's run-sta
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,20 +15,16 @@ import dlt
 import pyarrow as pa
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from drone_ops_sync.sources.drone_ops import SourceConfig, SyncReport, TableResult, drone_ops
+from drone_ops_sync.sources.drone_ops import SyncReport, TableResult, drone_ops
 from drone_ops_sync.sources.drone_ops.internal import (
     ENTITIES,
     LISTS,
     LOAD_GROUPS,
     WEBHOOKS,
-    ProgressCallback,
-    RunOptions,
     RunRecord,
-    Seams,
     SyncRun,
     finish_quiet_tables,
 )
-from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 from .delivery_waves import DeliveryWaves, record_marks_first
 from .door import KeptFile, duckdb_busy_as, step
@@ -78,54 +73,14 @@ class RunObserver(Protocol):
 
 def sync_in_turn(
     target: Target,
-    pipeline: Callable[[], dlt.Pipeline],
-    file: KeptFile,
-    config: SourceConfig,
-    options: RunOptions,
-    *,
-    progress: ProgressCallback | None = None,
-    cancel: threading.Event | None = None,
-    delivery_wave_rows: int = source_settings.DELIVERY_WAVE_ROWS,
-    seams: Seams | None = None,
-    observer: RunObserver | None = None,
-) -> SyncOutcome:
-    """One sync, in a turn (`pipelines/session.py`) that holds the run lock and has checked
-    the settings; `pipeline()` opens the turn's pipeline (repairing what a crashed turn left),
-    called once the observer heard the run start. `file` is the turn's DuckDB file, held open
-    across the steps that follow one another (`door.py`).
-
-    `cancel`, once set (by a signal handler), interrupts the run: tables whose walk had not
-    finished load nothing and are recorded as `interrupted`. `delivery_wave_rows` is how many
-    typed deliveries make a wave load while the chains still walk (`delivery_waves.py`).
-    `observer` hears of the start and of each table as its load group ends."""
-    run = SyncRun(
-        config,
-        options,
-        progress=progress,
-        spill_root=target.spill_root(),
-        cancel=cancel if cancel is not None else threading.Event(),
-        seams=seams if seams is not None else Seams(),
-        workspace=target.workspace,
-        loads_by_group=True,
-    )
-    if observer is not None:
-        observer.run_started(run.report, run.options.tables)
-    with duckdb_busy_as(target.duckdb_file()):
-        try:
-            return _locked_run(target, pipeline(), file, run, delivery_wave_rows, observer)
-        finally:
-            # before the models lock, earlier in the lock order, is taken
-            file.release()
-
-
-def _locked_run(
-    target: Target,
     pipeline: dlt.Pipeline,
     file: KeptFile,
     run: SyncRun,
-    delivery_wave_rows: int,
     observer: RunObserver | None,
 ) -> SyncOutcome:
+    """Walks, compares, loads and records `run`, opened in a turn (`pipelines/session.py`)
+    that holds the run lock and repaired what a crashed turn left; `file` is the turn's DuckDB
+    file, kept open across the steps that follow one another (`door.py`)."""
     started = time.monotonic()
     # Arrow's default pool (jemalloc/mimalloc) keeps freed batches mapped; the system pool
     # hands them back. This reaches pyarrow's Python functions only: the C++ default is
@@ -146,7 +101,7 @@ def _locked_run(
             run.open(pipeline)
             record_marks_first(loads, run)
         file.release()  # the walk may take long: the file is nobody's meanwhile
-        marks = _load_groups(loads, run, source, delivery_wave_rows, outcome, observer)
+        marks = _load_groups(loads, run, source, outcome, observer)
         interrupted = run.interrupted
     if interrupted:
         report.interrupt_unloaded(tables)
@@ -189,7 +144,6 @@ def _load_groups(
     loads: RunLoads,
     run: SyncRun,
     source: Callable[[], Any],
-    delivery_wave_rows: int,
     outcome: SyncOutcome,
     observer: RunObserver | None,
 ) -> dict[str, int]:
@@ -200,9 +154,7 @@ def _load_groups(
     report = run.report
     tables = run.options.tables
     marks: dict[str, int] = {}
-    waves = (
-        DeliveryWaves(loads, run, delivery_wave_rows) if "webhook_deliveries" in tables else None
-    )
+    waves = DeliveryWaves(loads, run) if "webhook_deliveries" in tables else None
     for group in LOAD_GROUPS:
         selected = [name for name in group if name in tables]
         if not selected:

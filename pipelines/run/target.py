@@ -40,11 +40,8 @@ LOADER_FILE_FORMATS = {"duckdb": "parquet", "postgres": "insert_values"}
 
 @dataclass
 class Target:
-    """Where a run loads: destination, database file (DuckDB) and dataset.
-
-    `dataset` is where this target's raw tables are; `models_dataset` the one the models are
-    named after (`<models_dataset>_stg`, `_marts`). They are the same for the default
-    workspace; a named workspace's raw tables are `<models_dataset>_<name>` (`for_workspace`)."""
+    """Where a run loads: destination, database file (DuckDB) and dataset (the raw tables'),
+    and `models_dataset`, the one the models are named after (`for_workspace`)."""
 
     destination: str = "duckdb"
     database: Path | None = None
@@ -95,12 +92,9 @@ class Target:
         return f"{self.destination}:{self.dataset}"
 
     def pipeline_name(self) -> str:
-        """dlt's pipeline name for this warehouse: `drone_ops_<dataset>_<8 hex>`, the hex a
-        SHA-256 of `warehouse_identity`.
-
-        Why per warehouse: dlt's tooling (`dlt pipeline <name> ...`, the dashboard) finds a
-        pipeline by name in one folder per machine user; with one fixed name, whichever sync
-        ran last anywhere on the machine decided what the tooling showed."""
+        """dlt's pipeline name for this warehouse: `drone_ops_<dataset>_<8 hex>` of
+        `warehouse_identity`. Per warehouse, since dlt's tooling finds a pipeline by name in
+        one folder per machine user (docs/dlt-tooling.md)."""
         digest = hashlib.sha256(self.warehouse_identity().encode()).hexdigest()
         return f"{PIPELINE_PREFIX}_{self.dataset}_{digest[:PIPELINE_HASH_LENGTH]}"
 
@@ -134,9 +128,8 @@ class Target:
 
     def loader_file_format(self) -> str | None:
         """The file format the load uses: parquet where DuckDB reads it natively; INSERT
-        statements for PostgreSQL, the one exact way in there (dlt's CSV COPY forces quoted
-        empty strings to NULL, and its parquet path needs the ADBC driver and measured twice
-        as slow at small scale); dlt's own choice elsewhere."""
+        statements for PostgreSQL, the one exact way in there (docs/destinations.md); dlt's own
+        choice elsewhere."""
         return LOADER_FILE_FORMATS.get(self.destination)
 
     def models_lock_path(self) -> Path:

@@ -1,4 +1,4 @@
-"""dlt source for the Drone Operations Service API.
+"""dlt source for the Drone Operations Service API (docs/plain-source.md).
 
     import dlt
     from drone_ops_sync.sources.drone_ops import drone_ops
@@ -6,18 +6,10 @@
     pipeline = dlt.pipeline("drone_ops", destination="duckdb", dataset_name="drone_ops")
     pipeline.run(drone_ops())
 
-Wings, each with one job (docs/architecture.md has the whole picture): `http/` talks to the API;
-`tables/` says what each table is and how a record becomes its row; `walk/` walks the workspace
-into spilled Arrow batches; `compare/` decides what each table loads (`compare/deletions.py`:
-what may be retired); `known.py` reads what the warehouse holds; `run_state.py` owns the
-run-state tables (`_sync_runs`, `_sync_issues`, `_sync_delivery_marks`); `run.py` is one run;
-`source.py` the dlt source.
-
-This module is the source's public face, for anyone running it in their own dlt pipeline
-(docs/plain-source.md): the source, its settings reader, the report of a run, the table
-names and the error tree. drone-sync's own pipelines import what else they need from
-`internal.py`, which makes no compatibility promise; callers outside this package import from
-one of the two only.
+This module is the source's public face, for anyone running it in their own dlt pipeline.
+drone-sync's own pipelines import what else they need from `internal.py`, which makes no
+compatibility promise; callers outside this package import from one of the two only. The
+wings, each with one job, are drawn in docs/architecture.md.
 """
 
 from .config import SourceConfig

@@ -1,11 +1,9 @@
 """Every setting of the source, read once and checked before any request is made.
 
-Why not leave it to dlt's injection: dlt coerces a bad value deep inside the source call and
-raises with a long traceback (`max_workers = "abc"`), and a string where a list belongs
-(`webhook_ids = wh_x`) is split into letters. A person who scheduled the sync needs one line
-that names the setting, shows the bad value (never the key) and says what is expected, so each
-value is parsed here from what the config providers hold, and the source receives only checked,
-typed values.
+Why not leave it to dlt's injection: dlt coerces a bad value deep inside the source call with
+a long traceback, and splits a string where a list belongs into letters. Each value is parsed
+here, so a bad one is one line naming the setting and what is expected (never the key), and
+the source receives only checked, typed values.
 """
 
 from __future__ import annotations
@@ -128,9 +126,8 @@ def checked_config(**values: Any) -> SourceConfig:
 
 
 def checked_api_key(raw: Any) -> str:
-    """The key without surrounding whitespace (a secrets file or a Kubernetes secret often
-    ends in a newline); anything else outside printable ASCII is refused, and the value is
-    never repeated in the message."""
+    """The key without surrounding whitespace (a secrets file often ends in a newline); any
+    other character outside printable ASCII is refused, never repeating the value."""
     name = setting_name("api_key")
     if not isinstance(raw, str):
         raise ConfigError(name, "must be a string")
@@ -177,10 +174,8 @@ def checked_jobs_path(path: str) -> str:
 
 
 def validate_base_url(base_url: str) -> str:
-    """Returns the base URL without a trailing slash; plain http is for loopback only.
-
-    A bad value is shown only as scheme, host and path: credentials, a query string or a value
-    that is no URL at all (a key pasted into the wrong setting) are never repeated."""
+    """Returns the base URL without a trailing slash; plain http is for loopback only. A bad
+    value is shown only as scheme, host and path (it may be a key pasted in the wrong place)."""
     setting = f"{settings.CONFIG_SECTION}.base_url"
     if not base_url:
         raise ConfigError(

@@ -1,15 +1,11 @@
 """Project events (webhook deliveries, spec part 6) as project versions and audit rows.
 
-`drone-sync listen` receives `project.created` / `project.updated` deliveries; their `data` is
-the project as the API shows it at that moment. This module turns a batch of them into what
-the warehouse takes: for each project the newest version the events carry, and only when it is
-newer than the version the warehouse holds (the project's `updated`, then the event's
-`timestamp`), so a duplicate, an out-of-order or a late retry never overwrites a newer row;
-plus one audit row per delivery for `_webhook_events`.
-
-The versions are built by the same row builder and hash as the batch walk's, so a version an
-event landed is the version the next `drone-sync run` would have loaded: the run finds it
-unchanged, and repairs whatever the events got wrong or missed.
+For each project the newest version a batch of `project.created` / `project.updated` events
+carries, only when newer than the warehouse's (the project's `updated`, then the event's
+`timestamp`), so a duplicate, out-of-order or late retry never overwrites a newer row; plus
+one audit row per delivery for `_webhook_events`. The versions are built by the batch walk's
+row builder and hash, so the next `drone-sync run` finds them unchanged, and repairs whatever
+the events got wrong or missed.
 """
 
 from __future__ import annotations
@@ -76,11 +72,8 @@ class ReceivedEvent:
 def newest_versions(
     events: Sequence[ReceivedEvent], held: Mapping[str, int]
 ) -> tuple[dict[str, ReceivedEvent], dict[str, str]]:
-    """The event to apply per project id, and every delivery's outcome.
-
-    `held` is the `updated` (unix ms) of each project's current warehouse row; an event is
-    applied only when its project is newer than that and than every other event of the batch
-    for the same project."""
+    """The event to apply per project id, and every delivery's outcome: applied only when its
+    project is newer than `held` (unix ms per id) and every other event of the batch for it."""
     newest: dict[str, ReceivedEvent] = {}
     outcomes: dict[str, str] = {}
     for received in events:
@@ -109,9 +102,8 @@ def newest_versions(
 
 
 def drop_older_versions(batch: pa.Table, held: Mapping[str, int]) -> pa.Table:
-    """The batch's project rows whose `updated` is not older than `held` (unix ms per id):
-    a run passes the versions events wrote while it walked (`table_loads.py`
-    `_not_older`), which its listing must not take back."""
+    """The batch's project rows whose `updated` is not older than `held` (unix ms per id): the
+    versions events wrote while a run walked, which its listing must not take back."""
     if not held or not batch.num_rows:
         return batch
     updated = batch.column("updated").cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())

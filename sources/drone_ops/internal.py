@@ -1,11 +1,6 @@
 """For drone-sync's own pipelines (`pipelines/`, `orchestration/`, `bench/`); no compatibility
-promise: names here move or go whenever drone-sync's own code no longer needs them.
-
-The source's public face, for a plain dlt pipeline, is `drone_ops_sync.sources.drone_ops`
-(its `__all__`, docs/plain-source.md). What is here is what the CLI needs beyond that face to
-drive a run group by group (`SyncRun`, `delivery_wave`, `finish_quiet_tables`), to record it
-(`run_state.py`), to apply received events (`events.py`), and the table registry, settings
-helpers and redaction it shares with the source.
+promise: names here move or go whenever drone-sync's own code no longer needs them. The
+source's public face, for a plain dlt pipeline, is `drone_ops_sync.sources.drone_ops`.
 """
 
 from . import settings

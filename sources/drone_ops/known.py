@@ -1,11 +1,9 @@
 """What the warehouse already holds, read through dlt before a run walks anything.
 
-The warehouse itself is the sync's state: current row hashes per entity, the users, the delivery
-marks per webhook and how many jobs syncs succeeded. A run that failed leaves them as they were,
-so the next run simply compares again; nothing has to be repaired in a separate state store.
-Read through the pipeline's own destination client, so the plain source reads it on any
-destination the pipeline loads into. The entity tables are read here; the run-state tables
-(marks, job syncs) are asked through `run_state.py`, which owns them.
+The warehouse itself is the sync's state: a run that failed leaves it as it was, so the next
+run simply compares again, and no separate state store needs repair. Read through the
+pipeline's own destination client, so the plain source reads it on any destination. The
+run-state tables (marks, job syncs) are asked through `run_state.py`, which owns them.
 """
 
 from __future__ import annotations
@@ -61,9 +59,8 @@ class KnownState:
 def read_known_state(
     pipeline: dlt.Pipeline, *, delivery_overlap_seconds: int, full_refresh: bool
 ) -> KnownState:
-    """Current versions, users, delivery high-water marks and the count of job syncs (which
-    picks a rolling refresh's slice); empty on a first run. A full refresh ignores the marks
-    and the count, so every delivery page and every project's jobs are walked."""
+    """Current versions, users, delivery marks and the count of job syncs; empty on a first
+    run. A full refresh ignores the marks and the count, so everything is walked."""
     # a new warehouse has no marks yet: its (empty) marks table is created before any load
     known = KnownState(marks_recorded=False)
     with pipeline.sql_client() as client:
@@ -84,7 +81,7 @@ def read_known_state(
             columns = ", ".join(ENTITIES[name].current_columns)
             current = query(f"SELECT {columns} FROM {table(name)} WHERE _dlt_valid_to IS NULL")
             if current is not None:
-                known.current[name] = _as_text(current)
+                known.current[name] = current
                 known.existing.add(name)
         state = pipeline_reader(client)
         if not full_refresh:
@@ -139,9 +136,8 @@ def held_versions(
     pipeline: dlt.Pipeline, project_ids: Iterable[str], written_since: datetime | None = None
 ) -> dict[str, int]:
     """The `updated` (unix ms) of the current warehouse row of each of `project_ids`: what a
-    received event's version must beat (`events.newest_versions`). Empty before any sync has
-    created `projects`: every event's version is then newer. With `written_since`, only the
-    current rows written at or after that moment (their `_dlt_valid_from`)."""
+    received event's version must beat; empty before any sync created `projects`. With
+    `written_since`, only current rows written at or after it (`_dlt_valid_from`)."""
     with pipeline.sql_client() as client:
         return held_versions_in(client, project_ids, written_since)
 
@@ -181,19 +177,11 @@ def _epoch_ms(moment: datetime) -> int:
     return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
 
 
-def _as_text(current: pa.Table) -> pa.Table:
-    """The current columns (the key, the row hash, the parent's id) as the text they are. A
-    driver read through `fetchall` types a column by its values, so a table with no current
-    row comes back untyped (null), which Arrow refuses to compare with the walk's ids."""
-    return current.cast(pa.schema([(name, pa.string()) for name in current.column_names]))
-
-
 def _fetch_arrow(cursor: Any) -> pa.Table:
-    """The result as Arrow without Python objects per row where the driver allows it.
-
-    dlt's own `cursor.arrow()` calls `fetch_arrow_table`, which duckdb 2.0 no longer has; its
-    successor `to_arrow_table` is used directly, other drivers go through `fetchall`.
-    """
+    """The result as Arrow, through duckdb's `to_arrow_table` (dlt's `cursor.arrow()` calls
+    `fetch_arrow_table`, which duckdb 2.0 no longer has) or `fetchall`. This is the one place
+    that casts: `fetchall` types a column by its values, so one with none (an empty table) is
+    read as the text every key column here holds; Arrow will not compare null with ids."""
     native = getattr(cursor, "native_cursor", None)
     if native is not None and hasattr(native, "to_arrow_table"):
         with warnings.catch_warnings():
@@ -203,4 +191,9 @@ def _fetch_arrow(cursor: Any) -> pa.Table:
         return table
     names = [column[0] for column in cursor.description]
     rows = cursor.fetchall()
-    return pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
+    table = pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
+    return table.cast(
+        pa.schema(
+            [(f.name, pa.string() if pa.types.is_null(f.type) else f.type) for f in table.schema]
+        )
+    )

@@ -1,20 +1,11 @@
 """One run of the source: its options, what the warehouse holds, its walk and its report.
 
-Four separate things a run is given or makes, so none of them is written back into another:
-`RunOptions` (the choices for this run), `KnownState` (read from the warehouse, `known.py`),
-`SyncReport` (the outcome, `report.py`) and `Seams` (what tests replace). `SyncRun` holds one
-of each, mints the run id once, and owns the one cancellation token that the walk and the HTTP
-client share.
-
-The run owns its lifecycle, whatever drives it. It opens once, through the pipeline that
-loads it (`open`), by its first table as dlt extracts it or earlier by a driver that loads
-while the walk goes on (`drone-sync run`). It ends when its last table has finished
-(`table_finished`: extracted, finished without dlt by `finish_quiet_tables`, or skipped by a
-stopped run), since dlt offers a source no hook at the end of an extract; a driver's `with
-run:` only ends a run whose tables could not all finish. Loaded in one extract (the plain
-source), a run records itself with its tables and raises when a table failed, as a dlt source
-does; loaded group by group (`loads_by_group`), a failed table fails only its group, and the
-driver records the run once it knows what its loads did.
+`RunOptions`, `KnownState` (`known.py`), `SyncReport` (`report.py`) and `Seams` are kept apart,
+so none is written back into another; `SyncRun` holds one of each, mints the run id once and
+owns the one cancellation token the walk and the HTTP client share. It owns its lifecycle
+whatever drives it: opened through the pipeline that loads it, ended by its last table, since
+dlt offers a source no hook at the end of an extract (docs/architecture.md, "One owner per
+lifecycle").
 """
 
 from __future__ import annotations
@@ -30,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import dlt
 import httpx
 
+from . import settings
 from .config import SourceConfig
 from .exceptions import DroneOpsError
 from .http import DroneOpsClient
@@ -62,11 +54,13 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class Seams:
-    """What tests replace: the network (an `httpx.MockTransport`) and the retry waits."""
+    """What tests replace: the network (an `httpx.MockTransport`), the retry waits, and how
+    many typed deliveries make a wave load while the chains still walk (`drone-sync run`)."""
 
     transport: httpx.BaseTransport | None = None
     backoff_initial_seconds: float | None = None
     backoff_max_seconds: float | None = None
+    delivery_wave_rows: int = settings.DELIVERY_WAVE_ROWS
 
 
 @dataclass
@@ -95,10 +89,8 @@ class SyncRun:
     """What the run-state tables record of this run (`run_state.py`), once its tables are
     done: made by the run itself when loaded in one extract, else by its driver."""
     decided: dict[str, ChangeSet | None] = field(default_factory=dict, init=False, repr=False)
-    """Each history table's change set, compared once per run (`table_loads.py`): by
-    the table's extract, or before it by `drone-sync run`, which finishes a group that loads
-    nothing without a dlt extract (`finish_quiet_tables`). None: the table loads nothing
-    (its walk or a record check failed, or the mass-delete guard refused; the report says)."""
+    """Each history table's change set, compared once per run (`table_loads.py`); None: the
+    table loads nothing (its walk or a record check failed, or the guard refused)."""
     report: SyncReport = field(init=False)
     issues: list[Issue] = field(default_factory=list, init=False, repr=False)
     """The contract issues the walk found, kept when the walk closes (`_sync_issues`)."""
@@ -111,9 +103,8 @@ class SyncRun:
         self.report = SyncReport(self.run_id, self.started_at)
 
     def open(self, pipeline: dlt.Pipeline) -> None:
-        """Reads what the warehouse holds through `pipeline` and opens the walk, once; the walk
-        starts with the first table that waits for it. Every table of the run is pending
-        until it finishes."""
+        """Reads what the warehouse holds through `pipeline` and opens the walk, once; every
+        table of the run is pending until it finishes."""
         with self._lock:
             if self.walk is not None or self._ended:
                 return
@@ -158,9 +149,7 @@ class SyncRun:
 
     def table_started(self, selected: Iterable[str]) -> None:
         """Called by each table as dlt extracts it: a run no driver opened yet is opened here,
-        through the pipeline dlt is running, and then waits only for the tables `selected`
-        for this extraction (the run-state resources follow the tables; they are not tables
-        of the walk)."""
+        through the pipeline dlt is running, and then waits only for the tables `selected`."""
         with self._lock:
             if self.walk is not None or self._ended:
                 return
@@ -169,9 +158,8 @@ class SyncRun:
 
     def table_finished(self, table: str) -> None:
         """Called as each table finishes, however: the run ends after the last one. Loaded in
-        one extract, it records itself then and raises if any table failed or was refused:
-        dlt fails the extract, so nothing of this run is loaded and the warehouse stays as it
-        was (the next run compares again)."""
+        one extract, it records itself then and raises if any table failed or was refused, so
+        dlt fails the extract and nothing of this run is loaded."""
         with self._lock:
             if table not in self._pending:
                 return
@@ -214,9 +202,8 @@ class SyncRun:
             walk.tables["webhook_deliveries"].fail(error)
 
     def _record(self) -> RunRecord:
-        """The run as the source records it: every table extracted, so its rows load in the
-        same package as the tables (a failed table raises, and nothing loads). The marks
-        move only when the deliveries' walk succeeded."""
+        """The run as the source records it, in the same package as its tables; the marks move
+        only when the deliveries' walk succeeded."""
         walk = self.walk
         assert walk is not None, "a run records itself before its walk closes"
         deliveries = self.report.tables.get("webhook_deliveries")

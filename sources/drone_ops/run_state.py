@@ -1,17 +1,12 @@
 """The run-state tables: `_sync_runs`, `_sync_issues` and `_sync_delivery_marks`. What each
 holds, how a run writes them, and every question anybody asks of them, in one place.
 
-Why one owner: the sync reads its own history back (how many `jobs` syncs succeeded picks the
-rolling refresh's slice; the delivery marks say where each webhook's log walk stops), and so do
-`drone-sync status`, the BI snapshot, `dbt source freshness` and Dagster. When the tables were
-written by `drone-sync run` alone and read by five hand-written queries, a plain
-`pipeline.run(drone_ops())` kept none of them, and its rolling refresh walked slice 0 forever.
-Now the source writes them itself (`record_resources`, the last resources of `source.py`), so
-every driver keeps them, and every reader asks `RunStateReader`.
-
-Reading goes through whatever connection the reader already has: the pipeline's own SQL client
-(the sync, on any destination), or a read-only DuckDB or PostgreSQL connection (`status`, the
-snapshot), which must create nothing. The SQL is plain enough for both engines.
+Why one owner: the sync reads its own history back (the rolling refresh's slice, where each
+webhook's log walk stops), and so do `drone-sync status`, the BI snapshot, `dbt source
+freshness` and Dagster. The source writes them itself (`record_resources`, the last resources
+of `source.py`), so every driver keeps them, and every reader asks `RunStateReader`, through
+the connection it already has (the pipeline's SQL client, or a read-only DuckDB or PostgreSQL
+connection, which must create nothing): the SQL is plain enough for both engines.
 """
 
 from __future__ import annotations
@@ -85,11 +80,9 @@ class RunRecord:
 
 def record_resources(record: Callable[[], RunRecord | None]) -> list[DltResource]:
     """The three tables as dlt resources whose rows are read from `record` when dlt extracts
-    them, not when they are built: the source declares them before its run has walked
-    anything, and dlt extracts them after every table (`fifo`). Nothing is written when
-    `record` gives None (no table ran). `_sync_issues` and `_sync_delivery_marks` are created
-    even empty: dashboards read the one, and the other's existence says the marks are
-    recorded (`RunStateReader.delivery_marks`)."""
+    them (after every table: `fifo`), not when the source declares them; nothing is written
+    when `record` gives None. `_sync_issues` and `_sync_delivery_marks` are created even
+    empty: dashboards read the one, and the other's existence says the marks are recorded."""
 
     def runs() -> Iterator[Any]:
         done = record()
@@ -166,9 +159,8 @@ def mark_rows(run_id: str, marks: Mapping[str, int]) -> list[dict[str, Any]]:
 
 
 def record_tables(record: RunRecord) -> dict[str, pa.Table]:
-    """The record's rows per table, as Arrow: the rows `record_resources` yields, for a
-    writer that writes them without dlt once dlt has made the tables (`drone-sync run`,
-    `pipelines/run/run_record.py`). A table with no rows this run is an empty table."""
+    """The record's rows per table, as Arrow (an empty table for none): what `record_resources`
+    yields, for a writer that writes them without dlt (`pipelines/run/run_record.py`)."""
     return {
         RUNS_TABLE: pa.Table.from_pylist(run_rows(record)),
         ISSUES_TABLE: issue_table(issue_rows(record)),
@@ -235,9 +227,8 @@ class RunStateReader:
 
     def job_syncs(self) -> int:
         """Successful `jobs` syncs so far: run k of a rolling job refresh walks slice k mod N.
-        Only rows whose load completed count (dlt records a load in `_dlt_loads` once every
-        job of its package is done): the plain source loads its record in the same package as
-        its tables, and a package whose `jobs` failed must not move the slice on."""
+        Only rows whose load completed (`_dlt_loads`) count: a package whose `jobs` failed
+        must not move the slice on."""
         rows = self._rows(
             RUNS_TABLE,
             "SELECT count(*) FROM {t} WHERE resource = 'jobs' AND status = 'success'"
@@ -246,10 +237,9 @@ class RunStateReader:
         return int(rows[0][0]) if rows else 0
 
     def delivery_marks(self) -> dict[str, int] | None:
-        """Each webhook's newest recorded mark (ms); None when the marks were never recorded
-        (the caller then reads them from the deliveries themselves). As for `job_syncs`, only
-        marks whose load completed count: a mark loaded beside deliveries that failed to load
-        would make the next walk stop above entries the warehouse never got."""
+        """Each webhook's newest recorded mark (ms); None when the marks were never recorded.
+        Only marks whose load completed count: one loaded beside deliveries that failed would
+        make the next walk stop above entries the warehouse never got."""
         rows = self._rows(
             MARKS_TABLE,
             "SELECT webhook_id, max(newest_ms) FROM {t}"
@@ -314,9 +304,8 @@ def connection_reader(
     catalog: str | None = None,
     missing: tuple[type[BaseException], ...] = (duckdb.CatalogException,),
 ) -> RunStateReader:
-    """Over a DB-API connection the caller opened (read-only DuckDB by default; PostgreSQL
-    with its `UndefinedTable` as `missing`), reading `schema` (of `catalog`, when a DuckDB
-    connection has several databases attached)."""
+    """Over a DB-API connection the caller opened (read-only DuckDB by default; PostgreSQL with
+    its `UndefinedTable` as `missing`), reading `schema` (of `catalog`, if several attached)."""
 
     def fetch(sql: str) -> list[tuple[Any, ...]]:
         cursor = connection.cursor()

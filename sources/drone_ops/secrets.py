@@ -25,8 +25,7 @@ def register_secret(value: str) -> None:
 
 
 def redact(text: str) -> str:
-    """`text` with every registered secret replaced, longest first (a form that contains
-    another is replaced whole)."""
+    """`text` with every registered secret replaced, longest first (replaced whole)."""
     with _lock:
         known = sorted(_secrets, key=len, reverse=True)
     for secret in known:

@@ -1,26 +1,14 @@
 """What the settings files and variables hold beyond the values `config.py` checks: a TOML file
 that does not parse, and settings that nothing reads.
 
-Why not leave either to dlt: dlt reports an unparsable `.dlt/config.toml` or `secrets.toml` as
-a long traceback naming every candidate path but not the file that broke, and it never looks at
-a key nobody asks for, so `max_worker = 4` (for `max_workers`), `[sources.drone_op]` or
-`DESTINATION__DUCKDB__MEMORY_LIMT` silently keep the default. Here the first is one line naming
-the file, line and column (a `ConfigError`: exit 2), and the second one warning per unknown key
-or section naming where it is and the closest valid name.
-
-Which sections are looked at: the ones whose every name is known. `[sources.drone_ops]` and each
-named workspace's table (the source's settings, `config.py`), each `[destination.<type>]` (the
-fields of dlt's own config spec for that destination and its credentials, read from the spec
-classes, so a dlt upgrade brings its names along), `[runtime]` (dlt's runtime specs), and what
-the caller reads beyond them (`also_known`: the CLI's `destination.duckdb.bi_snapshot`, ...).
-A section one level up is named when its name is close to one of those (`[sources.drone_op]`,
-`[destinaton]`), not otherwise: another dlt source's `[sources.github]` or a pipeline's own
-section may share the file. A table nested under the source's section is dlt's per-resource
-configuration only when named for a table (`[sources.drone_ops.projects]`); any other is named.
-
-A misspelling is a warning by default, not an error: the run does what it did before (every
-setting has a safe default or is required and then refused on its own). `strict` (the CLI's
-`--strict-settings`) makes the caller refuse them instead. A value is never shown, only names.
+Why not leave either to dlt: it reports an unparsable `.dlt/*.toml` as a traceback that does
+not name the file, and never looks at a key nobody asks for, so `max_worker = 4` silently keeps
+the default. Here the first is one line naming the file, line and column (a `ConfigError`),
+the second one warning per unknown key or section with the closest valid name (`strict` refuses
+them instead). Only sections whose every name is known are looked at (the source's and its
+workspaces', each `[destination.<type>]` from dlt's own spec classes, `[runtime]`, and the
+caller's `also_known`); a section one level up only when its name is close to one of those,
+since another source's section may share the file. A value is never shown, only names.
 """
 
 from __future__ import annotations
@@ -75,12 +63,10 @@ _warned: set[str] = set()
 def check_settings_files(
     *, warn_unknown: bool = False, also_known: Sequence[str] = (), refuse_as: str | None = None
 ) -> None:
-    """Makes dlt read its TOML files now, before a command reads any setting: a file that does
-    not parse is a `ConfigError` naming the file, line and column instead of dlt's traceback
-    from wherever dlt first looked. `warn_unknown` also names every unknown key and section
-    (`also_known`: dotted names the caller reads beyond the source's and dlt's) in a warning;
-    `refuse_as` (the flag or variable that asks for it) makes each an error, then one
-    `ConfigError` naming `refuse_as`."""
+    """Makes dlt read its TOML files now, before a command reads any setting (one that does
+    not parse is a `ConfigError`). `warn_unknown` also names every unknown key and section
+    (`also_known`: dotted names the caller reads beyond the source's and dlt's); `refuse_as`
+    (the flag or variable that asks for it) makes them one `ConfigError` naming it."""
     try:
         dlt.config.config_providers  # noqa: B018 (the first access reads every file)
     except TomlProviderReadException as exc:

@@ -1,25 +1,14 @@
 """The dlt source: one resource per warehouse table, all fed by one shared workspace walk.
 
-A plain dlt source, run like any verified source:
+A plain dlt source (docs/plain-source.md): settings from dlt's config (`config.py`), what the
+warehouse holds read through the running pipeline (`known.py`), so the contract holds on any
+destination; it records its own runs (`run_state.py`) in resources that follow the tables, so
+every driver keeps them. `drone-sync run` runs this same source group by group.
 
-    pipeline = dlt.pipeline("drone_ops", destination="duckdb", dataset_name="drone_ops")
-    pipeline.run(drone_ops())
-
-Settings come from dlt's config (`sources.drone_ops.*`, read and checked by `config.py`), and
-what the warehouse already holds is read through the running pipeline (`known.py`), so the
-contract holds on any destination: history, confirmed deletions, the mass-delete guard, users
-and the delivery early stop. The source records its own runs (`run_state.py`: `_sync_runs`,
-`_sync_issues`, `_sync_delivery_marks`) in resources that follow the tables, so a plain
-pipeline keeps them as well. `drone-sync run` runs this same source group by group, passing
-a `SyncRun` it opens after its repairs (the run ends with its last table either way:
-`run.py`), and loads those resources once it knows what its loads did.
-
-Each table below reads like what it produces: its name, how it is written, its columns. History
-tables are scd2 with explicit change sets: dlt's
-`destination_scope` limits retirement to the ids in the load, so an unchanged entity is never
-touched and a run with no change loads nothing at all. A table the warehouse does not have yet
-is loaded by a plain append: there is nothing to merge with, and the merge's staging copy and
-joins cost more than the load itself.
+History tables are scd2 with explicit change sets: dlt's `destination_scope` limits retirement
+to the ids in the load, so an unchanged entity is never touched. A table the warehouse does not
+have yet is loaded by a plain append: there is nothing to merge with, and the merge's staging
+copy and joins cost more than the load itself.
 """
 
 from __future__ import annotations
@@ -80,22 +69,17 @@ def drone_ops(
     workspace: str = DEFAULT_WORKSPACE,
     run: Any = None,
 ) -> list[DltResource]:
-    """Projects, jobs, job types, team, webhooks, deliveries and users of one workspace.
-
-    `tables` limits the run to some tables (all by default); `allow_mass_delete` lets a table
-    retire more than `max_retire_share` of its rows; `full_refresh` walks every delivery page
-    and every project's jobs. `workspace` names whose settings are read (the top-level ones by
-    default, `sources.drone_ops.workspaces.<name>` for a named one: `workspaces.py`). `run` is
-    a `SyncRun` made by `drone-sync` (typed `Any` for dlt, which builds a config spec from the
-    signature); without it the source reads its settings from dlt's config and makes its own
-    run, which opens when dlt first asks it for rows (`run.py`: the run's lifecycle)."""
+    """Projects, jobs, job types, team, webhooks, deliveries and users of one workspace (the
+    arguments: docs/plain-source.md). `run` is a `SyncRun` made by `drone-sync` (typed `Any`
+    for dlt, which builds a config spec from the signature); without it the source makes its
+    own run, which opens when dlt first asks it for rows."""
     require_dlt_settings()
     if run is None:
         options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
         run = SyncRun(read_workspace_config(workspace), options, workspace=workspace)
     assert isinstance(run, SyncRun)
     sync = TableLoads(run)
-    resources = [table(sync) for table in TABLES if table.__name__ in run.options.tables]
+    resources = [_table(sync, name) for name in ENTITIES if name in run.options.tables]
     # after the tables (dlt extracts in order: `fifo`), so they record what the tables did;
     # `drone-sync run` loads them itself after its last load (`RECORD_RESOURCES`)
     return [*resources, *record_resources(lambda: run.record), empty_events_table()]
@@ -103,22 +87,18 @@ def drone_ops(
 
 def require_dlt_settings() -> None:
     """Sets the dlt settings the source's contract depends on (`settings.REQUIRED_DLT_SETTINGS`)
-    unless the environment already sets them: read by dlt when it extracts and normalizes, so
-    setting them when the source is built reaches the pipeline that runs it."""
+    unless the environment already sets them; dlt reads them when it extracts and normalizes."""
     for name, value in settings.REQUIRED_DLT_SETTINGS.items():
         os.environ.setdefault(name, value)
 
 
 def finish_quiet_tables(run: SyncRun, tables: Sequence[str]) -> bool:
-    """Finishes `tables` of an opened run without dlt when none of them has anything to load
-    (nothing new, changed or gone: a quiet run's every group), recording each outcome as its
-    extract would have; returns whether it did. False, having finished none, when one of
-    them loads something: dlt then extracts them as resources of this source.
+    """Finishes `tables` of an opened run without dlt when none of them has anything to load,
+    recording each outcome as its extract would have; returns whether it did (False, having
+    finished none, when one loads something: dlt then extracts them).
 
-    Why: dlt's extract of a group that yields nothing still merges the source's schema into
-    the pipeline's, writes a load package and resolves its settings, and the first one syncs
-    dlt's state with the destination first: about a fifth of a quiet `small` run's CPU. The
-    plain source (`pipeline.run(drone_ops())`) never asks this and extracts as before."""
+    Why: dlt's extract of a group that yields nothing still merges schemas, writes a load
+    package and syncs state (docs/sync-design.md, "A load group with nothing to load")."""
     sync = TableLoads(run)
     if not sync.loads_nothing(tables):
         return False
@@ -136,9 +116,8 @@ def delivery_wave(run: SyncRun) -> DltResource:
 
 
 def applied_events(versions: pa.Table, events: pa.Table) -> list[DltResource]:
-    """What one batch of received webhook events loads (`events.py`): the project versions,
-    written exactly as the batch run writes them (scd2, retiring only the ids in the load), and
-    the audit rows of `_webhook_events`, merged on `delivery_id`."""
+    """What one batch of received webhook events loads: the project versions, written as the
+    batch run writes them, and the audit rows of `_webhook_events`, merged on `delivery_id`."""
     resources = [
         dlt.resource(
             events,
@@ -173,42 +152,13 @@ def empty_events_table() -> DltResource:
     )
 
 
-def projects(sync: TableLoads) -> DltResource:
-    """Active and archived projects, one version per change (scd2); `created_by` flattened to
-    `created_by_id`, the creator itself becoming a `users` row."""
-    return _history_table(sync, ENTITIES["projects"])
-
-
-def jobs(sync: TableLoads) -> DltResource:
-    """Every project's jobs, one version per change; walked per project as project pages arrive
-    (or, with `job_refresh_slices`, a rolling share of them)."""
-    return _history_table(sync, ENTITIES["jobs"])
-
-
-def job_types(sync: TableLoads) -> DltResource:
-    """Predefined and custom job types, one version per change."""
-    return _history_table(sync, ENTITIES["job_types"])
-
-
-def team_members(sync: TableLoads) -> DltResource:
-    """Team members with their roles (pilots among them), one version per change."""
-    return _history_table(sync, ENTITIES["team_members"])
-
-
-def webhooks(sync: TableLoads) -> DltResource:
-    """Webhooks, one version per change; each row comes from the webhook's own page."""
-    return _history_table(sync, ENTITIES["webhooks"])
-
-
-def webhook_deliveries(sync: TableLoads) -> DltResource:
-    """Delivery-log entries, one row per id, with the request payload parsed into columns;
-    only entries newer than what the warehouse holds are walked."""
-    return _one_row_per_id(sync, ENTITIES["webhook_deliveries"], sync.delivery_rows)
-
-
-def users(sync: TableLoads) -> DltResource:
-    """Everyone who created a project or a webhook (a person or an API key), one row per id."""
-    return _one_row_per_id(sync, ENTITIES["users"], sync.user_rows)
+def _table(sync: TableLoads, table: str) -> DltResource:
+    """One table's resource: a history table (scd2), or one row per id (deliveries, users)."""
+    entity = ENTITIES[table]
+    if entity.history:
+        return _history_table(sync, entity)
+    rows = sync.delivery_rows if table == "webhook_deliveries" else sync.user_rows
+    return _one_row_per_id(sync, entity, rows)
 
 
 def _history_table(sync: TableLoads, entity: Entity) -> DltResource:
@@ -236,9 +186,8 @@ def _one_row_per_id(
 def _disposition(
     sync: TableLoads, entity: Entity, merge: TWriteDispositionConfig
 ) -> TWriteDispositionConfig:
-    """The merge for a table the warehouse has; a plain append for its first load. A run that
-    has not read the warehouse yet (the plain source) declares the merge, and its first batch
-    switches a new table to the append (`_rows_of`)."""
+    """The merge for a table the warehouse has; a plain append for its first load (a run that
+    has not read the warehouse yet declares the merge: `_rows_of` switches it)."""
     known = sync.run.known
     return "append" if known is not None and entity.table not in known.existing else merge
 
@@ -249,10 +198,8 @@ def _rows_of(
     merge: TWriteDispositionConfig,
     rows: Callable[[], Iterator[pa.Table]],
 ) -> Iterator[Any]:
-    """A table's rows, between the run's two hooks (`SyncRun.table_started`,
-    `table_finished`). A run opened by its first table learns only then whether a table is
-    new, so that table's first batch carries the append for a table the warehouse does not
-    have yet."""
+    """A table's rows between the run's hooks (`SyncRun.table_started`, `table_finished`); a
+    run opened by its first table learns only then whether a table is new."""
     run = sync.run
     declared = _disposition(sync, entity, merge)
     run.table_started(dlt.current.source().selected_resources)
@@ -266,14 +213,3 @@ def _rows_of(
                 yield batch
     finally:
         run.table_finished(entity.table)
-
-
-TABLES: tuple[Callable[[TableLoads], DltResource], ...] = (
-    projects,
-    jobs,
-    job_types,
-    team_members,
-    webhooks,
-    webhook_deliveries,
-    users,
-)

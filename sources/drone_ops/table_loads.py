@@ -1,9 +1,8 @@
 """What each table loads this run: the walk's snapshot compared with the warehouse.
 
-History tables get explicit change sets: only new and changed entities are loaded (as new
-versions), and deleted ones arrive as tombstone rows that retire them, once `deletions.py` lets
-them through. Deliveries and
-users hold one row per id. Every outcome is recorded in the run's `SyncReport`.
+History tables load only new and changed entities (as new versions), and tombstone rows that
+retire the ones `deletions.py` lets go; deliveries and users hold one row per id. Every
+outcome is recorded in the run's `SyncReport`.
 """
 
 from __future__ import annotations
@@ -148,10 +147,8 @@ class TableLoads:
         return changes
 
     def loads_nothing(self, tables: Sequence[str]) -> bool:
-        """Whether none of `tables` has anything to load this run, each asked once its walk
-        is done, in load order (users after the tables they are made from). Then the tables
-        are finished without dlt (`finish_unloaded`): an extract would find nothing. A failed
-        walk is left to the extract, which raises it as the table's failure."""
+        """Whether none of `tables` has anything to load this run, each asked once its walk is
+        done, in load order; a failed walk is left to the extract, which raises it."""
         try:
             return all(self._loads_nothing(table) for table in tables)
         except DroneOpsError:
@@ -261,10 +258,9 @@ class TableLoads:
         return rows, sum(1 for r in rows if r["id"] in known_ids)
 
     def _held_back_by(self) -> DroneOpsError | None:
-        """Why users may not load this run, if a table they are made from loads nothing: its
-        walk failed, or it was refused by the mass-delete guard or failed after its walk (both
-        decided per table, before users, which load last). Users recomputed from such a table
-        would disagree with what the warehouse keeps of it; they load with it next time."""
+        """Why users may not load this run, if a table they are made from loads nothing (its
+        walk failed, or it was refused or failed after it): users recomputed from it would
+        disagree with what the warehouse keeps of it; they load with it next time."""
         for name in USERS.made_from:
             error = self.walk.tables[name].error
             if error is not None:
@@ -291,13 +287,11 @@ def _not_older(
     batches: Iterator[pa.Table], run_started: datetime, kept_back: list[str]
 ) -> Iterator[pa.Table]:
     """The API's project versions, except where an event applied while this run walked
-    landed a newer one: the API decides, so every version the warehouse held when the run
-    started (whatever an event put there) is replaced by the listing's, but a version written
-    since (`_dlt_valid_from` at or after the run's start) and newer than the listing's stays
-    (the next run compares with it). Read through the pipeline dlt is running: extract and
-    load happen under one lock on the warehouse (the DuckDB file's access lock, a server
-    dataset's write lock), the lock the event applier writes under. The ids kept back are added
-    to `kept_back`, so the report counts only what is written."""
+    landed a newer one: a version the warehouse held when the run started is replaced by the
+    listing's, but one written since and newer than the listing's stays (the next run compares
+    with it). Read through the pipeline dlt is running, in the write lock the event applier
+    writes in. The ids kept back are added to `kept_back`, so the report counts only what is
+    written."""
     pipeline = dlt.current.pipeline()
     for batch in batches:
         ids = batch.column("id").to_pylist()

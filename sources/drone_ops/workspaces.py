@@ -1,21 +1,11 @@
-"""Workspaces: which API workspaces a warehouse holds, and each one's checked settings.
-
-One workspace needs nothing new: `sources.drone_ops.base_url` and `api_key` are the workspace
-called `default`, as they always were. A fleet adds a named table per workspace:
-
-    [sources.drone_ops.workspaces.acme]          # .dlt/config.toml
-    base_url = "https://acme.drone-ops.example.com"
-
-    [sources.drone_ops.workspaces.acme]          # .dlt/secrets.toml (or the environment:
-    api_key = "..."                              # SOURCES__DRONE_OPS__WORKSPACES__ACME__API_KEY)
+"""Workspaces: which API workspaces a warehouse holds, and each one's checked settings
+(docs/fleet.md). The top-level `sources.drone_ops` settings are the workspace `default`; a
+named one is `[sources.drone_ops.workspaces.<name>]`.
 
 Why `base_url` and `api_key` are never inherited from the top level: a workspace that silently
-used another workspace's address or key would load one client's data under another's name. Every
-other setting (`max_workers`, `webhook_ids`, ...) may be set per workspace and otherwise takes
-the top-level value, so a fleet tunes once and overrides where one API differs.
-
-The names are the union of the tables found in every config provider (a workspace may be named
-only in secrets.toml, or only in the environment as JSON), because dlt's own lookup returns the
+used another's address or key would load one client's data under another's name. Every other
+setting is inherited, so a fleet tunes once and overrides where one API differs. The names are
+the union of the tables found in every config provider, because dlt's own lookup returns the
 first provider's table and would hide the others.
 """
 
@@ -24,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import dlt
@@ -55,21 +45,8 @@ IDENTITY_SETTINGS = ("base_url", "api_key")
 """Settings a named workspace must have itself (see the module docstring)."""
 
 
-@dataclass(frozen=True)
-class Workspace:
-    """One workspace of the fleet: its name and its checked settings."""
-
-    name: str
-    config: SourceConfig
-
-    @property
-    def is_default(self) -> bool:
-        return self.name == DEFAULT_WORKSPACE
-
-
 def workspace_dataset(dataset: str, name: str) -> str:
-    """Where a workspace's raw tables live: the dataset itself for `default` (so a warehouse
-    synced before workspaces existed is the default workspace, untouched), else
+    """Where a workspace's raw tables live: the dataset itself for `default`, else
     `<dataset>_<name>`."""
     return dataset if name == DEFAULT_WORKSPACE else f"{dataset}_{name}"
 
@@ -112,16 +89,6 @@ def selected_names(wanted: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(wanted))
 
 
-def read_workspaces(
-    wanted: Sequence[str] | None = None, overrides: Mapping[str, Any] | None = None
-) -> tuple[Workspace, ...]:
-    """Each selected workspace with its checked settings; raises `ConfigError` naming the
-    first bad setting of the first bad workspace (all are checked before anything runs)."""
-    return tuple(
-        Workspace(name, read_workspace_config(name, overrides)) for name in selected_names(wanted)
-    )
-
-
 def read_source_config(
     overrides: Mapping[str, Any] | None = None, lookup: ConfigLookup | None = None
 ) -> SourceConfig:
@@ -135,10 +102,9 @@ def read_workspace_config(
     overrides: Mapping[str, Any] | None = None,
     lookup: ConfigLookup | None = None,
 ) -> SourceConfig:
-    """One workspace's settings, checked; raises `ConfigError` naming the workspace's own
-    setting. The one reader of settings: values come from dlt's providers (environment
-    variables, then .dlt/secrets.toml and .dlt/config.toml) unless `lookup` replaces them;
-    `overrides` (explicit values, e.g. from tests or the demo) win over both."""
+    """One workspace's settings, checked (`ConfigError` names the workspace's own setting):
+    the one reader of settings, from dlt's providers unless `lookup` replaces them;
+    `overrides` (tests, the demo) win over both."""
     check_name(name)
     given = dict(overrides or {})
     nested = _named_workspaces().get(name, {}) if name != DEFAULT_WORKSPACE else {}

@@ -13,6 +13,7 @@ import pytest
 import drone_ops_sync.pipelines.run.sync as sync_module
 import drone_ops_sync.sources.drone_ops.run_state as run_state_module
 from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.sources.drone_ops.internal import Seams
 from drone_ops_sync.sources.drone_ops.walk.spill import TableSnapshot
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
@@ -21,7 +22,7 @@ from .test_sync_e2e import assert_equals_api, warehouse_of
 from .warehouse_check import query
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-WAVE_ROWS = 500
+WAVES = Seams(delivery_wave_rows=500)
 LOGS = 24_000
 MARKS = "drone_ops._sync_delivery_marks"
 
@@ -58,14 +59,14 @@ def test_deliveries_load_in_waves_and_the_warehouse_equals_the_api(
     long_logs: SimulatorHandle, sync: Callable[..., SyncFn], target: Target
 ) -> None:
     run = sync(long_logs)
-    first = run(delivery_wave_rows=WAVE_ROWS)
+    first = run(seams=WAVES)
     assert first.ok, first.report.tables
     assert first.delivery_waves >= 2, "the deliveries loaded while the chains walked"
     api = assert_equals_api(long_logs, target)
     assert recorded_marks(target) == newest_per_webhook(api)
 
     long_logs.churn(seed=3, new_deliveries_per_webhook=40)
-    again = run(delivery_wave_rows=WAVE_ROWS)
+    again = run(seams=WAVES)
     assert again.ok and again.report.tables["webhook_deliveries"].new == 80
     assert recorded_marks(target) == newest_per_webhook(assert_equals_api(long_logs, target))
 
@@ -94,7 +95,7 @@ def test_a_chain_failing_after_waves_loaded_leaves_no_gap(
     monkeypatch.setattr(TableSnapshot, "take_loadable", noting_the_wave)
 
     run = sync(long_logs, max_attempts=1)
-    failed = run(delivery_wave_rows=WAVE_ROWS, progress=break_the_api)
+    failed = run(seams=WAVES, progress=break_the_api)
     assert broken.is_set() and failed.delivery_waves >= 1
     assert failed.report.tables["webhook_deliveries"].status == "failed"
     loaded = query(warehouse_of(target), "SELECT count(*) AS n FROM drone_ops.webhook_deliveries")
@@ -102,7 +103,7 @@ def test_a_chain_failing_after_waves_loaded_leaves_no_gap(
     assert recorded_marks(target) == {}, "a failed chain moves no mark"
 
     long_logs.set_faults(None)
-    repaired = run(delivery_wave_rows=WAVE_ROWS)
+    repaired = run(seams=WAVES)
     assert repaired.ok, repaired.report.tables
     api = assert_equals_api(long_logs, target)
     assert len(api["webhook_deliveries"]) == 2 * LOGS
@@ -128,7 +129,7 @@ def test_a_warehouse_synced_before_waves_gets_its_marks_before_any_wave(
     before = newest_per_webhook(assert_equals_api(long_logs, target))
 
     long_logs.churn(seed=4, new_deliveries_per_webhook=LOGS)
-    later = run(delivery_wave_rows=WAVE_ROWS)
+    later = run(seams=WAVES)
     assert later.ok and later.delivery_waves >= 1
     seeded = query(warehouse_of(target), f"SELECT webhook_id, newest_ms FROM {MARKS}")
     assert {(r["webhook_id"], r["newest_ms"]) for r in seeded} >= set(before.items()), (

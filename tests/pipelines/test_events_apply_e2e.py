@@ -19,13 +19,13 @@ import duckdb
 import httpx
 import pytest
 
-from drone_ops_sync.pipelines.listen.spool import read_spool
 from drone_ops_sync.pipelines.run.lock import access_lock
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .cli_helpers import EXIT_OK, cli_env, run_cli, wait_until
 from .listen_process import applying_listener as receiver
 from .listen_process import post
+from .spool_contents import read_spool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

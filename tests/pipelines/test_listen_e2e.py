@@ -16,9 +16,8 @@ import httpx
 import pytest
 from standardwebhooks import Webhook
 
-from drone_ops_sync.pipelines.listen.spool import read_spool
-
 from .listen_process import SECRET_ENV, event, listen_command, post, running_listener
+from .spool_contents import read_spool
 
 SECRET = "whsec_bGlzdGVuLXRlc3Qta2V5LThjMWYtMDEyMzQ1Ng=="
 OTHER_SECRET = "whsec_b3RoZXItc2VjcmV0LWtleS0wMTIzNDU2Nzg5YQ=="

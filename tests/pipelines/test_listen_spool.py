@@ -21,11 +21,12 @@ from drone_ops_sync.pipelines.listen.spool import (
     SpoolBusy,
     encode_record,
     read_from,
-    read_spool,
     segment_name,
     segment_numbers,
 )
 from drone_ops_sync.pipelines.run.target import Target
+
+from .spool_contents import read_spool
 
 FIRST = segment_name(1)
 

@@ -16,7 +16,6 @@ from drone_ops_sync.sources.drone_ops.tables.entities import (
     ENTITIES,
     TABLE_COLUMNS,
     USERS,
-    contract_of,
 )
 from drone_ops_sync.sources.drone_ops.tables.lines import LineBuffer, typed_records
 from drone_ops_sync.sources.drone_ops.tables.payloads import _delivery_table_fast, delivery_table
@@ -37,7 +36,7 @@ from drone_ops_sync.sources.drone_ops.tables.schema import ISSUES
 from tests.sources.fake_api import FakeApi, job, project
 
 RUN = "run-1"
-DELIVERIES = contract_of("webhook_deliveries")
+DELIVERIES = ENTITIES["webhook_deliveries"].contract
 PERSON = {
     "id": "u1",
     "email": "ana@example.com",
@@ -439,7 +438,7 @@ def test_delivery_row_tolerates_bad_payload(payload: Any) -> None:
 
 def test_tombstones_shape() -> None:
     """Tombstones carry the ids, null data columns, a distinct hash and `_sync_tombstone`."""
-    table = tombstones(contract_of("jobs"), ["j1", "j2"])
+    table = tombstones(ENTITIES["jobs"].contract, ["j1", "j2"])
     declared = [c.name for c in TABLE_COLUMNS["jobs"]]
     assert table.column_names == [*declared, settings.ROW_HASH_COLUMN, settings.TOMBSTONE_COLUMN]
     assert table.column("id").to_pylist() == ["j1", "j2"]
@@ -525,7 +524,7 @@ def test_delivery_batches_typed_in_duckdb_equal_the_row_by_row_path(shift: int) 
     fast = _delivery_table_fast(DELIVERIES, as_lines(entries), "wh1")
     assert fast is not None, "well-typed input takes the fast path"
     slow = typed_row_by_row(
-        contract_of("webhook_deliveries"), [delivery_row(e, "wh1") for e in entries], "r", []
+        ENTITIES["webhook_deliveries"].contract, [delivery_row(e, "wh1") for e in entries], "r", []
     )
     assert fast.schema == slow.schema
     for name in fast.column_names:
@@ -555,7 +554,7 @@ def test_unusual_delivery_batches_take_the_reporting_path(odd: dict[str, Any]) -
     assert _delivery_table_fast(DELIVERIES, as_lines(entries), "wh1") is None
     table = delivery_table(DELIVERIES, as_lines(entries), "wh1", "r", [])
     expected = typed_row_by_row(
-        contract_of("webhook_deliveries"), [delivery_row(e, "wh1") for e in entries], "r", []
+        ENTITIES["webhook_deliveries"].contract, [delivery_row(e, "wh1") for e in entries], "r", []
     )
     assert table.equals(expected)
 
@@ -575,6 +574,6 @@ def test_a_failing_fast_path_falls_back_to_the_row_by_row_path() -> None:
     finally:
         del payloads._duckdb.connection
     slow = typed_row_by_row(
-        contract_of("webhook_deliveries"), [delivery_row(e, "wh1") for e in entries], "r", []
+        ENTITIES["webhook_deliveries"].contract, [delivery_row(e, "wh1") for e in entries], "r", []
     )
     assert table.equals(slow)

@@ -7,16 +7,21 @@ import json
 
 import pytest
 
-from drone_ops_sync.sources.drone_ops import ConfigError, read_workspace_config
+from drone_ops_sync.sources.drone_ops import ConfigError, SourceConfig, read_workspace_config
 from drone_ops_sync.sources.drone_ops.internal import (
     DEFAULT_WORKSPACE,
     configured_names,
     selected_names,
     workspace_dataset,
 )
-from drone_ops_sync.sources.drone_ops.workspaces import read_workspaces
 
 ROOT = "SOURCES__DRONE_OPS__"
+
+
+def read_workspaces() -> dict[str, SourceConfig]:
+    """Every configured workspace with its checked settings, as a fleet run reads them: all
+    are checked before anything runs, the first bad one raising."""
+    return {name: read_workspace_config(name) for name in selected_names(None)}
 
 
 @pytest.fixture()
@@ -45,14 +50,14 @@ def test_without_named_workspaces_the_default_is_the_only_one(
     monkeypatch.setenv(ROOT + "BASE_URL", "http://127.0.0.1:9001")
     monkeypatch.setenv(ROOT + "API_KEY", "key-default")
     assert configured_names() == (DEFAULT_WORKSPACE,)
-    (only,) = read_workspaces()
-    assert only.is_default and only.config.base_url == "http://127.0.0.1:9001"
+    ((name, only),) = read_workspaces().items()
+    assert name == DEFAULT_WORKSPACE and only.base_url == "http://127.0.0.1:9001"
     assert workspace_dataset("drone_ops", DEFAULT_WORKSPACE) == "drone_ops"
 
 
 def test_named_workspaces_inherit_all_but_their_address_and_key(fleet: pytest.MonkeyPatch) -> None:
     assert configured_names() == ("default", "acme", "zen")
-    by_name = {w.name: w.config for w in read_workspaces()}
+    by_name = read_workspaces()
     assert by_name["acme"].base_url == "http://127.0.0.1:9002"
     assert by_name["acme"].api_key == "key-acme"
     assert by_name["acme"].max_workers == 6  # the top level's

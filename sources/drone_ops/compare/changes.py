@@ -1,12 +1,9 @@
 """Change detection between what the API shows now and what the warehouse holds as current.
 
 Change is looked at once per record: `first_look`, as the walk hands a page to its table's
-snapshot, hashes each record's canonical line and asks whether the warehouse holds that version
-as current (`held_hashes`). A held record is kept as id and hash only; the others are typed
-and spilled. `diff`, once the walk has ended, takes those decisions as they are (after repeats
-are settled and conflicts replaced) and only adds what needs the whole walk: which of the
-records to load are new, which changed, and which current ids the walk did not see.
-
+snapshot, keeps a record the warehouse holds as current as id and hash only. `diff`, once the
+walk has ended, takes those decisions as they are and only adds what needs the whole walk:
+which records to load are new, which changed, and which current ids the walk did not see.
 Pure and columnar: nothing here reads the warehouse or the API.
 """
 
@@ -91,10 +88,6 @@ class ChangeSet:
     @property
     def retired(self) -> int:
         return len(self.retire_ids)
-
-    @property
-    def is_empty(self) -> bool:
-        return self.new == 0 and self.changed == 0 and not self.retire_ids
 
 
 def diff(walked: Walked, current: pa.Table | None) -> ChangeSet:

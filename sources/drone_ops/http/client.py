@@ -1,10 +1,8 @@
 """HTTP access to the Drone Operations API: retried, throttled GETs over one shared client.
 
-Takes checked values only (`config.py` checks the base URL and the key before anything is
-built) and imports nothing above this package. The client is shared by every worker thread of
-a run, so the connection pool, the adaptive concurrency limit and the pause after a 429 are
-shared too: one throttled worker slows them all. Pagination is `pages.py`, the retry policy
-`retries.py`, the key's header `auth.py`.
+Takes checked values only (`config.py`) and imports nothing above this package. Shared by
+every worker thread of a run, so the connection pool, the adaptive limit and the pause after
+a 429 are shared too: one throttled worker slows them all.
 """
 
 from __future__ import annotations
@@ -177,9 +175,8 @@ class DroneOpsClient:
         items_key: str | None = None,
         stop: Callable[[], bool] | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Each page body of a cursor-paginated list (`pages.walk_pages`, with its loop
-        guards; `stop` ends it before a further page); `critical` marks a long walk that
-        nothing else can shorten (see AdaptiveLimiter)."""
+        """Each page body of a cursor-paginated list (`pages.walk_pages`; `stop` ends it); a
+        `critical` walk is one nothing else can shorten (see AdaptiveLimiter)."""
 
         def get_page(page_path: str, query: dict[str, str]) -> dict[str, Any]:
             return self.get_json(
@@ -251,9 +248,8 @@ class DroneOpsClient:
             self.limiter.release(throttled=throttled, retry_after=retry_after)
 
     def _read_within_deadline(self, response: httpx.Response) -> bytes:
-        """The body, or a retryable error once the whole response took longer than the
-        timeout: httpx's timeout bounds each read, so a server dripping its body slowly would
-        otherwise hold a worker as long as it likes."""
+        """The body, or a retryable error once the whole response took longer than the timeout
+        (httpx's bounds each read: a server dripping its body could hold a worker forever)."""
         deadline = time.monotonic() + self.timeout_seconds
         chunks: list[bytes] = []
         for chunk in response.iter_bytes():

@@ -1,11 +1,9 @@
 """The one cursor paginator, its loop guards, and what a page must hold.
 
-Three guards end a walk that would not: a cursor seen before and, given `items_key`, a page whose
-every item id this walk has already seen (a server that hands out fresh cursors over the same
-rows) or `MAX_EMPTY_PAGES_IN_A_ROW` pages in a row with no rows but a new cursor (a server that
-hands out fresh cursors over nothing). Every walk is also capped at `MAX_PAGES_PER_WALK` pages.
-A caller may also end a walk early with `stop` (its table already failed, so further pages
-would be thrown away).
+Three guards end a walk that would not: a cursor seen before, a page whose every item id this
+walk has already seen (fresh cursors over the same rows), and `MAX_EMPTY_PAGES_IN_A_ROW` empty
+pages with new cursors; every walk is capped at `MAX_PAGES_PER_WALK` pages. A caller may end a
+walk early with `stop` (its table already failed).
 """
 
 from __future__ import annotations

@@ -17,13 +17,9 @@ class AdaptiveLimiter:
     """Bounds requests in flight with additive increase / multiplicative decrease.
 
     A 429 halves the limit and pauses every worker until its Retry-After has passed; each run of
-    `limit` successes raises the limit by one again, up to the configured ceiling. An optional
-    requests-per-second ceiling spaces request starts evenly.
-
-    Cursor walks that cannot be split (a project list, a webhook's log pages) are the run's
-    critical path: their requests do not queue behind the fan-out of job walks for a slot (they
-    still count as in flight and obey every pause and rate ceiling), so at most one extra request
-    per such walk is in flight.
+    `limit` successes raises it by one again, up to the ceiling. Cursor walks that cannot be
+    split are the run's critical path: they do not queue behind job walks for a slot (but obey
+    every pause and rate ceiling), so at most one extra request per such walk is in flight.
     """
 
     def __init__(self, max_concurrency: int, max_requests_per_second: float | None = None) -> None:

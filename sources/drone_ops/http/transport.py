@@ -1,26 +1,19 @@
 """The engine behind the client's httpx interface: urllib3's connection pools.
 
-Why: with the walk's 16 requests in flight, the client costs 1.3x as much CPU per request on
-httpx's own transport (httpcore and h11) as on this one, and the walk makes tens of thousands of
-requests (docs/performance.md, "The HTTP engine"). httpx stays the interface the client and its
-tests use; this transport only moves bytes, and keeps three promises the layers above rely on:
+Why: httpx's own transport costs more CPU per request, and the walk makes tens of thousands of
+them (docs/performance.md, "The HTTP engine"). httpx stays the interface; this transport only
+moves bytes, and keeps three promises the layers above rely on:
 
-- **A whole-response deadline.** The request's read timeout bounds each socket read *and* the
-  whole response, headers and body: the body is read one socket read at a time, each read's
-  timeout shrinks to what is left, so a server dripping its body cannot hold a worker past it.
+- **A whole-response deadline.** The read timeout bounds each socket read *and* the whole
+  response, so a server dripping its body cannot hold a worker past it.
 - **httpx's exception vocabulary.** Every urllib3 or socket failure leaves as the httpx
-  exception the client already classifies (`ConnectError`, `ConnectTimeout`, `ReadTimeout`,
-  `ReadError`, `RemoteProtocolError`), so nothing above knows which engine ran.
-- **Cancellation without closing another thread's socket.** `close()` shuts the sockets of
-  requests in flight down (their reads end at once with an error) but only the thread that
-  owns a connection ever closes it, so no thread reads from a descriptor that another one
-  closed (or that the system already handed to a new socket). Nor does the pool: an idle
-  connection waits in a queue, the one thread that takes it owns it until it gives it back, and
-  no keep-alive timer sweeps the queue (httpcore's did, under a request that had just taken
-  the connection: "[Errno 9] Bad file descriptor", encode/httpcore#1110).
+  exception the client already classifies, so nothing above knows which engine ran.
+- **Cancellation without closing another thread's socket.** `close()` shuts the sockets in
+  flight down, but only the thread that owns a connection ever closes it, and no keep-alive
+  timer sweeps the idle queue (httpcore's did: "[Errno 9] Bad file descriptor",
+  encode/httpcore#1110).
 
-urllib3 retries and redirects nothing here: the client's tenacity policy decides retries, and
-the client follows no redirects.
+urllib3 retries and redirects nothing: the client's tenacity policy decides retries.
 """
 
 from __future__ import annotations
@@ -60,10 +53,8 @@ _HTTP_11 = {"http_version": b"HTTP/1.1"}
 
 
 class NoCookies(CookieJar):
-    """The client's cookie jar, which keeps nothing: the API authenticates by its key and sets
-    no cookies, yet httpx parses every response's headers into a jar (3-5% of the client's
-    CPU per request, measured by `python -m bench http`). `httpx.Client(cookies=...)` takes a
-    `CookieJar` as it is."""
+    """The client's cookie jar, which keeps nothing: the API sets no cookies, yet httpx parses
+    every response's headers into a jar (`python -m bench http` shows the cost)."""
 
     def extract_cookies(self, response: Any, request: Any) -> None:
         return None
@@ -125,11 +116,9 @@ class _TrackedHTTPSPool(urllib3.HTTPSConnectionPool, _TrackedPool):
 class Urllib3Transport(httpx.BaseTransport):
     """One keep-alive urllib3 pool per origin, sized for every thread that sends at once.
 
-    `pool_size` connections are kept alive per origin; a request beyond that opens a
-    connection of its own (closed after use) rather than waiting, as the client's limiter
-    already bounds what is in flight. Timeouts come from each request (httpx's `timeout`
-    extension, set by `httpx.Client`): `connect`, and `read`, which is also the deadline of the
-    whole response.
+    A request beyond `pool_size` opens a connection of its own (closed after use) rather than
+    waiting: the client's limiter already bounds what is in flight. Timeouts come from each
+    request: `connect`, and `read`, also the deadline of the whole response.
     """
 
     def __init__(self, pool_size: int = 10, *, timeout: float = 30.0) -> None:

@@ -24,9 +24,8 @@ def record_breaches(
     issues: list[Issue],
     breaches: set[tuple[str | None, str | None]],
 ) -> None:
-    """Records (does not drop) values outside the spec's allowed sets and ranges, and
-    required fields that are missing or null (unless a type breach nulled them: `breaches`
-    holds the (record id, field) pairs already reported)."""
+    """Records (does not drop) values outside the spec's sets and ranges, and required fields
+    missing or null (unless already reported as a type breach: `breaches`)."""
     table = contract.table
     ids = built.column("id")
     for name in contract.required:

@@ -1,11 +1,7 @@
 """The entity registry: one record per warehouse table, and everything the sync knows of it.
 
-The walk reads where each table's records come from, the resources how each table is loaded,
-`drone-sync check` what to probe, the warehouse reader which columns of current rows to read,
-and the transforms the table's contract. Adding a field means adding it to its table's
-`columns` (and to the row builder if it needs reshaping); adding a table means adding a record
-here, its row builder in `rows.py` and its resource in `../source.py`.
-docs/warehouse.md is the human-readable version of these records.
+Who reads which field, and what adding a field or a table takes: docs/architecture.md ("One
+table's knowledge, in one place"); docs/warehouse.md is the human-readable version.
 """
 
 from __future__ import annotations
@@ -57,8 +53,7 @@ class Entity:
 
     @property
     def history(self) -> bool:
-        """scd2: each change is a new version, deletions retire the current one. Otherwise one
-        row per id, merged on it."""
+        """scd2 (a version per change, deletions retire); otherwise one row per id."""
         return self.contract.history
 
     @property
@@ -247,7 +242,3 @@ LOAD_GROUPS: tuple[tuple[str, ...], ...] = (
 """Loaded one group after the other: the lists finish long before the delivery-log chains,
 so the first group loads while the chains are still walking."""
 TABLE_COLUMNS = {name: e.contract.columns for name, e in ENTITIES.items()}
-
-
-def contract_of(table: str) -> Contract:
-    return ENTITIES[table].contract

@@ -1,21 +1,14 @@
 """The fast path from API records to typed Arrow: records as JSON lines, read by Arrow.
 
-Why: typing a batch from Python dicts holds the GIL for every value (three `from_pylist`
-passes plus a copy of each record, about 8 µs per job row, measured), and while a walk thread
-holds the GIL no other thread can send the next request of a delivery-log chain. So the walk
-keeps each record as one JSON line: for entities the sorted-key serialization its row hash is
-made of (`rows.row_hash`), so the line costs nothing extra; for deliveries the entry as
-the API sent it. A batch of lines is typed by Arrow's JSON reader against an explicit schema
-derived from the table's contract, outside the GIL, with no Python object per row, and a line
-is a third the memory of the dict it replaces.
+Why: typing a batch from Python dicts holds the GIL for every value, and while a walk thread
+holds it no other thread can send the next request (docs/performance.md). So the walk keeps
+each record as one JSON line (for entities the sorted-key serialization its row hash is made
+of, so the line costs nothing extra), typed by Arrow's JSON reader against a schema derived
+from the table's contract, outside the GIL, with no Python object per row.
 
-The reader is strict: a value of another type, an integer beyond 64 bits or with a fraction,
-an unknown field, a date that is not YYYY-MM-DD, a timestamp beyond what microseconds hold: any
-of them makes the batch take the row-by-row path (`rows.typed_row_by_row`), which reports
-each breach. For well-typed input both paths give the same table (tests/sources/test_lines.py).
-`typed_batch` is the one call that types rows, whoever produced them: pages of listed records,
-records fetched one by one, users made from creators, event payloads and delivery log entries
-all reach it as canonical lines (`typed_records` makes them from records), so a value is
+The reader is strict: any value it would have to bend makes the batch take the row-by-row
+path (`rows.typed_row_by_row`), which reports each breach; for well-typed input both give the
+same table. `typed_batch` is the one call that types rows, whoever produced them, so a value is
 typed and a breach reported the same way wherever the record came from. Nothing here does I/O.
 """
 
@@ -58,11 +51,8 @@ _ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, Valu
 
 
 class LineBuffer:
-    """JSON lines appended into one compact buffer, which Arrow's reader takes as it is.
-
-    Why not a list of the lines: each `orjson.dumps` result keeps an allocation of about 8 KB
-    whatever its length (measured: 8.9 KB per 1.1 KB delivery entry), so 25,000 pending delivery
-    lines at `large` held 144 MB; appended here they take their length."""
+    """JSON lines in one compact buffer, which Arrow's reader takes as it is (each separate
+    `orjson.dumps` result keeps an allocation far larger than a short line)."""
 
     __slots__ = ("count", "data")
 
@@ -151,10 +141,9 @@ def typed_batch(
     read: Callable[[], pa.Table | None] | None = None,
 ) -> pa.Table:
     """A batch of records, given as their lines (with their row hashes and parents, when the
-    table has them), typed once, by one path: the fast reader (`typed_lines`, or `read` for
-    a table typed otherwise: deliveries' payloads), or, when it declines because a value needs
-    reporting, row by row through the table's row builder and `rows.typed_row_by_row`, which
-    reports each breach into `issues`."""
+    table has them), typed once: by the fast reader (`typed_lines`, or `read` for deliveries'
+    payloads), or, when it declines, row by row (`rows.typed_row_by_row`), which reports each
+    breach into `issues`."""
     if read is None:
         fast = typed_lines(
             contract,
@@ -189,8 +178,7 @@ def typed_records(
     row: RowBuilder,
 ) -> pa.Table:
     """Records that did not come as a listed page (fetched by id, received in an event, made
-    from creators) typed by the same path as a page: as their canonical lines (`record_line`,
-    whose hash is the row hash) through `typed_batch`."""
+    from creators) typed as a page is: their canonical lines through `typed_batch`."""
     lines, versions = record_lines(records)
     return typed_batch(contract, lines, run_id=run_id, issues=issues, row=row, versions=versions)
 

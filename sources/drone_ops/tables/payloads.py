@@ -1,9 +1,9 @@
 """The fast path for webhook deliveries: request payloads parsed by DuckDB, in batches.
 
-A delivery's `request_payload` is JSON text whose fields become columns. Parsing it with one
-`orjson.loads` per entry cost a quarter of the walk's Python time at 500,000 deliveries, while
-DuckDB's JSON functions run outside the GIL. This is the one place in `sources/` that keeps
-a process-wide engine: a small, capped, single-threaded in-memory DuckDB (no file, no network).
+A delivery's `request_payload` is JSON text whose fields become columns; DuckDB's JSON
+functions parse it outside the GIL, where one `orjson.loads` per entry competed with every
+request. The one process-wide engine in `sources/`: a small, capped, single-threaded
+in-memory DuckDB (no file, no network).
 """
 
 from __future__ import annotations
@@ -81,9 +81,8 @@ _engine_lock = threading.Lock()
 
 
 def _payload_engine() -> duckdb.DuckDBPyConnection:
-    """One small in-memory DuckDB for the whole process (each thread uses its own cursor):
-    single-threaded, since the spill pool is the parallelism, and capped, so the walk's
-    footprint stays bounded."""
+    """One small in-memory DuckDB for the whole process (a cursor per thread): single-threaded,
+    since the spill pool is the parallelism, and capped, so the walk's footprint is bounded."""
     with _engine_lock:
         if not _engine:
             _engine.append(
@@ -95,15 +94,9 @@ def _payload_engine() -> duckdb.DuckDBPyConnection:
 def delivery_table(
     contract: Contract, lines: LineBuffer, webhook_id: str, run_id: str, issues: list[Issue]
 ) -> pa.Table:
-    """The typed webhook_deliveries batch of one webhook's log entries, given as JSON lines.
-
-    The entries are typed by Arrow's JSON reader (`lines.py`) and their request payloads parsed
-    by DuckDB's JSON functions, both outside the GIL, rather than one `orjson.loads` per entry
-    and payload: at 500,000 deliveries that was a quarter of the walk's Python time, competing
-    with every request. A batch with anything unusual (an unknown field, a value of the wrong
-    type, in the entry or its payload) takes the row-by-row path of `typed_batch`, the one
-    typing path, which reports each breach; both give the same table for well-typed input.
-    """
+    """The typed webhook_deliveries batch of one webhook's log entries, given as JSON lines:
+    typed by Arrow's JSON reader, payloads parsed by DuckDB, both outside the GIL; a batch
+    with anything unusual takes `typed_batch`'s row-by-row path, which reports each breach."""
 
     def row(record: Record, **_: object) -> Record:
         return delivery_row(record, webhook_id)

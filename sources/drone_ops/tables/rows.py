@@ -1,11 +1,9 @@
 """Pure record transforms: API JSON records in, warehouse rows and Arrow tables out.
 
-Nothing here does I/O and nothing here knows which tables exist: each function is given the
-table's `Contract` (declared in `entities.py`). The row builders here are what the typing's
-row-by-row path (`typed_row_by_row`) reads; it is reached only through `lines.typed_batch`, when
-the fast reader declines a batch. Conversion is columnar (one Arrow array per column per batch);
-only a batch whose values break the declared types falls back to a per-value path, which keeps
-the record, nulls the broken value and reports it.
+Nothing here does I/O or knows which tables exist: each function is given the table's
+`Contract` (`entities.py`). This is the typing's row-by-row path, reached only through
+`lines.typed_batch` when the fast reader declines a batch: it keeps the record, nulls a broken
+value and reports it.
 """
 
 from __future__ import annotations
@@ -74,8 +72,7 @@ def creator_flattened_row(
 def job_row(
     record: Mapping[str, Any], parent_id: str | None = None, version: str | None = None
 ) -> Record:
-    """A jobs row; the owning project (`parent_id`) comes from the walk when the record lacks
-    it."""
+    """A jobs row; the owning project (`parent_id`) comes from the walk if the record lacks it."""
     row = dict(record)
     if row.get("project_id") is None:
         row["project_id"] = parent_id
@@ -124,11 +121,8 @@ def delivery_row(record: Mapping[str, Any], webhook_id: str) -> Record:
 
 
 def user_row(creator: Mapping[str, Any], first_ms: int | None, last_ms: int | None) -> Record:
-    """A users row from a `created_by` object of either shape (a person or an API key).
-
-    `first_ms`/`last_ms` span the `created` times of what this creator made that the API
-    shows, so an unchanged workspace yields an unchanged row.
-    """
+    """A users row from a `created_by` object of either shape (a person or an API key);
+    `first_ms`/`last_ms` span what it created that the API shows, so it changes only with it."""
     kind = creator.get("type")
     if not kind:
         kind = "user" if "email" in creator else "unknown"
@@ -186,12 +180,9 @@ _CONVERTIBLE = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, Overf
 def well_typed_arrays(
     declared: Sequence[Column], rows: Sequence[Record]
 ) -> dict[str, pa.Array] | None:
-    """All declared columns at C speed, or None when any value breaks its type.
-
-    `from_pylist` rejects text in numbers, numbers in text and booleans in integers, but it
-    truncates 2.7 into an integer column and takes True as 1.0 in a float column; two small
-    extra passes catch exactly those two cases.
-    """
+    """All declared columns at C speed, or None when any value breaks its type: `from_pylist`
+    refuses most breaches, and two small passes catch the two it lets through (2.7 truncated
+    into an integer column, True taken as 1.0 in a float column)."""
     plain = [c for c in declared if c.kind != "json"]
     try:
         typed = pa.Table.from_pylist(

@@ -1,7 +1,5 @@
 """The vocabulary of a table's shape: column kinds, their Arrow types, and the data contract.
-
-Each table's own contract (its columns and the spec's rules for their values) is declared in
-its record in `entities.py`; this module only says what such a contract is made of, so the
+Each table's own contract is declared in `entities.py`; this says what one is made of, so the
 transforms can type any table without knowing which tables exist.
 """
 
@@ -52,8 +50,7 @@ class Column:
 
 
 def columns(spec: str) -> tuple[Column, ...]:
-    """Parses 'name:kind name:kind ...' (a list column: 'name:json[str]') so a table's
-    columns stay a few readable lines."""
+    """Parses 'name:kind ...' (a list column: 'name:json[str]'): a table in a few lines."""
     parsed = []
     for item in spec.split():
         name, kind = item.split(":")
@@ -66,9 +63,8 @@ def columns(spec: str) -> tuple[Column, ...]:
 
 @dataclass(frozen=True)
 class Contract:
-    """What one table's rows look like and which values the spec allows.
-
-    A value outside the rules is recorded in `_sync_issues`, never dropped."""
+    """What one table's rows look like and which values the spec allows (a value outside the
+    rules is recorded in `_sync_issues`, never dropped)."""
 
     table: str
     columns: tuple[Column, ...]

@@ -1,8 +1,4 @@
-"""The concurrent walk of a workspace: lists, projects with their jobs, webhook chains.
-
-`WorkspaceWalk` composes the three walkers over one `WalkContext`; `WalkPlan` says what to walk;
-`TableSnapshot` (`spill.py`) holds each table's typed batches on local disk.
-"""
+"""The concurrent walk of a workspace: lists, projects with their jobs, webhook chains."""
 
 from .context import ProgressCallback, WalkStats
 from .plan import WalkPlan

@@ -1,9 +1,6 @@
-"""What every walker of one run shares, passed to each explicitly.
-
-The walk of a workspace is three walkers (`lists.py`, `projects.py`, `webhooks.py`) composed by
-`WorkspaceWalk`; none of them reaches back into another. They share the client, the plan, each
-table's snapshot and request counters, the creators seen, the run's one cancellation token and
-the thread pools, all held here.
+"""What every walker of one run shares, passed to each explicitly, so none of the three walkers
+reaches back into another: the client, the plan, each table's snapshot and request counters,
+the creators seen, the run's one cancellation token and the thread pools.
 """
 
 from __future__ import annotations

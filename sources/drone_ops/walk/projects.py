@@ -92,11 +92,9 @@ class ProjectWalker:
 
     def _queue_job_walks(self, records: list[Record], held: list[str], again: list[Record]) -> None:
         """Queues the job walks a page of projects owes: on an exact run each project's at its
-        first sighting (`records`); on a rolling one, once, those of this run's slice and of
-        every project the first look did not find held (new or changed: an unchanged project
-        can still have changed jobs, as job writes do not move the project's `updated`). A
-        project seen again (`again`: moved to the other list during the walk) is not offered,
-        so it gets a look of its own: it may owe a walk its first sighting did not."""
+        first sighting; on a rolling one, once, those of this run's slice and of every project
+        not found held (job writes do not move a project's `updated`). A project seen `again`
+        (moved to the other list) gets a look of its own: it may owe a walk."""
         rolling = self.context.plan.job_slice
         if rolling is None:
             owed = [str(record["id"]) for record in records]

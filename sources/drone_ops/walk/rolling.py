@@ -14,8 +14,7 @@ JobSlice = tuple[int, int]
 
 
 def job_slice(slices: int, known: KnownState) -> JobSlice | None:
-    """This run's slice, or None for a walk of every project's jobs (no rolling refresh, no
-    jobs table yet, or a full refresh)."""
+    """This run's slice; None walks all projects' jobs (not rolling, no jobs yet, full refresh)."""
     if slices == 1 or known.job_syncs is None or "jobs" not in known.existing:
         return None
     return known.job_syncs % slices, slices

@@ -1,13 +1,8 @@
 """The spill store: one table's rows as a run's walk saw them, kept on local disk as typed
 Arrow batches and handed back (`batches`, `take_loadable`), so memory stays flat however large
-the workspace.
-
-A page offered to a table's snapshot takes three plain calls in sequence: the first look at
-change (`compare/changes.py` `first_look`), the typing of what it did not find held
-(`tables/lines.py` `typed_batch`), and the write here. Records fetched one by one (`replace`)
-take the same three calls. Held records stay in memory as id and
-hash only; each batch carries what the first look decided for its rows (`SpilledBatch.held`),
-so the comparison after the walk (`changes.diff`) never looks at a hash again.
+the workspace. Held records stay in memory as id and hash only; each batch carries what the
+first look decided for its rows (`SpilledBatch.held`), so the comparison after the walk never
+looks at a hash again (docs/architecture.md, "One page of jobs, hop by hop").
 """
 
 from __future__ import annotations
@@ -79,8 +74,7 @@ class TableSnapshot:
         self._pending_held_ids: list[str] = []
         self._pending_held_hashes: list[str] = []
         self._held_batches: list[SpilledBatch] = []
-        """Held records already moved from Python lists into Arrow arrays (a quarter of the
-        memory: at `large` 400,000 ids and hashes as Python strings took about 60 MB)."""
+        """Held records moved from Python lists into Arrow arrays (a quarter of the memory)."""
         self.error: DroneOpsError | None = None
         self.rows_seen = 0
         self._spill_dir = spill_dir
@@ -111,10 +105,8 @@ class TableSnapshot:
             self.error = Interrupted(f"the walk of {self.name}")
 
     def offer(self, records: list[Record], parent_id: str | None = None) -> list[str]:
-        """Adds records listed by the API (under `parent_id`): the first look keeps those the
-        warehouse holds as id and hash only (so a quiet run types and spills almost nothing);
-        the others wait as JSON lines, typed and written a batch at a time. Returns the ids
-        the first look found held (the rolling refresh skips those projects' jobs)."""
+        """Adds records listed under `parent_id`: held ones as id and hash only, the others as
+        JSON lines typed a batch at a time. Returns the held ids (for the rolling refresh)."""
         look = first_look(records, self.held_hashes)
         batch: PendingLines | None = None
         with self._lock:
@@ -137,8 +129,7 @@ class TableSnapshot:
 
     def replace(self, ids: list[str], fetched: list[Fetched]) -> None:
         """Settles ids the lists showed inconsistently: their list rows give way to the records
-        fetched one by one, which take the first look and the typing a listed page takes; an
-        id without a record is then simply absent."""
+        fetched one by one (an id without a record is then absent)."""
         held_ids: list[str] = []
         held_hashes: list[str] = []
         batch = PendingLines()
@@ -233,8 +224,7 @@ class TableSnapshot:
         return pa.concat_arrays([b.ids if k is None else b.ids.filter(k) for b, k in sightings])
 
     def versions(self) -> Walked:
-        """Each id once, with what the first look decided for its version (see `_versions`):
-        what `changes.diff` takes."""
+        """Each id once, with the first look's decision for its version: `changes.diff`'s input."""
         versions = self._versions()
         return Walked(
             versions.column("id").combine_chunks(), versions.column("held").combine_chunks()
@@ -242,10 +232,8 @@ class TableSnapshot:
 
     def _versions(self) -> pa.Table:
         """One version per id (`id`, `hash`, `held`). An entity the walk saw twice with
-        different content (the API listing one job under two projects) keeps the smallest row
-        hash, and the first look's decision for that hash: a choice that does not depend on
-        which thread saw it first, so a repeat never becomes a second current row and does not
-        flip between runs, whichever side of the first look each sighting fell on."""
+        different content keeps the smallest row hash: a choice that does not depend on which
+        thread saw it first, so a repeat never becomes a second current row nor flips."""
         ids, hashes, held = [], [], []
         for batch, keep in self._sightings():
             kept = batch.ids if keep is None else batch.ids.filter(keep)
@@ -301,8 +289,7 @@ class TableSnapshot:
             return sum(len(batch.ids) for batch in self._batches[self._taken :])
 
     def take_loadable(self, *, drop_repeated_ids: bool) -> Iterator[pa.Table]:
-        """The spilled batches not handed out before, read back: deliveries load in waves while
-        the walk goes on, and each call takes what was typed since the last one. With
+        """The spilled batches typed since the last call (deliveries load in waves). With
         `drop_repeated_ids` every id is handed out once across all calls (a log that shifts
         during the walk shows an entry on two pages; an append would load it twice)."""
         with self._lock:

@@ -2,15 +2,9 @@
 
 Why a walk before any row is handed to dlt: a table may only retire rows after the walk that
 should have contained them finished every page, and the mass-delete guard must be able to
-refuse a table before anything of it is loaded. So each table's rows are typed into Arrow
-batches as pages arrive and spilled (`spill.py`: memory stays flat), and the comparison
-decides afterwards what to load.
-
-Three walkers, composed over one shared `WalkContext`: plain lists (`lists.py`: team members,
-job types); projects, whose pages feed the per-project job walks as they arrive
-(`projects.py`: the sequential project cursor and the parallel job walks overlap); and webhooks
-(`webhooks.py`), each a long chain of delivery-log pages walked until it reaches what the
-warehouse already holds.
+refuse a table before anything of it is loaded. Three walkers share one `WalkContext`: plain
+lists (`lists.py`), projects feeding per-project job walks as pages arrive (`projects.py`),
+and webhooks with their delivery-log chains (`webhooks.py`).
 """
 
 from __future__ import annotations
@@ -108,8 +102,7 @@ class WorkspaceWalk:
         self.close()
 
     def close(self) -> None:
-        """Stops a walk still under way (each loop ends after its current request), then
-        removes the spill files and closes the client."""
+        """Stops a walk still under way, then removes the spill files and closes the client."""
         if self._thread is not None and self._thread.is_alive():
             self.context.cancel.set()
             self._thread.join()
@@ -127,10 +120,7 @@ class WorkspaceWalk:
                 self._thread.start()
 
     def wait(self, table: str) -> float:
-        """Blocks until the walks `table` depends on have finished; returns their seconds.
-
-        The list tables finish long before the delivery-log chains, so the pipeline can
-        load them while the chains are still walking."""
+        """Blocks until the walks `table` depends on have finished; returns their seconds."""
         self.start()
         stages = ENTITIES[table].stages
         for stage in stages:
@@ -144,8 +134,7 @@ class WorkspaceWalk:
         return max(self._stage_seconds.get(stage, 0.0) for stage in stages)
 
     def walking(self, stage: str, timeout: float) -> bool:
-        """Waits up to `timeout` seconds for a stage to finish; True while it is still walking
-        (the pipeline loads delivery waves meanwhile)."""
+        """Waits up to `timeout` seconds for a stage to finish; True while it is still walking."""
         self.start()
         return not self._stage_done[stage].wait(timeout)
 

@@ -1,11 +1,9 @@
 """The webhooks half of the walk: the webhook list, then each webhook's delivery log.
 
-A log is one long chain of cursor pages, newest first, that nothing can split; each chain is
-walked until it reaches the entries the warehouse already holds (its `DeliveryMark`). Its
-entries are loadable as soon as they are typed, so the pipeline can load them in waves while
-the chains are still walking; what keeps a failed chain from leaving a gap is the mark: a
-webhook's mark moves only when its chain reached known ground and everything it walked was
-loaded (`completed_marks`, recorded by the pipeline in `_sync_delivery_marks`).
+A log is one long chain of cursor pages, newest first, walked until it reaches what the
+warehouse holds (its `DeliveryMark`); its entries may load in waves while the chains walk.
+A webhook's mark moves only when its chain reached known ground and everything it walked was
+loaded (`completed_marks`), so a failed chain leaves no gap.
 """
 
 from __future__ import annotations
@@ -26,8 +24,7 @@ from .context import WalkContext
 
 
 class WebhookWalker:
-    """The webhook list, then each webhook's delivery-log chain, over the walk's shared
-    context."""
+    """The webhook list, then each webhook's delivery-log chain, over the shared context."""
 
     def __init__(self, context: WalkContext) -> None:
         self.context = context
