@@ -1,24 +1,17 @@
 """The `drone-sync` process: the command (`cli.main`), then an exit that skips the interpreter's
 teardown.
 
-Why: once the command has finished (every warehouse connection closed, every file written and
-closed, the summary printed), the interpreter still tears down every module and object it
-loaded, dlt's, sqlglot's, pyarrow's and DuckDB's among them: about 0.3 s of CPU, an eighth of a
-quiet `small` run (docs/performance.md, "The lean run"). No step of ours needs that teardown.
-What must happen at exit is registered with `atexit` (logging's flush, dlt's telemetry stop,
-the removal of temporary folders), and it is run here first, then the standard streams are
-flushed. While a thread other than the main one is still running (none should be by then),
-the ordinary exit is taken, which waits for it.
+Why: once the command has finished, tearing down every module it loaded (dlt's, sqlglot's,
+pyarrow's, DuckDB's) costs about an eighth of a quiet run's CPU, and no step of ours needs it
+(docs/performance.md, "The lean run"): the `atexit` handlers run, the streams are flushed, then
+the process ends, unless another thread still runs. Only the process entry points exit this
+way (this script, `python -m drone_ops_sync.pipelines.console_script`, a fleet's workers);
+`cli.main` stays what tests and in-process callers call.
 
-`cli.main` stays what tests and in-process callers call; only the process entry points exit
-this way: the `drone-sync` script, `python -m drone_ops_sync.pipelines.console_script`, and the
-children of a fleet run (`run/fleet.py`).
-
-The process's SIGINT/SIGTERM handler and the guard of its standard output (`run/signals.py`)
-are installed here first, before the command's imports (dlt, DuckDB, pyarrow, rich: most of a
-second, the start-up a Ctrl-C most often lands in), so that a signal or a closed pipe at any
-moment ends the command the same way: one line (none for the pipe) and 130, 143 or 141. Only
-the interpreter's own start, before this module runs, is left to Python's default.
+The SIGINT/SIGTERM handler and the guard of the standard output (`run/signals.py`) are installed
+here first, before the command's imports, so that a signal or a closed pipe at any moment ends
+the command the same way: one line (none for the pipe) and 130, 143 or 141
+(docs/operations.md, "Interrupting a run").
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from drone_ops_sync.sources.drone_ops.internal import (
 
 from .run.destination import check_target
 from .run.disk_full import disk_full_as_error
-from .run.door import KeptFile, ensure_destination_reachable, step
+from .run.door import KeptFile, duckdb_busy_as, ensure_destination_reachable, step
 from .run.lock import warehouse_lock
 from .run.recovery import (
     finish_pending,

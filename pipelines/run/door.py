@@ -4,35 +4,12 @@ pipeline, opened once per turn by `pipelines/session.py`), what a held, missing 
 says (one line, wherever it was raised), and the locks a step (`step`), a write (`writing`)
 and a model build (`models_lock`) take, in the order `lock.py` writes down.
 
-The kept file. Each open of a DuckDB file reads its catalog and each close checkpoints, which
-costs more CPU than the few statements of a quiet run's step or of one batch of events. DuckDB
-keeps one database instance per file and process while any connection to it is open, so a
-connection held here makes every connection opened meanwhile in this process (dlt's SQL
-clients, its loads) a handle on that instance, opened and closed cheaply. Nothing is lent to
-dlt: its clients open and close their own connections as ever.
-
-Two holders keep it (`KeptFile`), each from its own thread: a run's turn
-(`pipelines/session.py`), whose steps are the known state, dlt's state sync, the record and
-the data version; and the event applier (`listen/apply.py`), whose steps are its batches, and
-which keeps each workspace's SQL client open with the file (`keep`: opening one again costs
-more than a small batch's statements; on a server, where there is no file, the client is kept
-the same way and for as long). The discipline of the file's access lock (`lock.py`) is kept:
-the file is held open only with its access lock, taken by the first step, and both are let go:
-
-- at the end of any step after which another step waits for the lock (`lock_wanted`: a run's
-  step, the applier, a model build, another workspace sharing the file, a reader), and, for a
-  holder that rests between steps (the applier), as soon as it sees a waiter while it rests;
-- at the end of the first step after `hold_seconds` of holding, when the holder sets a limit
-  (the applier during a long burst: a program that does not take the lock, a notebook or a
-  BI tool, still finds the file free now and then, and the write-ahead log a crash would
-  leave holds a few seconds of writes at most);
-- when the holder says so (`release`): a run before it waits for its walk and before its
-  model build (the models lock comes earlier in the lock order), the applier when events
-  pause or a batch fails; and whenever a step raises.
-
-A step that runs inside a lock this thread already held (a brief turn's load inside its write
-lock) keeps nothing: only the outermost holder may let the lock go. On a server destination
-there is no file: a step keeps only what it was asked to keep.
+The kept file (`KeptFile`): each open of a DuckDB file reads its catalog and each close
+checkpoints, which costs more CPU than the few statements of a quiet run's step or of one batch
+of events; while a connection is held here, every connection opened meanwhile in this process
+(dlt's included) is a cheap handle on the same database instance. It is kept only with the
+file's access lock and let go as soon as another step waits for it; who holds it and when it
+is let go: docs/architecture.md, "One owner per lifecycle".
 """
 
 from __future__ import annotations

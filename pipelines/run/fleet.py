@@ -1,17 +1,9 @@
-"""Several workspaces in one command: synced by at most `parallel` worker processes, each
-running the workspaces it is given one after another (`worker.py`).
-
-Why processes, not threads: a walk is CPU-bound between round trips (typing, hashing, dlt's
-extract), and one process's walks share one GIL; processes use every core. Why workers, not a
-process per workspace: a process's fixed costs (imports, settings, clients) are most of a quiet
-workspace's run, and a worker pays them once. Each workspace still runs as the single-workspace
-command itself, so it has its own pipeline, lock, repairs, `_sync_runs` rows and alert, exactly
-as when run alone, and one workspace that fails, hangs until its timeouts or crashes its worker
-never stops another. On DuckDB they write the file one at a time (`lock.py`); on PostgreSQL
-they load in parallel. The models are built once, after all of them, by the calling process.
-
-A signal to the fleet is passed on to every worker, whose workspace stops as a single run
-stops, and no new one starts.
+"""Several workspaces in one command: at most `parallel` worker processes (`worker.py`), each
+running the workspaces it is given one after another, so a process's fixed costs are paid once
+per worker; each workspace runs as the single-workspace command would, so one that fails,
+hangs or crashes its worker stops no other (docs/fleet.md, "Running"). Processes, not threads:
+walks are CPU-bound between round trips and would share one GIL. A signal is passed on to every
+worker, and no new workspace starts.
 """
 
 from __future__ import annotations
@@ -112,12 +104,9 @@ def run_fleet(
     on_finished: Any = None,
 ) -> list[WorkspaceRun]:
     """Runs `drone-sync run --workspace <name> <run_arguments>` for each name in at most
-    `parallel` worker processes (`worker.py`), each taking the next waiting workspace when its
-    last one ends, and returns their outcomes in the order of `names`. `on_finished` is called
-    with each `WorkspaceRun` as it ends (from this thread).
-
-    A worker that dies (killed, out of memory, a crash in a native library) fails only the
-    workspace it was running; the workspaces still waiting go to a new worker."""
+    `parallel` workers, each taking the next waiting workspace when its last one ends;
+    `on_finished` hears of each as it ends. A worker that dies fails only the workspace it was
+    running, and a new one takes the rest. Outcomes in `names` order."""
     runs = {name: WorkspaceRun(name) for name in names}
     waiting = list(names)
     ended: queue.Queue[_Worker] = queue.Queue()
@@ -131,16 +120,14 @@ def run_fleet(
 
     while waiting or workers:
         if not stop.is_set():
-            idle = [worker for worker in workers if worker.current is None]
-            for worker in idle:
-                if not waiting:
+            for worker in [worker for worker in workers if worker.current is None]:
+                if waiting:
+                    worker.give(runs[waiting.pop(0)])
+                else:
                     worker.close()
-                    continue
-                worker.give(runs[waiting.pop(0)])
             while waiting and len(workers) < parallel:
-                worker = _Worker(run_arguments, ended)
-                workers.append(worker)
-                worker.give(runs[waiting.pop(0)])
+                workers.append(_Worker(run_arguments, ended))
+                workers[-1].give(runs[waiting.pop(0)])
         elif stopped_at is None:
             stopped_at = time.monotonic()
             waiting.clear()
@@ -153,7 +140,7 @@ def run_fleet(
             worker = ended.get(timeout=POLL_SECONDS)
         except queue.Empty:
             continue
-        run = worker.take_ended()
+        run, worker.done = worker.done, None
         if run is not None:
             finish(run)
         if worker.gone:
@@ -209,10 +196,6 @@ class _Worker:
         self.close()
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-
-    def take_ended(self) -> WorkspaceRun | None:
-        run, self.done = self.done, None
-        return run
 
     def take_lost(self) -> WorkspaceRun | None:
         """The workspace the worker was running when it died, with the worker's code."""

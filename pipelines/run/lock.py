@@ -19,13 +19,10 @@ a later one never waits for an earlier one, so no two holders can wait for each 
    overlap, and the event receiver writes a batch between a run's loads.
 
 A step that has to wait for a lock says so while it waits: it shares a `flock` on
-`<lock>.want` beside it (`waited_lock`, and a run waiting for a brief holder of the run
-lock). A holder that keeps the DuckDB file between uses (a run's turn between its steps, the
-event receiver between its batches: `door.py` `KeptFile`) asks `lock_wanted` and hands it over at
-once, and a brief taker of the run lock lets a waiting run go first; a waiter that dies drops
-its share with it. So a DuckDB warehouse has four lock files: `<file>.lock` (one per
-workspace: `<file>.<dataset>.lock` for a named one), `<file>.access.lock`, and the `.want` of
-each.
+`<lock>.want` beside it (`waited_lock`), which a holder that keeps the DuckDB file between uses
+(`door.py` `KeptFile`) asks (`lock_wanted`) to hand it over at once; a waiter that dies drops
+its share with it. So a DuckDB warehouse has four lock files: `<file>.lock` (one per workspace:
+`<file>.<dataset>.lock` for a named one), `<file>.access.lock`, and the `.want` of each.
 
 The run lock file is never deleted (deleting it would let a waiting run and a new one each
 lock a different file), only emptied on release; it names its holder, so the next run can say

@@ -63,10 +63,9 @@ class SignalStop:
 
     @contextmanager
     def installed(self) -> Iterator[SignalStop]:
-        """The handler, for both signals, while the block runs. A `KeyboardInterrupt` raised
-        where Python cannot propagate it (a weakref callback during an import) would print
-        "Exception ignored in"; it is dropped here: the signal is recorded, so a sync stops at
-        its next check, and a command that ran to its end says so (`missed`)."""
+        """The handler, for both signals, while the block runs. A `KeyboardInterrupt` it raised
+        where Python can only report it ("Exception ignored in", e.g. in a weakref callback
+        during an import) is dropped silently: the signal is recorded (`missed`)."""
         previous = {sig: signal.getsignal(sig) for sig in SIGNAL_EXIT}
         previous_hook = sys.unraisablehook
 
@@ -86,8 +85,7 @@ class SignalStop:
 
     @property
     def missed(self) -> bool:
-        """A signal arrived and nothing has said so: the command went on past it (its
-        interruption was swallowed where Python could not raise it) and ended on its own."""
+        """A signal arrived, was swallowed where Python could not raise it, and is untold."""
         return self.received is not None and self.received != signal.SIGPIPE and not self._told
 
     @contextmanager
@@ -104,10 +102,8 @@ class SignalStop:
 
     @contextmanager
     def cooperating(self) -> Iterator[threading.Event]:
-        """The block stops cooperatively: a signal sets the event it is given. Each block gets
-        an event of its own (set at once if a signal came before), because what it is handed
-        to owns it: a run's walk sets its run's token when it closes, which must not stop the
-        next run of a worker (`worker.py`)."""
+        """A signal sets the event the block is given, its own: a run's walk sets its run's
+        token when it closes, which must not stop a worker's next run (`worker.py`)."""
         self.event = threading.Event()
         if self.received is not None:
             self.event.set()

@@ -27,7 +27,7 @@ from drone_ops_sync.sources.drone_ops.internal import (
 )
 
 from .delivery_waves import DeliveryWaves, record_marks_first
-from .door import KeptFile, duckdb_busy_as, step
+from .door import KeptFile, step
 from .errors import root_cause
 from .loaded_packages import prune_loaded_packages
 from .run_record import record_run

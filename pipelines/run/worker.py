@@ -1,15 +1,10 @@
-"""A fleet's worker process: syncs the workspaces it is given, one after another, in itself.
+"""A fleet's worker process: syncs the workspaces it is given, one after another, in itself,
+each exactly as `drone-sync run --workspace NAME` would alone (`cli.main`), paying the imports,
+settings and first clients once (docs/fleet.md, "Running").
 
-Why: a workspace run in a process of its own pays the process's fixed costs every time (the
-imports of dlt, DuckDB, pyarrow and rich, settings, the first SQL clients: about a second of CPU
-and 140 MB before any work), which for a quiet workspace is most of its run. A worker pays them
-once and then runs each workspace exactly as `drone-sync run --workspace NAME` would run it
-alone (`cli.main`): its own pipeline, lock, repairs, `_sync_runs` rows, alert and summary.
-
-The protocol with the fleet (`fleet.py`): one workspace name per line on stdin (end of input:
-no more); on stdout each run's JSON events, then `{"event": "workspace_ended", "workspace":
-NAME, "exit_code": CODE}`. A SIGTERM stops the workspace under way as it stops a single run,
-and the worker then takes no other.
+The protocol with the fleet (`fleet.py`): one name per line on stdin (end of input: no more);
+on stdout each run's JSON events, then the `ENDED` event with its exit code. A SIGTERM stops
+the workspace under way as it stops a single run, and the worker then takes no other.
 """
 
 from __future__ import annotations
@@ -37,9 +32,8 @@ def main() -> NoReturn:
                     continue
                 arguments = ["run", "--log-format", "json", "--workspace", name, *sys.argv[1:]]
                 code = command(arguments, stop=stop)
-                sys.stdout.write(json.dumps({"event": ENDED, "workspace": name, "exit_code": code}))
-                sys.stdout.write("\n")
-                sys.stdout.flush()
+                event = {"event": ENDED, "workspace": name, "exit_code": code}
+                print(json.dumps(event), flush=True)
                 if stop.received is not None:
                     break
         except KeyboardInterrupt:
