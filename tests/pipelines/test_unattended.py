@@ -386,6 +386,16 @@ def test_stale_lock_of_a_dead_process_is_taken_over(
     assert_no_traceback(result)
     assert not lock.exists() or str(dead) not in lock.read_text(), "the stale lock remains"
     assert {row["status"] for row in sync_runs(database)} == {"success"}
+    assert_summary_on_a_pipe_is_not_truncated(env, result)
+
+
+def assert_summary_on_a_pipe_is_not_truncated(env: dict[str, str], result: Result) -> None:
+    """The text summary of a run whose stdout is a pipe (no terminal, no COLUMNS): every table
+    and every header in full, nothing cut to a terminal's width."""
+    assert "COLUMNS" not in env
+    assert "…" not in result.text, result.describe()
+    for word in (*ALL_TABLES, *SUMMARY_HEADERS):
+        assert re.search(rf"\b{word}\b", result.out), f"{word} missing:\n{result.describe()}"
 
 
 # --- 4. the DuckDB file open in another process -------------------------------------------------
@@ -675,17 +685,7 @@ def test_unreachable_api_fails_fast_naming_the_url(tmp_path: Path) -> None:
     assert_one_line(check)
 
 
-# --- 7. logs for schedulers --------------------------------------------------------------------
-
-
-def test_summary_on_a_pipe_is_not_truncated(tmp_path: Path, shared_sim: SimulatorHandle) -> None:
-    env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key)
-    assert "COLUMNS" not in env
-    result = run_cli(run_args(tmp_path / "w.duckdb"), env, tmp_path)
-    assert result.code == EXIT_OK, result.describe()
-    assert "…" not in result.text, result.describe()
-    for word in (*ALL_TABLES, *SUMMARY_HEADERS):
-        assert re.search(rf"\b{word}\b", result.out), f"{word} missing:\n{result.describe()}"
+# --- 7. logs for schedulers (a JSON run's events: test_observe_e2e.py) ---------------------------
 
 
 def json_lines(text: str, stream: str) -> list[dict[str, Any]]:
@@ -708,34 +708,6 @@ def summary_of(result: Result) -> dict[str, Any]:
     assert len(summaries) == 1, result.describe()
     assert objects[-1] is summaries[0], "the summary is the final object"
     return summaries[0]
-
-
-def test_json_logs_end_with_one_summary(tmp_path: Path, shared_sim: SimulatorHandle) -> None:
-    env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key)
-    result = run_cli(run_args(tmp_path / "w.duckdb", "--log-format", "json"), env, tmp_path)
-    assert result.code == EXIT_OK, result.describe()
-    summary = summary_of(result)
-    assert summary["outcome"] == "success", summary
-    assert summary["exit_code"] == 0, summary
-    for key in ("requests", "retries", "seconds"):
-        assert isinstance(summary[key], int | float), (key, summary)
-    tables = summary["tables"]
-    assert isinstance(tables, dict) and set(tables) == set(ALL_TABLES), summary
-    for name, table in tables.items():
-        assert set(table) >= TABLE_SUMMARY_KEYS, (name, table)
-        assert table["status"] == "success", (name, table)
-    assert tables["projects"]["new"] > 0, tables["projects"]
-
-
-def test_json_logs_of_a_failed_run_end_with_its_summary(
-    tmp_path: Path, shared_sim: SimulatorHandle
-) -> None:
-    env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key="a-wrong-but-well-formed-key")
-    result = run_cli(run_args(tmp_path / "w.duckdb", "--log-format", "json"), env, tmp_path)
-    assert result.code == EXIT_FAILED, result.describe()
-    summary = summary_of(result)
-    assert summary["outcome"] == "failed", summary
-    assert summary["exit_code"] == 1, summary
 
 
 def test_helpers_read_output_as_a_person_does(
