@@ -17,6 +17,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import httpx
+
 from drone_ops_sync.simulator import names
 from drone_ops_sync.simulator.server import HandleBase
 
@@ -130,6 +132,23 @@ def _read_line(stream: IO[str], deadline: float) -> str:
     return box[0].strip()
 
 
+def _wait_until_serving(base_url: str, deadline: float) -> None:
+    """Returns once the server answers a request. The address is printed while the socket is
+    bound but before the server has put its own SIGTERM handler in place (until then the
+    process ignores SIGTERM), so a simulator stopped before it ever answered would cost
+    `stop_process` its whole wait. `/openapi.json` is outside the API's stats, faults, gate
+    and latency, so the request changes nothing a test counts."""
+    with httpx.Client(base_url=base_url, timeout=5.0) as client:
+        while True:
+            try:
+                client.get(names.OPENAPI_PATH)
+                return
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the simulator did not answer in time") from None
+                time.sleep(0.05)
+
+
 def stop_process(process: subprocess.Popen[Any], timeout: float = 10.0) -> None:
     """Terminate, wait, then kill: always through the process's own handle."""
     if process.poll() is None:
@@ -190,6 +209,7 @@ def running_simulator(
             values[key] = value
         if "base_url" not in values:
             raise RuntimeError(f"unexpected simulator output: {values}")
+        _wait_until_serving(values["base_url"], deadline)
         yield SimulatorHandle(values["base_url"], values["read_key"], values["full_key"], process)
     finally:
         stop_process(process)

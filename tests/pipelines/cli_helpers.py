@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import pytest
+
 from testkit.simulator_process import stop_process
 
 from .warehouse_check import query
@@ -150,6 +152,35 @@ def run_cli(
     result = run_command(cli_command(args), env, cwd, timeout=timeout)
     result.args = list(args)
     return result
+
+
+def run_in_process(
+    args: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Result:
+    """`cli.main(ARGS)` in this process, with `env` as the whole environment and `cwd` as the
+    working directory (both restored by `monkeypatch`): what a subprocess of `run_cli` would
+    do and print, for a behaviour that the process's start, exit and environment do not take
+    part in, without the interpreter's start and imports of a process per case."""
+    from drone_ops_sync.pipelines.cli import main
+
+    for name in list(os.environ):
+        if name not in env:
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    started = time.monotonic()
+    try:
+        code = main(list(args))
+    except SystemExit as exit:  # argparse's usage error, as the process would end
+        code = exit.code if isinstance(exit.code, int) else 1
+    captured = capsys.readouterr()
+    return Result(list(args), code, captured.out, captured.err, time.monotonic() - started)
 
 
 def run_command(

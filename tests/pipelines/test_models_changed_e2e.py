@@ -78,12 +78,15 @@ def run_args(
     return ("run", "--database", str(tmp_path / "w.duckdb"))
 
 
-def test_a_run_rebuilds_what_reads_the_changed_tables_and_nothing_else(
+def test_a_run_rebuilds_what_changed_and_everything_when_it_has_to(
     tiny_sim: SimulatorHandle,
     tmp_path: Path,
     run_args: tuple[str, ...],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """One warehouse through its builds: the first (full), a quiet run (none), a change of
+    jobs (what reads jobs), asked for (full), a failed build and the one after it (full), an
+    edited project (full), the first build of a day (full)."""
     database = tmp_path / "w.duckdb"
     first = run_json(capsys, *run_args)
     assert first["scope"] == "full" and first["reason"] == "no passing build recorded"
@@ -121,16 +124,6 @@ def test_a_run_rebuilds_what_reads_the_changed_tables_and_nothing_else(
     # asked for: everything
     forced = run_json(capsys, *run_args, "--force-models")
     assert forced["scope"] == "full" and set(forced["built"]) == every_model
-
-
-def test_a_full_build_follows_a_failed_one_a_project_change_and_a_new_day(
-    tiny_sim: SimulatorHandle,
-    tmp_path: Path,
-    run_args: tuple[str, ...],
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    database = tmp_path / "w.duckdb"
-    every_model = set(run_json(capsys, *run_args)["built"])
 
     # another job given a status the API does not have, then a real change of jobs: the
     # partial build runs the job models' tests, one fails, the run fails, no record is left

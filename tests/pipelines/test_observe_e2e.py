@@ -33,7 +33,7 @@ from .cli_helpers import (
     wait_until,
 )
 from .receiver import running_receiver
-from .test_unattended import summary_of
+from .test_unattended import TABLE_SUMMARY_KEYS, summary_of
 
 pytestmark = pytest.mark.e2e
 HOOK = "RUNTIME__SLACK_INCOMING_HOOK"
@@ -61,8 +61,18 @@ def synced(tmp_path: Path, sim: SimulatorHandle) -> tuple[Path, dict[str, str]]:
     return database, env
 
 
-def test_status_is_fresh_then_stale_and_alerts(tmp_path: Path, shared_sim: SimulatorHandle) -> None:
-    database, env = synced(tmp_path, shared_sim)
+@pytest.fixture(scope="module")
+def status_warehouse(
+    tmp_path_factory: pytest.TempPathFactory, shared_sim: SimulatorHandle
+) -> tuple[Path, dict[str, str]]:
+    """One synced warehouse for the tests that only read it (`status`, a writer's lock)."""
+    return synced(tmp_path_factory.mktemp("status"), shared_sim)
+
+
+def test_status_is_fresh_then_stale_and_alerts(
+    tmp_path: Path, status_warehouse: tuple[Path, dict[str, str]]
+) -> None:
+    database, env = status_warehouse
     fresh = run_cli(["status", "--database", str(database)], env, tmp_path)
     assert fresh.code == EXIT_OK, fresh.describe()
     assert len(fresh.lines()) == len(ALL_TABLES), fresh.describe()
@@ -103,9 +113,9 @@ def test_status_without_a_warehouse_is_stale_and_creates_nothing(tmp_path: Path)
 
 
 def test_status_of_a_warehouse_being_written_exits_75(
-    tmp_path: Path, shared_sim: SimulatorHandle
+    tmp_path: Path, status_warehouse: tuple[Path, dict[str, str]]
 ) -> None:
-    database, env = synced(tmp_path, shared_sim)
+    database, env = status_warehouse
     with held_for_writing(database) as holder:
         result = run_cli(["status", "--database", str(database)], env, tmp_path)
     assert result.code == EXIT_BUSY, result.describe()
@@ -167,6 +177,17 @@ def test_json_events_tell_the_run_as_it_goes(tmp_path: Path, shared_sim: Simulat
     assert beats and all(beat["run_id"] == start["run_id"] for beat in beats), events
     assert beats[-1]["rows_seen_total"] == sum(beats[-1]["rows_seen"].values()) > 0
     assert summary["error"] is None, summary
+    # every line JSON, one summary and the last: what a scheduler reads
+    assert summary_of(result) == summary
+    assert (summary["outcome"], summary["exit_code"]) == ("success", 0), summary
+    for key in ("requests", "retries", "seconds"):
+        assert isinstance(summary[key], int | float), (key, summary)
+    totals = summary["tables"]
+    assert isinstance(totals, dict) and set(totals) == set(ALL_TABLES), summary
+    for name, table in totals.items():
+        assert set(table) >= TABLE_SUMMARY_KEYS, (name, table)
+        assert table["status"] == "success", (name, table)
+    assert totals["projects"]["new"] > 0, totals["projects"]
 
 
 def test_json_summary_of_a_failed_run_names_the_root_cause(
@@ -176,6 +197,7 @@ def test_json_summary_of_a_failed_run_names_the_root_cause(
     result = run_cli(run_args(tmp_path / "w.duckdb", "--log-format", "json"), env, tmp_path)
     summary = summary_of(result)
     assert (result.code, summary["outcome"]) == (EXIT_FAILED, "failed"), result.describe()
+    assert summary["exit_code"] == 1, summary
     assert summary["error"], summary
     assert "401" in summary["error"] or "api_key" in summary["error"], summary
 

@@ -95,13 +95,22 @@ def test_global_log_format_reaches_the_run(tmp_path: Path) -> None:
 # --- 2. a TOML file that does not parse -----------------------------------------------------
 
 
-@pytest.mark.parametrize("file_name", ["config.toml", "secrets.toml"])
-@pytest.mark.parametrize("command", [["check"], ["run", "--no-models"], ["status"]])
+@pytest.mark.parametrize(
+    ("command", "file_name"),
+    [
+        (["check"], "config.toml"),
+        (["run", "--no-models"], "config.toml"),
+        (["status"], "config.toml"),
+        (["check"], "secrets.toml"),
+    ],
+    ids=["check-config", "run-config", "status-config", "check-secrets"],
+)
 def test_unparsable_toml_is_one_line_naming_file_line_and_column(
     tmp_path: Path, file_name: str, command: list[str]
 ) -> None:
     """An unclosed quote: one line naming the file, its line and column, exit 2 (it used to
-    be dlt's 83-line traceback and exit 1)."""
+    be dlt's 83-line traceback and exit 1). Each command that reads the settings, and the
+    secrets file once: dlt parses both files alike."""
     work = tmp_path / "project"
     (work / ".dlt").mkdir(parents=True)
     (work / ".dlt" / file_name).write_text(

@@ -47,6 +47,7 @@ from .cli_helpers import (
     meaningful_lines,
     names_pid,
     run_cli,
+    run_in_process,
     sync_runs,
     table_counts,
     tree_snapshot,
@@ -145,12 +146,17 @@ def squeeze(text: str) -> str:
     ids=["trailing-newline", "trailing-space", "tab-and-crlf"],
 )
 def test_key_with_surrounding_whitespace_is_stripped(
-    tmp_path: Path, shared_sim: SimulatorHandle, wrap: str
+    tmp_path: Path,
+    shared_sim: SimulatorHandle,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    wrap: str,
 ) -> None:
     """Decision: whitespace around the key (a secrets file's newline, a pasted space) is
-    stripped, and the key works."""
+    stripped, and the key works (in this process; as a process, in
+    `test_canary_key_appears_nowhere`)."""
     env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=wrap.format(shared_sim.read_key))
-    result = run_cli(["check"], env, tmp_path)
+    result = run_in_process(["check"], env, tmp_path, monkeypatch, capsys)
     assert result.code == EXIT_OK, result.describe()
     assert_no_traceback(result)
     assert "read_only" in result.text, result.describe()
@@ -158,14 +164,19 @@ def test_key_with_surrounding_whitespace_is_stripped(
 
 @pytest.mark.parametrize("inner", [" ", "\n", "\x01"], ids=["space", "newline", "control-01"])
 def test_key_with_inner_whitespace_or_control_is_refused(
-    tmp_path: Path, shared_sim: SimulatorHandle, inner: str
+    tmp_path: Path,
+    shared_sim: SimulatorHandle,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    inner: str,
 ) -> None:
-    """Exit 2 before any request, one line naming the setting, the value never echoed."""
+    """Exit 2 before any request, one line naming the setting, the value never echoed (in
+    this process; as a process, the malformed key of `test_canary_key_appears_nowhere`)."""
     left, right = f"left{secrets.token_hex(8)}", f"right{secrets.token_hex(8)}"
     env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=f"{left}{inner}{right}")
     for args in (run_args(tmp_path / "w.duckdb"), ["check"]):
         shared_sim.reset_stats()
-        result = run_cli(args, env, tmp_path)
+        result = run_in_process(args, env, tmp_path, monkeypatch, capsys)
         assert result.code == EXIT_CONFIG, result.describe()
         assert_no_traceback(result)
         line = assert_one_line(result)
@@ -375,6 +386,16 @@ def test_stale_lock_of_a_dead_process_is_taken_over(
     assert_no_traceback(result)
     assert not lock.exists() or str(dead) not in lock.read_text(), "the stale lock remains"
     assert {row["status"] for row in sync_runs(database)} == {"success"}
+    assert_summary_on_a_pipe_is_not_truncated(env, result)
+
+
+def assert_summary_on_a_pipe_is_not_truncated(env: dict[str, str], result: Result) -> None:
+    """The text summary of a run whose stdout is a pipe (no terminal, no COLUMNS): every table
+    and every header in full, nothing cut to a terminal's width."""
+    assert "COLUMNS" not in env
+    assert "…" not in result.text, result.describe()
+    for word in (*ALL_TABLES, *SUMMARY_HEADERS):
+        assert re.search(rf"\b{word}\b", result.out), f"{word} missing:\n{result.describe()}"
 
 
 # --- 4. the DuckDB file open in another process -------------------------------------------------
@@ -458,16 +479,76 @@ BAD_SETTINGS: list[tuple[str, str | None]] = [
 ]
 
 
+def bad_setting_id(name: str, value: str | None) -> str:
+    return f"{name}={'<unset>' if value is None else repr(value)}"
+
+
+def assert_bad_setting_line(result: Result, name: str, value: str | None) -> None:
+    """Exit 2, no traceback, one line naming the setting and (except for the key) its value."""
+    assert result.code == EXIT_CONFIG, result.describe()
+    assert_no_traceback(result)
+    line = assert_one_line(result)
+    assert f"sources.drone_ops.{name.lower()}" in line, result.describe()
+    if name == "BASE_URL" and value == "not a url":
+        # a value that is no URL at all may be a key pasted into the wrong setting
+        assert "value not shown" in line, result.describe()
+    elif name != "API_KEY" and value:
+        assert squeeze(value) in squeeze(line), f"{value!r} not named: {result.describe()}"
+
+
 @pytest.mark.parametrize(
-    ("name", "value"),
-    BAD_SETTINGS,
-    ids=[f"{n}={'<unset>' if v is None else repr(v)}" for n, v in BAD_SETTINGS],
+    ("name", "value"), BAD_SETTINGS, ids=[bad_setting_id(n, v) for n, v in BAD_SETTINGS]
 )
 def test_bad_setting_exits_2_with_one_line(
-    tmp_path: Path, shared_sim: SimulatorHandle, name: str, value: str | None
+    tmp_path: Path,
+    shared_sim: SimulatorHandle,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    value: str | None,
 ) -> None:
     """`run` and `check` validate the same settings before any request, and say in one line
-    which setting is wrong and (except for the key) what it holds."""
+    which setting is wrong and (except for the key) what it holds. In this process: what a
+    process adds (its start, its exit, HOME, dlt's folders, other hosts) is the same for every
+    setting, and `test_a_bad_setting_process_writes_nothing_and_calls_nobody` holds it."""
+    env = cli_env(
+        tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key, settings={name: value}
+    )
+    database = tmp_path / "w.duckdb"
+    global_before = global_pipelines(database)
+    for args in (run_args(database), ["check"]):
+        shared_sim.reset_stats()
+        result = run_in_process(args, env, tmp_path, monkeypatch, capsys)
+        assert_bad_setting_line(result, name, value)
+        assert shared_sim.stats()["total"] == 0, f"{args[0]} made requests: {shared_sim.stats()}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"], "a run wrote files"
+    assert list((tmp_path / "home").iterdir()) == [], "something was written to HOME"
+    assert global_pipelines(database) == global_before, (
+        f"a pipeline folder was created or changed under {GLOBAL_DLT_PIPELINES}"
+    )
+
+
+BAD_SETTINGS_IN_A_PROCESS = [
+    ("MAX_WORKERS", "abc"),
+    ("WEBHOOK_IDS", "[1,2]"),
+    ("BASE_URL", "not a url"),
+    ("API_KEY", None),
+]
+"""One setting of each kind (a sync setting, a list, the URL, the key): the process around
+a refused setting is the same whichever it is."""
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    BAD_SETTINGS_IN_A_PROCESS,
+    ids=[bad_setting_id(n, v) for n, v in BAD_SETTINGS_IN_A_PROCESS],
+)
+def test_a_bad_setting_process_writes_nothing_and_calls_nobody(
+    tmp_path: Path, shared_sim: SimulatorHandle, name: str, value: str | None
+) -> None:
+    """`drone-sync run` and `check` as processes: the same line and exit 2, no request, no
+    connection to any other host, nothing written to HOME, dlt's data folder or its global
+    pipelines folder."""
     log = tmp_path / "foreign-connections.log"
     env = cli_env(
         tmp_path,
@@ -476,21 +557,12 @@ def test_bad_setting_exits_2_with_one_line(
         settings={name: value},
         netguard_log=log,
     )
-    setting = f"sources.drone_ops.{name.lower()}"
     databases = [tmp_path / "w.duckdb"]
     global_before = global_pipelines(*databases)
     for args in (run_args(tmp_path / "w.duckdb"), ["check"]):
         shared_sim.reset_stats()
         result = run_cli(args, env, tmp_path)
-        assert result.code == EXIT_CONFIG, result.describe()
-        assert_no_traceback(result)
-        line = assert_one_line(result)
-        assert setting in line, result.describe()
-        if name == "BASE_URL" and value == "not a url":
-            # a value that is no URL at all may be a key pasted into the wrong setting
-            assert "value not shown" in line, result.describe()
-        elif name != "API_KEY" and value:
-            assert squeeze(value) in squeeze(line), f"{value!r} not named: {result.describe()}"
+        assert_bad_setting_line(result, name, value)
         assert shared_sim.stats()["total"] == 0, f"{args[0]} made requests: {shared_sim.stats()}"
     attempts = log.read_text() if log.exists() else ""
     assert attempts == "", f"connections to foreign hosts:\n{attempts}"
@@ -527,14 +599,24 @@ BAD_FLAGS: list[tuple[str, list[str], list[tuple[str, ...]]]] = [
 ]
 
 
+BAD_FLAGS_IN_A_PROCESS = {"destination-postgres-unconfigured", "database-under-a-file"}
+"""The two refused furthest into a run (a destination's credentials, a folder to make): also
+run as a process, whose HOME and dlt's folders must stay untouched."""
+
+
 @pytest.mark.parametrize(
-    ("flags", "named"), [(f, n) for _, f, n in BAD_FLAGS], ids=[i for i, _, _ in BAD_FLAGS]
+    ("flags", "named", "process"),
+    [(f, n, i in BAD_FLAGS_IN_A_PROCESS) for i, f, n in BAD_FLAGS],
+    ids=[i for i, _, _ in BAD_FLAGS],
 )
 def test_bad_flag_exits_2_with_one_line(
     tmp_path: Path,
     shared_sim: SimulatorHandle,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
     flags: list[str],
     named: list[tuple[str, ...]],
+    process: bool,
 ) -> None:
     plain_file = tmp_path / "plain-file"
     plain_file.write_text("not a folder")
@@ -551,21 +633,25 @@ def test_bad_flag_exits_2_with_one_line(
     env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key)
     databases = [Path(args[i + 1]) for i, arg in enumerate(args[:-1]) if arg == "--database"]
     global_before = global_pipelines(*databases)
-    shared_sim.reset_stats()
-    result = run_cli(args, env, tmp_path)
-    assert result.code == EXIT_CONFIG, result.describe()
-    assert_no_traceback(result)
-    line = assert_one_line(result)
-    for alternatives in named:
-        assert any(squeeze(fill(a)) in squeeze(line) for a in alternatives), (
-            f"none of {alternatives} named:\n{result.describe()}"
+    runs = [run_in_process]
+    if process:
+        runs.append(lambda args, env, cwd, *_: run_cli(args, env, cwd))
+    for run in runs:
+        shared_sim.reset_stats()
+        result = run(args, env, tmp_path, monkeypatch, capsys)
+        assert result.code == EXIT_CONFIG, result.describe()
+        assert_no_traceback(result)
+        line = assert_one_line(result)
+        for alternatives in named:
+            assert any(squeeze(fill(a)) in squeeze(line) for a in alternatives), (
+                f"none of {alternatives} named:\n{result.describe()}"
+            )
+        assert shared_sim.stats()["total"] == 0, f"requests were made: {shared_sim.stats()}"
+        assert list((tmp_path / "home").iterdir()) == [], "something was written to HOME"
+        assert not dlt_data_dir(tmp_path).exists(), "something was written to dlt's data folder"
+        assert global_pipelines(*databases) == global_before, (
+            f"a pipeline folder was created or changed under {GLOBAL_DLT_PIPELINES}"
         )
-    assert shared_sim.stats()["total"] == 0, f"requests were made: {shared_sim.stats()}"
-    assert list((tmp_path / "home").iterdir()) == [], "something was written to HOME"
-    assert not dlt_data_dir(tmp_path).exists(), "something was written to dlt's data folder"
-    assert global_pipelines(*databases) == global_before, (
-        f"a pipeline folder was created or changed under {GLOBAL_DLT_PIPELINES}"
-    )
 
 
 # --- 6. unreachable API ----------------------------------------------------------------------
@@ -599,17 +685,7 @@ def test_unreachable_api_fails_fast_naming_the_url(tmp_path: Path) -> None:
     assert_one_line(check)
 
 
-# --- 7. logs for schedulers --------------------------------------------------------------------
-
-
-def test_summary_on_a_pipe_is_not_truncated(tmp_path: Path, shared_sim: SimulatorHandle) -> None:
-    env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key)
-    assert "COLUMNS" not in env
-    result = run_cli(run_args(tmp_path / "w.duckdb"), env, tmp_path)
-    assert result.code == EXIT_OK, result.describe()
-    assert "…" not in result.text, result.describe()
-    for word in (*ALL_TABLES, *SUMMARY_HEADERS):
-        assert re.search(rf"\b{word}\b", result.out), f"{word} missing:\n{result.describe()}"
+# --- 7. logs for schedulers (a JSON run's events: test_observe_e2e.py) ---------------------------
 
 
 def json_lines(text: str, stream: str) -> list[dict[str, Any]]:
@@ -632,34 +708,6 @@ def summary_of(result: Result) -> dict[str, Any]:
     assert len(summaries) == 1, result.describe()
     assert objects[-1] is summaries[0], "the summary is the final object"
     return summaries[0]
-
-
-def test_json_logs_end_with_one_summary(tmp_path: Path, shared_sim: SimulatorHandle) -> None:
-    env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key)
-    result = run_cli(run_args(tmp_path / "w.duckdb", "--log-format", "json"), env, tmp_path)
-    assert result.code == EXIT_OK, result.describe()
-    summary = summary_of(result)
-    assert summary["outcome"] == "success", summary
-    assert summary["exit_code"] == 0, summary
-    for key in ("requests", "retries", "seconds"):
-        assert isinstance(summary[key], int | float), (key, summary)
-    tables = summary["tables"]
-    assert isinstance(tables, dict) and set(tables) == set(ALL_TABLES), summary
-    for name, table in tables.items():
-        assert set(table) >= TABLE_SUMMARY_KEYS, (name, table)
-        assert table["status"] == "success", (name, table)
-    assert tables["projects"]["new"] > 0, tables["projects"]
-
-
-def test_json_logs_of_a_failed_run_end_with_its_summary(
-    tmp_path: Path, shared_sim: SimulatorHandle
-) -> None:
-    env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key="a-wrong-but-well-formed-key")
-    result = run_cli(run_args(tmp_path / "w.duckdb", "--log-format", "json"), env, tmp_path)
-    assert result.code == EXIT_FAILED, result.describe()
-    summary = summary_of(result)
-    assert summary["outcome"] == "failed", summary
-    assert summary["exit_code"] == 1, summary
 
 
 def test_helpers_read_output_as_a_person_does(
