@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 
 from drone_ops_sync.pipelines.publish.dbt_build import (
-    _release_duckdb,
     dbt_args,
     dbt_environment,
     dbt_target,
     profile_env,
 )
 from drone_ops_sync.pipelines.publish.snapshot import publish_snapshot
+from drone_ops_sync.pipelines.run.door import release_dbt_duckdb
 from drone_ops_sync.pipelines.run.target import Target
 from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import read_source_config
@@ -141,7 +141,7 @@ def _check_dbt_macros(
             outcome = dbtRunner().invoke([*args, "--inline", inline])
         finally:
             if dbt.name == "duckdb":
-                _release_duckdb()
+                release_dbt_duckdb()
     assert outcome.success, outcome.exception
     result: Any = outcome.result
     compiled = str(result.results[0].node.compiled_code)
