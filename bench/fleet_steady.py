@@ -20,7 +20,6 @@ import contextlib
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -96,7 +95,7 @@ def run_steady(options: FleetOptions, change: float) -> dict[str, Any]:
                 for step in STEPS:
                     if step == "changed":
                         with ThreadPoolExecutor(8) as pool:
-                            list(pool.map(lambda s: _change(s, change), sims))
+                            list(pool.map(lambda s: _change(s, change, options.seed), sims))
                     models = [] if step == "changed" else ["--no-models", "--no-snapshot"]
                     sim_before = cpu_seconds_of(sims[0].process.pid)
                     measured = measure_command([*command, *models], env, workdir)
@@ -142,12 +141,10 @@ def run_steady(options: FleetOptions, change: float) -> dict[str, Any]:
     }
 
 
-def _change(sim: Any, fraction: float) -> None:
+def _change(sim: Any, fraction: float, seed: int) -> None:
+    """The same change on every invocation: each workspace's churn is seeded."""
     sim.churn(
-        seed=int(time.time()),
-        update_fraction=fraction,
-        delete_fraction=0.0,
-        new_deliveries_per_webhook=1,
+        seed=seed, update_fraction=fraction, delete_fraction=0.0, new_deliveries_per_webhook=1
     )
 
 

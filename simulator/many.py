@@ -14,12 +14,13 @@ import dataclasses
 import re
 import secrets
 import threading
-from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .app import build_app
 from .routes.http import error
 from .runtime import Runtime
+from .server import ServeConfig, build_runtime
 
 WORKSPACE_PATH = re.compile(r"^/w/(\d{1,6})(/.*)?$")
 MAX_WORKSPACES = 100_000
@@ -33,7 +34,7 @@ def workspace_url(base_url: str, n: int | str) -> str:
 class ManyWorkspaces:
     """The ASGI app of a server of `count` workspaces: `/w/{n}/...` is workspace n's `/...`."""
 
-    def __init__(self, cfg: Any, count: int) -> None:
+    def __init__(self, cfg: ServeConfig, count: int) -> None:
         if not 1 <= count <= MAX_WORKSPACES:
             raise ValueError(f"workspaces must lie in [1, {MAX_WORKSPACES}]")
         self.cfg = cfg
@@ -42,19 +43,13 @@ class ManyWorkspaces:
         self.full_key: str = cfg.full_key or secrets.token_urlsafe(24)
         self._built: dict[int, tuple[Runtime, ASGIApp]] = {}
         self._lock = threading.Lock()
-        self.runtime(0)  # what is wrong with the options is said now, not at a first request
-
-    def runtime(self, n: int) -> Runtime:
-        """Workspace n, generated and its webhook senders started on first use."""
-        return self._workspace(n)[0]
+        self._workspace(0)  # what is wrong with the options is said now, not at a first request
 
     def _workspace(self, n: int) -> tuple[Runtime, ASGIApp]:
+        """Workspace n, generated and its webhook senders started on first use."""
         built = self._built.get(n)
         if built is not None:
             return built
-        from .app import build_app
-        from .server import build_runtime
-
         with self._lock:
             built = self._built.get(n)
             if built is None:

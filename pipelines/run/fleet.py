@@ -210,21 +210,20 @@ class _Worker:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             run = self.current
+            if run is None:
+                continue
             try:
                 event = json.loads(line)
             except ValueError:
                 event = None
-            if not isinstance(event, dict):
-                if run is not None:
-                    run.log.append(line.rstrip())
-                continue
-            if event.get("event") == ENDED and run is not None:
+            kind = event.get("event") if isinstance(event, dict) else None
+            if kind == ENDED:
                 run.exit_code = int(event["exit_code"])
                 self.current, self.done = None, run
                 self._ended.put(self)
-            elif run is not None and event.get("event") == "summary":
+            elif kind == "summary":
                 run.summary = event
-            elif run is not None:
+            else:
                 run.log.append(line.rstrip())
         self.process.wait()
         self.gone = True
