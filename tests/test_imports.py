@@ -330,8 +330,13 @@ def test_every_internal_name_has_a_caller() -> None:
 
 
 def test_the_http_layer_imports_nothing_above_it() -> None:
-    """`http/` takes checked values: it may import the source's constants and errors only."""
-    allowed = {"sources.drone_ops.settings", "sources.drone_ops.exceptions"}
+    """`http/` takes checked values: it may import the source's constants, errors and the file
+    lock (a leaf: the host budget's), nothing else."""
+    allowed = {
+        "sources.drone_ops.settings",
+        "sources.drone_ops.exceptions",
+        "sources.drone_ops.file_lock",
+    }
     upward = [
         e
         for e in EDGES

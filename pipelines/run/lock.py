@@ -31,7 +31,6 @@ whose lock it took over.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from drone_ops_sync.sources.drone_ops import DroneOpsError
+from drone_ops_sync.sources.drone_ops.internal import file_lock
 
 
 class WarehouseBusy(DroneOpsError):
@@ -69,13 +69,11 @@ def take_flock(fd: int, keep_waiting: Callable[[], bool] = lambda: False) -> flo
     seconds it waited, or None when it gave up (the caller says who holds it)."""
     started = time.monotonic()
     while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if file_lock.try_lock(fd):
             return time.monotonic() - started
-        except BlockingIOError:
-            if not keep_waiting():
-                return None
-            time.sleep(_POLL_SECONDS)
+        if not keep_waiting():
+            return None
+        time.sleep(_POLL_SECONDS)
 
 
 @contextmanager
@@ -190,7 +188,7 @@ def waited_lock(path: Path, wait_seconds: float, what: str) -> Iterator[None]:
         try:
             yield
         finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            file_lock.unlock(handle.fileno())
 
 
 def _want_path(path: Path) -> Path:
@@ -204,7 +202,7 @@ def _wanting(path: Path) -> Iterator[None]:
     exclusively for two system calls only. The file is never deleted, so every waiter and
     every holder meet on one inode."""
     with open(_want_path(path), "a", encoding="utf-8") as want:
-        fcntl.flock(want.fileno(), fcntl.LOCK_SH)
+        file_lock.lock(want.fileno(), shared=True)
         yield
 
 
@@ -222,12 +220,9 @@ def lock_wanted(path: Path) -> bool:
     except FileNotFoundError:
         return False  # nobody has ever waited for this lock
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
+        return not file_lock.try_lock(fd)
     finally:
         os.close(fd)  # closing drops the probe's own lock, if it took it
-    return False
 
 
 def access_lock_path(database: Path) -> Path:

@@ -53,6 +53,7 @@ class SourceConfig:
     jobs_path: str = settings.JOBS_PATH_TEMPLATE
     max_workers: int = settings.DEFAULT_MAX_WORKERS
     max_requests_per_second: float | None = None
+    max_requests_per_second_per_host: float | None = None
     max_retire_share: float = settings.DEFAULT_MAX_RETIRE_SHARE
     timeout_seconds: float = settings.DEFAULT_TIMEOUT_SECONDS
     max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS
@@ -103,11 +104,8 @@ def checked_config(**values: Any) -> SourceConfig:
         webhook_ids=_webhook_ids(values.get("webhook_ids")),
         jobs_path=checked_jobs_path(_text("jobs_path", value("jobs_path"))),
         max_workers=_integer("max_workers", value("max_workers"), 1, 256),
-        max_requests_per_second=(
-            None
-            if value("max_requests_per_second") is None
-            else _number("max_requests_per_second", value("max_requests_per_second"), low=0.0)
-        ),
+        max_requests_per_second=_optional_rate(values, "max_requests_per_second"),
+        max_requests_per_second_per_host=_optional_rate(values, "max_requests_per_second_per_host"),
         max_retire_share=_number(
             "max_retire_share", value("max_retire_share"), low=0.0, high=1.0, hint="0.5 = 50%"
         ),
@@ -123,6 +121,11 @@ def checked_config(**values: Any) -> SourceConfig:
             "delivery_overlap_seconds", value("delivery_overlap_seconds"), 0, 86_400
         ),
     )
+
+
+def _optional_rate(values: dict[str, Any], name: str) -> float | None:
+    given = values.get(name)
+    return None if given is None or given == "" else _number(name, given, low=0.0)
 
 
 def checked_api_key(raw: Any) -> str:

@@ -3,7 +3,7 @@ promise: names here move or go whenever drone-sync's own code no longer needs th
 source's public face, for a plain dlt pipeline, is `drone_ops_sync.sources.drone_ops`.
 """
 
-from . import settings
+from . import file_lock, settings
 from .check import AccessReport, check_access
 from .config import checked_tables, is_loopback_host, missing_setting
 from .events import (
@@ -64,6 +64,7 @@ __all__ = [
     "connection_reader",
     "delivery_wave",
     "event_rows",
+    "file_lock",
     "finish_quiet_tables",
     "held_versions",
     "held_versions_in",

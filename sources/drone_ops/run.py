@@ -226,6 +226,7 @@ class SyncRun:
             max_attempts=config.max_attempts,
             retry_budget_seconds=config.retry_budget_seconds,
             max_requests_per_second=config.max_requests_per_second,
+            max_requests_per_second_per_host=config.max_requests_per_second_per_host,
             transport=seams.transport,
             cancel=self.cancel,
             key_setting=config.key_setting,

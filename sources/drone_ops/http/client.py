@@ -27,6 +27,7 @@ from ..exceptions import (
     connect_problem,
 )
 from .auth import BearerAuth
+from .host_budget import HostBudget
 from .pages import RequestCounter, Uncounted, walk_pages
 from .retries import RetryPolicy, TransientError
 from .throttle import AdaptiveLimiter, parse_retry_after
@@ -49,6 +50,7 @@ class DroneOpsClient:
         backoff_initial_seconds: float = settings.DEFAULT_BACKOFF_INITIAL_SECONDS,
         backoff_max_seconds: float = settings.DEFAULT_BACKOFF_MAX_SECONDS,
         max_requests_per_second: float | None = None,
+        max_requests_per_second_per_host: float | None = None,
         transport: httpx.BaseTransport | None = None,
         cancel: threading.Event | None = None,
         key_setting: str = settings.KEY_SETTING,
@@ -67,6 +69,11 @@ class DroneOpsClient:
             backoff_max_seconds=backoff_max_seconds,
         )
         self.limiter = AdaptiveLimiter(max_workers, max_requests_per_second)
+        self.host_budget = (
+            HostBudget(base_url, max_requests_per_second_per_host)
+            if max_requests_per_second_per_host
+            else None
+        )
         # a connection for every thread that may hold a limiter slot (job workers, list and
         # chain walks, which may each be one over the limit): a request that acquired its slot
         # never waits for a connection, which could outlast a Retry-After pause begun meanwhile
@@ -94,6 +101,9 @@ class DroneOpsClient:
 
     def close(self) -> None:
         self._http.close()
+        if self.host_budget is not None:
+            self.host_budget.close()
+            self.host_budget = None
 
     def cancel(self) -> None:
         """Stops every walk using this client: queued requests are not sent, retry waits end,
@@ -206,6 +216,8 @@ class DroneOpsClient:
         throttled = False
         retry_after: float | None = None
         try:
+            if self.host_budget is not None:
+                self.host_budget.wait(self.cancel_event)
             stats.add(requests=1)
             try:
                 with self._http.stream("GET", path, params=params) as response:
