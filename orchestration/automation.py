@@ -9,15 +9,25 @@ tick's syncs have all ended, over every workspace that loaded, as `drone-sync ru
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Sequence
 
 import dagster as dg
+from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
 
 SYNC_JOB_NAME = "drone_ops_sync_job"
 SYNC_SCHEDULE_NAME = "drone_ops_every_30_minutes"
 SYNC_CRON = "*/30 * * * *"
 MODELS_SENSOR_NAME = "drone_ops_models_follow_syncs"
 MODELS_SENSOR_INTERVAL_SECONDS = 30
+WORKSPACES_PER_RUN = 25
+"""The most workspaces one run syncs, in turn (`raw_assets.py`; docs/fleet.md#dagster)."""
+PARALLEL_RUNS = 4
+"""The fewest runs a tick starts when there are that many workspaces: the instance's
+`max_concurrent_runs` (`.dagster/dagster.yaml`)."""
 
 
 def models_follow_syncs() -> dg.AutomationCondition:
@@ -30,10 +40,38 @@ def models_follow_syncs() -> dg.AutomationCondition:
     ).with_label("after the workspace syncs")
 
 
+def batches(workspaces: Sequence[str], per_run: int, runs_at_least: int) -> list[list[str]]:
+    """The workspaces cut into consecutive batches of at most `per_run`, and into at least
+    `runs_at_least` (when there are that many), of sizes that differ by one at most."""
+    runs = max(min(len(workspaces), runs_at_least), math.ceil(len(workspaces) / per_run))
+    size, extra = divmod(len(workspaces), runs) if runs else (0, 0)
+    cut, start = [], 0
+    for n in range(runs):
+        end = start + size + (1 if n < extra else 0)
+        cut.append(list(workspaces[start:end]))
+        start = end
+    return cut
+
+
+def batch_request(batch: Sequence[str], run_key: str) -> dg.RunRequest:
+    """One run of a batch: a partition range (consecutive keys of the static partitions); a
+    batch of one is a partition run, which the instance's per-partition limit applies to."""
+    if len(batch) == 1:
+        return dg.RunRequest(run_key=run_key, partition_key=batch[0])
+    return dg.RunRequest(
+        run_key=run_key,
+        tags={
+            ASSET_PARTITION_RANGE_START_TAG: batch[0],
+            ASSET_PARTITION_RANGE_END_TAG: batch[-1],
+        },
+    )
+
+
 def sync_schedule(partitions: dg.PartitionsDefinition) -> dg.ScheduleDefinition:
-    """Every 30 minutes (UTC), one run per workspace partition, so the workspaces run in
-    parallel and one's failure is its alone. Stopped until turned on, so starting `dagster
-    dev` to look around calls no API."""
+    """Every 30 minutes (UTC), the workspaces in batches of at most `WORKSPACES_PER_RUN`, in
+    at least `PARALLEL_RUNS` runs, so a small fleet still syncs in parallel and a large one
+    pays a run's start once per batch. Stopped until turned on, so starting `dagster dev` to
+    look around calls no API."""
 
     @dg.schedule(
         name=SYNC_SCHEDULE_NAME,
@@ -46,12 +84,11 @@ def sync_schedule(partitions: dg.PartitionsDefinition) -> dg.ScheduleDefinition:
     def drone_ops_every_30_minutes(
         context: dg.ScheduleEvaluationContext,
     ) -> Iterator[dg.RunRequest]:
-        tick = context.scheduled_execution_time
-        for workspace in partitions.get_partition_keys():
-            yield dg.RunRequest(
-                run_key=f"{workspace}@{tick.isoformat() if tick else 'now'}",
-                partition_key=workspace,
-            )
+        moment = context.scheduled_execution_time
+        tick = moment.isoformat() if moment else "now"
+        workspaces = partitions.get_partition_keys()
+        for batch in batches(workspaces, WORKSPACES_PER_RUN, PARALLEL_RUNS):
+            yield batch_request(batch, f"{batch[0]}..{batch[-1]}@{tick}")
 
     return drone_ops_every_30_minutes
 

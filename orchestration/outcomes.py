@@ -115,6 +115,21 @@ def sync_failure(outcome: SyncOutcome, workspace: str) -> dg.Failure:
     )
 
 
+def batch_failure(failures: list[dg.Failure]) -> dg.Failure:
+    """The step of a run of several workspaces, several of which failed: one line naming
+    each, the exit code `drone-sync run` gives a fleet (2 when every failure was a setting)."""
+    codes = {failure.metadata["exit_code"].value for failure in failures}
+    workspaces = [str(failure.metadata["workspace"].value) for failure in failures]
+    return dg.Failure(
+        description=one_line(" | ".join(str(failure.description) for failure in failures)),
+        metadata={
+            "workspace": ", ".join(workspaces),
+            "exit_code": EXIT_CONFIG if codes == {EXIT_CONFIG} else EXIT_FAILED,
+        },
+        allow_retries=False,
+    )
+
+
 def _failure(
     workspace: str, cause: str, exit_code: int, metadata: dict[str, Any] | None = None
 ) -> dg.Failure:

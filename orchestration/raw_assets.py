@@ -11,7 +11,7 @@ So different workspaces run in parallel, the same one never twice at once (its r
 asset function to find its config and resources, and cannot resolve them as strings.)
 """
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import dagster as dg
 from pydantic import Field
@@ -27,7 +27,9 @@ from drone_ops_sync.sources.drone_ops import (
 )
 from drone_ops_sync.sources.drone_ops.internal import EVENTS_TABLE, configured_names, settings
 
+from .automation import WORKSPACES_PER_RUN
 from .outcomes import (
+    batch_failure,
     config_failure,
     error_failure,
     loaded_tables,
@@ -67,19 +69,20 @@ class SyncRunConfig(dg.Config):
 
 
 def build_sync_assets(partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
-    """The multi-asset of every raw table, one run of the sync per partition."""
+    """The multi-asset of every raw table: a run syncs the workspaces of its partitions."""
 
     @dg.multi_asset(
         name=SYNC_ASSETS_NAME,
         specs=[_raw_spec(table) for table in RAW_TABLES],
         partitions_def=partitions,
         can_subset=False,
-        description="One workspace's sync (drone-sync run --workspace <partition>).",
+        backfill_policy=dg.BackfillPolicy.multi_run(WORKSPACES_PER_RUN),
+        description="The workspaces' syncs (drone-sync run --workspace <partition>), in turn.",
     )
     def drone_ops_sync(
         context: dg.AssetExecutionContext, config: SyncRunConfig, warehouse: DroneSyncWarehouse
-    ) -> Iterator[dg.MaterializeResult]:
-        yield from sync_partition(context, config, warehouse)
+    ) -> Iterator[dg.AssetMaterialization]:
+        yield from sync_partitions(context, config, warehouse)
 
     return drone_ops_sync
 
@@ -89,37 +92,61 @@ def _raw_spec(table: str) -> dg.AssetSpec:
         key=raw_table_key(table),
         group_name=RAW_GROUP,
         kinds={"dlt"},
+        # materialized per workspace as each sync ends (`sync_partitions`), not per run
+        skippable=True,
         description=f"Raw table {table}, one schema per workspace (<dataset>_<workspace>)"
         " (docs/warehouse.md).",
     )
 
 
-def sync_partition(
+def sync_partitions(
     context: dg.AssetExecutionContext, config: SyncRunConfig, warehouse: DroneSyncWarehouse
-) -> Iterator[dg.MaterializeResult]:
-    """Runs the partition's workspace; yields a materialization per table that loaded, then
-    fails the step if the sync failed (`outcomes.py` has why each error ends as it does)."""
-    workspace = context.partition_key
+) -> Iterator[dg.AssetMaterialization]:
+    """Syncs the run's workspaces in turn, each as `drone-sync run --workspace <name>` would,
+    and materializes each table of each workspace as its sync ends; then fails the step if any
+    failed (`outcomes.py` has why each error ends as it does). One busy workspace retries the
+    step after a wait: the others' syncs run again, and find nothing to load."""
+    failures: list[dg.Failure] = []
+    busy: list[str] = []
+    for workspace in context.partition_keys:
+        try:
+            failure = yield from _sync_workspace(context, warehouse, workspace)
+        except WarehouseBusy as exc:
+            context.log.warning(one_line(f"workspace {workspace} is busy, retrying later: {exc}"))
+            busy.append(workspace)
+            continue
+        if failure is not None:
+            failures.append(failure)
+    if busy:
+        raise dg.RetryRequested(
+            max_retries=config.busy_retries, seconds_to_wait=config.busy_wait_seconds
+        )
+    if failures:
+        raise failures[0] if len(failures) == 1 else batch_failure(failures)
+
+
+def _sync_workspace(
+    context: dg.AssetExecutionContext, warehouse: DroneSyncWarehouse, workspace: str
+) -> Generator[dg.AssetMaterialization, None, dg.Failure | None]:
+    """One workspace's sync: yields its tables' materializations, returns its failure or
+    None. Raises `WarehouseBusy`."""
     target = warehouse.workspace_target(workspace)
     try:
         outcome = run_sync(target, config=read_workspace_config(workspace))
     except ConfigError as exc:
-        raise config_failure(workspace, exc) from None
-    except WarehouseBusy as exc:
-        context.log.warning(one_line(f"workspace {workspace} is busy, retrying later: {exc}"))
-        raise dg.RetryRequested(
-            max_retries=config.busy_retries, seconds_to_wait=config.busy_wait_seconds
-        ) from exc
+        return config_failure(workspace, exc)
+    except WarehouseBusy:
+        raise
     except DroneOpsError as exc:
-        raise error_failure(workspace, exc) from None
+        return error_failure(workspace, exc)
     # as after `drone-sync run`: `dlt pipeline <pipeline_name> info|trace|show` finds it
     tooling_note = link_for_dlt_cli(target)
     for note in [*outcome.notes, *([tooling_note] if tooling_note else [])]:
         context.log.info(one_line(f"workspace {workspace}: {note}"))
     for table in loaded_tables(outcome):
-        yield dg.MaterializeResult(
+        yield dg.AssetMaterialization(
             asset_key=raw_table_key(table),
+            partition=workspace,
             metadata=table_metadata(outcome, table, workspace, target.dataset),
         )
-    if not outcome.ok:
-        raise sync_failure(outcome, workspace)
+    return None if outcome.ok else sync_failure(outcome, workspace)
