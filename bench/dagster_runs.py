@@ -8,7 +8,7 @@ partition or partition range. At most `--concurrent` runs at once (the instance'
 into an empty warehouse (`initial`), then again with nothing changed (`quiet`); wall time, the
 CPU of every run process and the largest run's peak RSS.
 
-    python -m bench.dagster_runs --workspaces 40 --scale small --latency-ms 50
+    python -m bench.dagster_runs --workspaces 8 --scale tiny --latency-ms 0
 """
 
 from __future__ import annotations
