@@ -1,5 +1,6 @@
-"""Smoke test of `python -m bench` at the small scale: it completes, writes every variant, and
-ours fetches exactly the pages the raw floor fetches. No timing assertions.
+"""Smoke test of `python -m bench` on a small custom workspace (`SCALE`: the sizes matter to
+the timings only, which are not asserted): it completes, writes every variant, and ours
+fetches exactly the pages the raw floor fetches.
 
 The opt-in `postgres` variant runs in the same invocation, so its pages are checked against
 the same floor and its ratios against the same DuckDB syncs, for about 12 s more (one server
@@ -17,11 +18,16 @@ from testkit.postgres import PASSWORD
 
 from .command import REPO_ROOT, run_bench
 
+SCALE = ["--scale", "custom", "--projects", "16", "--jobs-per-project", "4", "--members", "8"]
+SCALE += ["--webhooks", "2", "--logs-per-webhook", "100"]
+"""A sixth of the small scale's projects and jobs, and enough projects that the rolling job
+refresh's eighth is fewer than all of them."""
+
 
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_bench_small_smoke(tmp_path: Path) -> None:
-    arguments = ["--scale", "small", "--runs", "1", "--latency-ms", "0", "--no-models"]
+    arguments = [*SCALE, "--runs", "1", "--latency-ms", "0", "--no-models"]
     arguments += ["--only", "ours,baseline,tuned,floor,dltfloor,postgres,cli"]
     document, printed = run_bench(arguments, tmp_path / "small.json", timeout=600)
     variants = document["variants"]
@@ -91,7 +97,7 @@ def test_bench_against_another_checkout_runs_its_code_beside_ours(tmp_path: Path
     printed block gives this/previous per variant."""
     if not (REPO_ROOT / ".venv" / "bin" / "python").exists():
         pytest.skip("the repository has no .venv (the README's commands create it)")
-    arguments = ["--scale", "small", "--runs", "1", "--no-models", "--only", "ours"]
+    arguments = [*SCALE, "--runs", "1", "--no-models", "--only", "ours"]
     arguments += ["--against", str(REPO_ROOT)]
     document, printed = run_bench(arguments, tmp_path / "against.json", timeout=600)
     variants = document["variants"]

@@ -121,8 +121,11 @@ def _build_all(
     fleet = build_models(
         warehouse, FLEET_DATASET, target_path=root / "target-fleet", dbt_vars=WORKSPACES_VAR
     )
+    # one target folder for both: the second build parses only what the dataset changed
     alone = {
-        name: build_models(warehouse, schema, run_tests=False, target_path=root / f"target-{name}")
+        name: build_models(
+            warehouse, schema, run_tests=False, target_path=root / "target-alone", write_json=False
+        )
         for name, schema in SCHEMAS.items()
     }
     return fleet, alone

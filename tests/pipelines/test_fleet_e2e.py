@@ -62,11 +62,10 @@ def _env(tmp_path: Path, sims: dict[str, SimulatorHandle], zen_key: str) -> dict
     )
 
 
-def _run(tmp_path: Path, env: dict[str, str]) -> tuple[Result, dict[str, Any]]:
+def _run(tmp_path: Path, env: dict[str, str], *options: str) -> tuple[Result, dict[str, Any]]:
     database = tmp_path / "fleet.duckdb"
-    result = run_cli(
-        ["run", "--database", str(database), "--log-format", "json"], env, tmp_path, timeout=300
-    )
+    args = ["run", "--database", str(database), "--log-format", "json", *options]
+    result = run_cli(args, env, tmp_path, timeout=300)
     assert TRACEBACK not in result.text, result.describe()
     events = [json.loads(line) for line in result.out.splitlines() if line.startswith("{")]
     summary = next(event for event in events if event["event"] == "summary")
@@ -122,7 +121,8 @@ def test_a_fleet_syncs_each_workspace_apart_and_heals_a_failed_one(
 
     for sim in simulators.values():
         sim.churn()
-    result, _ = _run(tmp_path, env)
+    # runs whose models nothing reads build none: the refused run below builds what changed
+    result, _ = _run(tmp_path, env, "--no-models")
     assert result.code == EXIT_OK, result.describe()
     for name, sim in simulators.items():
         _assert_equal_to_api(database, name, sim)
@@ -142,7 +142,7 @@ def test_a_fleet_syncs_each_workspace_apart_and_heals_a_failed_one(
 
     # the next run with the key fixed heals it
     simulators["zen"].churn()
-    result, summary = _run(tmp_path, env)
+    result, summary = _run(tmp_path, env, "--no-models")
     assert result.code == EXIT_OK, result.describe()
     _assert_equal_to_api(database, "zen", simulators["zen"])
     statuses = query(
@@ -177,6 +177,7 @@ def test_one_worker_runs_workspaces_in_turn_and_a_dead_worker_fails_only_its_wor
     env = _env(tmp_path, simulators, simulators["zen"].read_key)
     database = tmp_path / "fleet.duckdb"
     args = ["run", "--database", str(database), "--log-format", "json", "--parallel", "1"]
+    args.append("--no-models")
     gate = simulators["default"]
     gate.set_gate(True)
     fleet = Background(args, env, tmp_path, tmp_path / "logs", "fleet")
@@ -205,6 +206,6 @@ def test_one_worker_runs_workspaces_in_turn_and_a_dead_worker_fails_only_its_wor
     for name in ("acme", "zen"):
         _assert_equal_to_api(database, name, simulators[name])
 
-    result, summary = _run(tmp_path, env)
+    result, summary = _run(tmp_path, env, "--no-models")
     assert result.code == EXIT_OK, result.describe()
     _assert_equal_to_api(database, "default", simulators["default"])

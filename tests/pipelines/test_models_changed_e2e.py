@@ -1,6 +1,8 @@
 """A run builds the models downstream of the raw tables that changed since the last passing
 build, and everything when it has to: the first build, after a failed one, after a change of
-the dbt project, and once a UTC day (pipelines/publish/build_plan.py).
+the dbt project, and once a UTC day (pipelines/publish/build_plan.py). A run that changed
+nothing keeps the current marts, and the snapshot's marts while refreshing its freshness;
+anything that changed the warehouse builds again (pipelines/publish/build_record.py).
 
 The real simulator over HTTP, the real sync and dbt on DuckDB, in this process (`main`, JSON
 output); what dbt built is read from the summary (dbt's run results), what the marts hold from
@@ -35,15 +37,32 @@ UNRELATED_MODELS = {
 """Models that read no jobs: none may be rebuilt when only jobs changed."""
 
 
-def run_json(capsys: pytest.CaptureFixture[str], *args: str, code: int = EXIT_OK) -> dict[str, Any]:
-    """One `drone-sync` command with JSON logs; its summary's `models` part."""
+def run_json(
+    capsys: pytest.CaptureFixture[str], *args: str, code: int = EXIT_OK
+) -> dict[str, list[dict[str, Any]]]:
+    """One `drone-sync` command with JSON logs; its events by kind."""
     exit_code = main([*args, "--log-format", "json"])
+    events: dict[str, list[dict[str, Any]]] = {}
     # dbt prints a failing node's line itself, beside the JSON events
-    lines = capsys.readouterr().out.splitlines()
-    events = [json.loads(line) for line in lines if line.startswith("{")]
+    for line in capsys.readouterr().out.splitlines():
+        if line.startswith("{"):
+            event = json.loads(line)
+            events.setdefault(event["event"], []).append(event)
     assert exit_code == code, events
-    (summary,) = [event for event in events if event["event"] == "summary"]
+    return events
+
+
+def models_of(events: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The summary's `models` part."""
+    (summary,) = events["summary"]
     models: dict[str, Any] = summary["models"]
+    return models
+
+
+def built(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    """The `models` part of a command that succeeded, its build included."""
+    models = models_of(run_json(capsys, *args))
+    assert models["ok"], models
     return models
 
 
@@ -85,45 +104,72 @@ def test_a_run_rebuilds_what_changed_and_everything_when_it_has_to(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """One warehouse through its builds: the first (full), a quiet run (none), a change of
-    jobs (what reads jobs), asked for (full), a failed build and the one after it (full), an
-    edited project (full), the first build of a day (full)."""
+    jobs (what reads jobs), a run without models and the one after it, asked for (full), the
+    `models` command, a failed build and the one after it (full), an edited project (full),
+    the first build of a day (full)."""
     database = tmp_path / "w.duckdb"
-    first = run_json(capsys, *run_args)
+    snapshot = tmp_path / "w_bi.duckdb"
+    first = built(capsys, *run_args)
     assert first["scope"] == "full" and first["reason"] == "no passing build recorded"
+    assert first["rebuilt"] and first["models_built"] > 0 and first["tests_failed"] == 0
     every_model = set(first["built"])
     assert len(every_model) == first["models_built"] > 20 and every_model >= JOB_MODELS
     assert every_model >= UNRELATED_MODELS
+    published = snapshot.stat().st_mtime_ns
 
-    quiet = run_json(capsys, *run_args)
+    quiet_events = run_json(capsys, *run_args)
+    quiet = models_of(quiet_events)
+    assert quiet["ok"] and not quiet["rebuilt"] and quiet["built_at"]
     assert (quiet["scope"], quiet["models_built"], quiet["built"]) == ("none", 0, [])
+    assert quiet_events["summary"][0]["rows_written"] == 0
+    (event,) = quiet_events["snapshot"]
+    assert event["ok"] and event["refreshed"] and event["path"] == str(snapshot), event
+    assert snapshot.stat().st_mtime_ns != published, "the snapshot's freshness was refreshed"
+    published = snapshot.stat().st_mtime_ns
 
     job_id = rename_a_job(tiny_sim, "Renamed for the partial build")
-    changed = run_json(capsys, *run_args)
+    changed_events = run_json(capsys, *run_args)
+    changed = models_of(changed_events)
     assert changed["ok"] and changed["scope"] == "changed", changed
+    assert changed["rebuilt"] and changed_events["summary"][0]["rows_written"] > 0
     assert changed["changed_tables"] == ["jobs"]
-    built = set(changed["built"])
-    assert built >= JOB_MODELS, "every model reading jobs is rebuilt"
-    assert not built & UNRELATED_MODELS, "models that read no jobs are kept"
+    built_now = set(changed["built"])
+    assert built_now >= JOB_MODELS, "every model reading jobs is rebuilt"
+    assert not built_now & UNRELATED_MODELS, "models that read no jobs are kept"
     assert changed["tests_failed"] == 0 and 0 < changed["tests_passed"] < first["tests_passed"]
+    assert snapshot.stat().st_mtime_ns != published
+    assert changed_events["snapshot"][0]["refreshed"] is False, "new marts: published whole"
 
     # the marts hold the change, in the warehouse and in the BI snapshot published from it,
     # and the snapshot still has the marts that were not rebuilt
     (row,) = query(database, f"select name from drone_ops_marts.dim_jobs where job_id = '{job_id}'")
     assert row["name"] == "Renamed for the partial build"
-    snapshot = duckdb.connect(str(tmp_path / "w_bi.duckdb"), read_only=True)
+    connection = duckdb.connect(str(snapshot), read_only=True)
     try:
-        names = snapshot.execute(
+        names = connection.execute(
             "select name from drone_ops_marts.dim_jobs where job_id = ?", [job_id]
         ).fetchall()
-        webhooks = snapshot.execute("select count(*) from drone_ops_marts.dim_webhooks").fetchone()
+        webhooks = connection.execute(
+            "select count(*) from drone_ops_marts.dim_webhooks"
+        ).fetchone()
     finally:
-        snapshot.close()
+        connection.close()
     assert names == [("Renamed for the partial build",)]
     assert webhooks is not None and webhooks[0] > 0
 
+    # data loaded by a run that built nothing is still new to the marts
+    rename_a_job(tiny_sim, "Renamed by a run without models")
+    skipped = run_json(capsys, *run_args, "--no-models")
+    assert "models" not in skipped and skipped["summary"][0]["models"] is None
+    assert built(capsys, *run_args)["rebuilt"]
+    assert not built(capsys, *run_args)["rebuilt"]
+
     # asked for: everything
-    forced = run_json(capsys, *run_args, "--force-models")
-    assert forced["scope"] == "full" and set(forced["built"]) == every_model
+    forced = built(capsys, *run_args, "--force-models")
+    assert forced["rebuilt"] and forced["scope"] == "full" and set(forced["built"]) == every_model
+    # `drone-sync models` always builds, and what it built counts as current afterwards
+    assert built(capsys, "models", "--database", str(database))["rebuilt"]
+    assert not built(capsys, *run_args)["rebuilt"]
 
     # another job given a status the API does not have, then a real change of jobs: the
     # partial build runs the job models' tests, one fails, the run fails, no record is left
@@ -142,7 +188,7 @@ def test_a_run_rebuilds_what_changed_and_everything_when_it_has_to(
         )
     finally:
         con.close()
-    failed = run_json(capsys, *run_args, code=EXIT_FAILED)
+    failed = models_of(run_json(capsys, *run_args, code=EXIT_FAILED))
     assert failed["scope"] == "changed" and not failed["ok"] and failed["tests_failed"] >= 1
     assert not record_path(database).exists()
 
@@ -156,14 +202,14 @@ def test_a_run_rebuilds_what_changed_and_everything_when_it_has_to(
         )
     finally:
         con.close()
-    after_failure = run_json(capsys, *run_args)
+    after_failure = built(capsys, *run_args)
     assert after_failure["scope"] == "full" and set(after_failure["built"]) == every_model
     assert after_failure["reason"] == "no passing build recorded"
 
     # an edited project (or another dbt or DuckDB version): everything, with the unit tests
     edit_record(database, project="the project as it was before")
     rename_a_job(tiny_sim, "Changed with the project")
-    edited = run_json(capsys, *run_args)
+    edited = built(capsys, *run_args)
     assert edited["scope"] == "full" and set(edited["built"]) == every_model
     assert edited["reason"] == "the dbt project or its engine changed"
 
@@ -172,7 +218,7 @@ def test_a_run_rebuilds_what_changed_and_everything_when_it_has_to(
     yesterday = (datetime.now(UTC) - timedelta(days=1)).isoformat(timespec="seconds")
     edit_record(database, full_built_at=yesterday)
     rename_a_job(tiny_sim, "Changed the next day")
-    daily = run_json(capsys, *run_args)
+    daily = built(capsys, *run_args)
     assert daily["scope"] == "full" and set(daily["built"]) == every_model
     assert daily["reason"] == "the first build of the day"
     assert daily["tests_passed"] < edited["tests_passed"], "the unit tests ran with the edit only"
