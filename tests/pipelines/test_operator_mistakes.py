@@ -161,11 +161,17 @@ def test_unedited_example_secrets_say_the_key_is_the_placeholder(
 
 @pytest.mark.parametrize("cause", ["401", "503"], ids=["refused-key", "api-down"])
 def test_a_cause_every_table_shares_is_one_line(
-    tmp_path: Path, shared_sim: SimulatorHandle, cause: str
+    tmp_path: Path,
+    shared_sim: SimulatorHandle,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cause: str,
 ) -> None:
     """A wrong key is refused on every endpoint, and an API that is down fails every endpoint
     alike: `run` names that cause once, with every table and the first endpoint (it used to
-    print one line per endpoint), and the JSON summary's `error` is that cause."""
+    print one line per endpoint), and the JSON summary's `error` is that cause. In this
+    process: what is said, not the process, is the point (a failed run's exit code as a
+    process: test_unattended.py's `test_canary_key_appears_nowhere`, a wrong key and 503s)."""
     with contextlib.ExitStack() as stack:
         if cause == "401":
             env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key="wrong-key-" * 3)
@@ -178,8 +184,10 @@ def test_a_cause_every_table_shares_is_one_line(
                 settings={"MAX_ATTEMPTS": "1"},
             )
         args = ["run", "--no-models", "--database", "w.duckdb"]
-        result = run_cli(args, env, tmp_path)
-        as_json = run_cli(["--log-format", "json", *args], env, tmp_path)
+        result = run_in_process(args, env, tmp_path, monkeypatch, capsys)
+        as_json = run_in_process(
+            ["--log-format", "json", *args], env, tmp_path, monkeypatch, capsys
+        )
     assert result.code == as_json.code == EXIT_FAILED, result.describe()
     assert TRACEBACK not in result.text, result.describe()
     told = [line for line in result.lines() if f" {cause} " in line or f"({cause} " in line]
