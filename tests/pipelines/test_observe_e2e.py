@@ -304,8 +304,14 @@ def test_configuration_error_after_the_hook_is_read_is_alerted(tmp_path: Path) -
 
 
 def test_status_reads_postgres(
-    tmp_path: Path, shared_sim: SimulatorHandle, postgres_dsn: str
+    tmp_path: Path,
+    shared_sim: SimulatorHandle,
+    postgres_dsn: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """The status of a dataset with no sync yet, and the load, in this process; the fresh
+    status, what a monitor acts on, as a process."""
     env = cli_env(
         tmp_path,
         base_url=shared_sim.base_url,
@@ -313,10 +319,12 @@ def test_status_reads_postgres(
         extra={"DESTINATION__POSTGRES__CREDENTIALS": postgres_dsn},
     )
     status = ["status", "--destination", "postgres", "--log-format", "json"]
-    never = run_cli(status, env, tmp_path)
+    never = run_in_process(status, env, tmp_path, monkeypatch, capsys)
     assert never.code == EXIT_FAILED, never.describe()
     assert "no sync recorded" in json_objects(never)[0]["note"], never.describe()
-    loaded = run_cli(["run", "--destination", "postgres", "--no-models"], env, tmp_path)
+    loaded = run_in_process(
+        ["run", "--destination", "postgres", "--no-models"], env, tmp_path, monkeypatch, capsys
+    )
     assert loaded.code == EXIT_OK, loaded.describe()
     fresh = run_cli(status, env, tmp_path)
     assert fresh.code == EXIT_OK, fresh.describe()
