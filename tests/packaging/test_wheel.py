@@ -20,6 +20,13 @@ would also accept a module that merely happens to arrive with another dependency
 The installed package folder is checked unchanged after a full run (dbt's target, logs, partial
 parse state and user id go beside the warehouse or to a temporary folder, never into
 site-packages, which is read-only for a non-root user).
+
+The same run shows that every place `drone-sync` writes is one docs/install.md lists ("Where
+drone-sync writes"): the commands a deploy runs (`init`, `check`, `run` with the models,
+`status`, `metrics`, `dashboard`) run from a project folder with HOME, dlt's data folder, the
+temporary folder and the cache folder each in a folder of their own, so whatever they leave
+anywhere is found; each place found must be named in install.md, and the temporary folder must
+be left empty.
 """
 
 from __future__ import annotations
@@ -75,6 +82,20 @@ EXTRA_FOR_MODULE = {"psycopg2": "postgres"}
 DEPENDENCY_SCRIPTS = ("dbt",)
 """Console scripts of dependencies that our code runs, which a real install puts in the venv."""
 DROPPED_ENV = ("SOURCES__", "DESTINATION__", "RUNTIME__", "NORMALIZE__", "DLT_", "PYTHON")
+INSTALL_DOC = REPO / "docs" / "install.md"
+PROJECT_PLACES = {
+    "drone_ops_warehouse.duckdb": "drone_ops_warehouse.duckdb",
+    "drone_ops_warehouse.duckdb.lock": "<warehouse>.lock",
+    "drone_ops_warehouse.duckdb.access.lock": "<warehouse>.access.lock",
+    "drone_ops_warehouse_bi.duckdb": "<warehouse stem>_bi.duckdb",
+    "drone_ops_warehouse_bi_dashboard.html": "<warehouse stem>_bi_dashboard.html",
+    ".dlt_pipelines": ".dlt_pipelines/",
+    ".drone_sync": ".drone_sync/",
+    ".dlt": ".dlt/",
+}
+"""What a project folder may hold after the commands, as install.md must name each."""
+DATA_DIR_PLACES = {"pipelines": "$DLT_DATA_DIR/pipelines/", ".anonymous_id": ".anonymous_id"}
+"""What dlt's data folder may hold, as install.md must name each."""
 
 
 @dataclass(frozen=True)
@@ -357,7 +378,11 @@ def test_installed_drone_sync_runs_from_an_empty_folder(
 ) -> None:
     project = tmp_path / "project"
     project.mkdir()
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
     env = user_env(tmp_path, installed)
+    env["TMPDIR"] = str(temporary)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     before = _tree(installed.package)
 
     version = _ok(_drone_sync(installed, ["--version"], project, env))
@@ -379,7 +404,7 @@ def test_installed_drone_sync_runs_from_an_empty_folder(
 
     with running_simulator(seed=7, scale="tiny") as sim:
         _configure(project, sim)
-        for args in (["check"], ["run"], ["status"]):
+        for args in (["check"], ["run"], ["status"], ["metrics"], ["dashboard"]):
             _ok(_drone_sync(installed, args, project, env))
 
     warehouse = project / "drone_ops_warehouse.duckdb"
@@ -400,6 +425,36 @@ def test_installed_drone_sync_runs_from_an_empty_folder(
     assert "Leaflet 1.9.4" in page and "MarkerClusterGroup" in page
     assert _tree(installed.package) == before, "something wrote into the installed package"
     assert not {"target", "logs", "dbt_packages"} & {p.name for p in project.iterdir()}
+    assert_every_place_written_is_documented(tmp_path, project, temporary)
+
+
+def assert_every_place_written_is_documented(
+    tmp_path: Path, project: Path, temporary: Path
+) -> None:
+    """Each thing in the project folder and in dlt's data folder is named in install.md;
+    nothing is anywhere else in `tmp_path`, HOME is empty, the temporary folder is left as it
+    was. It used to say the tool writes only in the project folder, while every run adds a
+    link in dlt's data folder."""
+    documented = INSTALL_DOC.read_text(encoding="utf-8")
+    found = {
+        "project": sorted(path.name for path in project.iterdir()),
+        "data": sorted(path.name for path in (tmp_path / "dlt-data").iterdir()),
+        "elsewhere": sorted(
+            str(path.relative_to(tmp_path))
+            for path in tmp_path.iterdir()
+            if path.name not in ("project", "dlt-data", "home", "tmp")
+        ),
+    }
+    missing = [
+        f"{where}: {name} ({places.get(name, 'not in the test list')})"
+        for where, places in (("project", PROJECT_PLACES), ("data", DATA_DIR_PLACES))
+        for name in found[where]
+        if places.get(name) is None or places[name] not in documented
+    ]
+    assert not missing, f"written but not in install.md: {missing}"
+    assert not found["elsewhere"], f"written outside every documented place: {found}"
+    assert not list((tmp_path / "home").iterdir()), "nothing is written into HOME"
+    assert not list(temporary.iterdir()), "the temporary folder is left as it was"
 
 
 DAGSTER_LOAD = """

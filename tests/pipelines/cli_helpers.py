@@ -154,6 +154,9 @@ def run_cli(
     return result
 
 
+IMPORT_DEFAULTS = {"RUNTIME__DLTHUB_TELEMETRY": "false", "RUNTIME__INTERCEPT_SIGNALS": "false"}
+
+
 def run_in_process(
     args: Sequence[str],
     env: Mapping[str, str],
@@ -167,6 +170,9 @@ def run_in_process(
     part in, without the interpreter's start and imports of a process per case."""
     from drone_ops_sync.pipelines.cli import main
 
+    # what `pipelines/__init__.py` sets when a process imports it (dlt's telemetry and signal
+    # handling off): imported here long before, and its settings dropped by `cli_env`
+    env = {**IMPORT_DEFAULTS, **env}
     for name in list(os.environ):
         if name not in env:
             monkeypatch.delenv(name)

@@ -24,13 +24,14 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def canary() -> str:
     return f"canary-{secrets.token_hex(12)}"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def canary_sim(canary: str) -> Iterator[Any]:
+    """One simulator for the tests that only read it (a test that sets faults resets them)."""
     with running_simulator(
         seed=5, scale="tiny", admin=True, extra_args=("--read-key", canary)
     ) as handle:

@@ -259,9 +259,17 @@ def test_a_signal_during_the_dbt_build_is_one_line_not_dbts_traceback(
     healed(sim, tmp_path)
 
 
-def test_a_signal_while_the_snapshot_is_written(sim: SimulatorHandle, tmp_path: Path) -> None:
-    """While the BI snapshot's new file is being written; the previous snapshot stays as it
-    was and the temporary file goes."""
+def test_a_signal_while_the_snapshot_and_then_its_dashboard_page_are_written(
+    sim: SimulatorHandle, tmp_path: Path
+) -> None:
+    """First while the BI snapshot's new file is being written, after the model build in the
+    same process; the previous snapshot stays as it was and the temporary file goes.
+
+    Then, on the warehouse so healed, a quiet run (no model to rebuild) while it writes the
+    dashboard page: the page's temporary file is a FIFO the test holds open without reading,
+    so the run waits in the dashboard's write (the page is larger than a pipe holds) until the
+    signal; then the test reads what is left, as a file would take it, and the page goes with
+    the interrupted snapshot step."""
     run = start(sim, tmp_path)
     moment = lambda: any(tmp_path.glob("w_bi.duckdb.tmp-*"))  # noqa: E731
     result = interrupted(run, moment, signal.SIGINT, "the snapshot")
@@ -269,12 +277,6 @@ def test_a_signal_while_the_snapshot_is_written(sim: SimulatorHandle, tmp_path: 
     healed(sim, tmp_path)
     assert (tmp_path / "w_bi.duckdb").is_file() and (tmp_path / "w_bi_dashboard.html").is_file()
 
-
-def test_a_signal_while_the_dashboard_page_is_written(sim: SimulatorHandle, tmp_path: Path) -> None:
-    """The page's temporary file is a FIFO the test holds open without reading, so the run
-    waits in the dashboard's write (the page is larger than a pipe holds) until the signal;
-    then the test reads what is left, as a file would take it, and the page goes with the
-    interrupted snapshot step."""
     run = start(sim, tmp_path)
     page = tmp_path / f"w_bi_dashboard.html.tmp-{run.pid}"
     try:

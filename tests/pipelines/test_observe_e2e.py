@@ -30,6 +30,7 @@ from .cli_helpers import (
     closed_loopback_port,
     held_for_writing,
     run_cli,
+    run_in_process,
     wait_until,
 )
 from .receiver import running_receiver
@@ -100,14 +101,17 @@ def test_status_is_fresh_then_stale_and_alerts(
     assert "projects" in texts[0] and "webhooks" not in texts[0], texts
 
 
-def test_status_without_a_warehouse_is_stale_and_creates_nothing(tmp_path: Path) -> None:
+def test_status_without_a_warehouse_is_stale_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A process: its exit code for a monitor; the refused flag in this process."""
     env = cli_env(tmp_path)
     result = run_cli(["status", "--database", "nowhere.duckdb"], env, tmp_path)
     assert result.code == EXIT_FAILED, result.describe()
     assert "no sync has run there yet" in result.out, result.describe()
     assert not (tmp_path / "nowhere.duckdb").exists()
     assert not list(tmp_path.glob("nowhere*")), list(tmp_path.iterdir())
-    bad = run_cli(["status", "--max-age", "soon"], env, tmp_path)
+    bad = run_in_process(["status", "--max-age", "soon"], env, tmp_path, monkeypatch, capsys)
     assert bad.code == EXIT_CONFIG, bad.describe()
     assert bad.lines() == [bad.err.strip()] and "--max-age" in bad.err, bad.describe()
 
@@ -139,7 +143,10 @@ def test_failed_run_alert_names_the_cause_and_never_the_key(tmp_path: Path) -> N
     assert "cannot reach the API" in text and "<redacted>" in text, text
 
 
-def test_undeliverable_alert_is_one_warning_and_keeps_the_exit_code(tmp_path: Path) -> None:
+def test_undeliverable_alert_is_one_warning_and_keeps_the_exit_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A process: the exit code kept despite the alert; the refused hook in this process."""
     dead_hook = f"http://127.0.0.1:{closed_loopback_port()}/hook"
     env = cli_env(
         tmp_path,
@@ -153,7 +160,7 @@ def test_undeliverable_alert_is_one_warning_and_keeps_the_exit_code(tmp_path: Pa
     warnings = [line for line in result.lines() if "alert not delivered" in line]
     assert len(warnings) == 1 and dead_hook not in result.text, result.describe()
     remote = cli_env(tmp_path, extra={HOOK: "http://hooks.example.com/T0/B0/x"})
-    refused = run_cli(run_args(tmp_path / "w.duckdb"), remote, tmp_path)
+    refused = run_in_process(run_args(tmp_path / "w.duckdb"), remote, tmp_path, monkeypatch, capsys)
     assert refused.code == EXIT_CONFIG, refused.describe()
     assert refused.lines() == [refused.err.strip()], refused.describe()
     assert "runtime.slack_incoming_hook" in refused.err and "/T0/B0/x" not in refused.err
@@ -220,9 +227,17 @@ def parse_textfile(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], fl
 
 
 def test_metrics_textfile_keeps_last_success_of_failed_tables(
-    tmp_path: Path, shared_sim: SimulatorHandle
+    tmp_path: Path,
+    shared_sim: SimulatorHandle,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    database, env = synced(tmp_path, shared_sim)
+    """The warehouse is made, and the refused textfile name tried, in this process; the runs
+    that write the textfile are processes."""
+    database = tmp_path / "w.duckdb"
+    env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key)
+    made = run_in_process(run_args(database), env, tmp_path, monkeypatch, capsys)
+    assert made.code == EXIT_OK, made.describe()
     path = tmp_path / "textfile" / "drone_sync.prom"
     first = run_cli(run_args(database, "--metrics-file", str(path)), env, tmp_path)
     assert first.code == EXIT_OK, first.describe()
@@ -244,7 +259,8 @@ def test_metrics_textfile_keeps_last_success_of_failed_tables(
         key = ("drone_sync_last_success_timestamp_seconds", table(name))
         assert after[key] == ok[key], name
     assert sorted(p.name for p in path.parent.iterdir()) == ["drone_sync.prom"]
-    bad = run_cli(run_args(database, "--metrics-file", str(tmp_path / "m.txt")), env, tmp_path)
+    bad_args = run_args(database, "--metrics-file", str(tmp_path / "m.txt"))
+    bad = run_in_process(bad_args, env, tmp_path, monkeypatch, capsys)
     assert bad.code == EXIT_CONFIG and "--metrics-file" in bad.err, bad.describe()
 
 
@@ -288,8 +304,14 @@ def test_configuration_error_after_the_hook_is_read_is_alerted(tmp_path: Path) -
 
 
 def test_status_reads_postgres(
-    tmp_path: Path, shared_sim: SimulatorHandle, postgres_dsn: str
+    tmp_path: Path,
+    shared_sim: SimulatorHandle,
+    postgres_dsn: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """The status of a dataset with no sync yet, and the load, in this process; the fresh
+    status, what a monitor acts on, as a process."""
     env = cli_env(
         tmp_path,
         base_url=shared_sim.base_url,
@@ -297,10 +319,12 @@ def test_status_reads_postgres(
         extra={"DESTINATION__POSTGRES__CREDENTIALS": postgres_dsn},
     )
     status = ["status", "--destination", "postgres", "--log-format", "json"]
-    never = run_cli(status, env, tmp_path)
+    never = run_in_process(status, env, tmp_path, monkeypatch, capsys)
     assert never.code == EXIT_FAILED, never.describe()
     assert "no sync recorded" in json_objects(never)[0]["note"], never.describe()
-    loaded = run_cli(["run", "--destination", "postgres", "--no-models"], env, tmp_path)
+    loaded = run_in_process(
+        ["run", "--destination", "postgres", "--no-models"], env, tmp_path, monkeypatch, capsys
+    )
     assert loaded.code == EXIT_OK, loaded.describe()
     fresh = run_cli(status, env, tmp_path)
     assert fresh.code == EXIT_OK, fresh.describe()

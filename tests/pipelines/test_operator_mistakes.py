@@ -3,8 +3,8 @@
 TOML file that does not parse, the example's placeholder key, a refused key (and an API that
 is down: one cause, one line), a misspelled setting, and
 `status` / `check` on a warehouse the user may only read. Every case runs `drone-sync` as a
-subprocess in the test's own folder, against the simulator over HTTP on 127.0.0.1 where a
-request is made."""
+subprocess in the test's own folder (the read-only warehouse's commands one after another in one
+reader process), against the simulator over HTTP on 127.0.0.1 where a request is made."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import ctypes
 import json
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,13 +30,14 @@ from .cli_helpers import (
     EXIT_CONFIG,
     EXIT_FAILED,
     EXIT_OK,
+    HANG_GUARD_S,
     REPO,
     TRACEBACK,
     Result,
-    cli_command,
     cli_env,
     run_cli,
     run_command,
+    run_in_process,
     tree_snapshot,
 )
 
@@ -159,11 +161,17 @@ def test_unedited_example_secrets_say_the_key_is_the_placeholder(
 
 @pytest.mark.parametrize("cause", ["401", "503"], ids=["refused-key", "api-down"])
 def test_a_cause_every_table_shares_is_one_line(
-    tmp_path: Path, shared_sim: SimulatorHandle, cause: str
+    tmp_path: Path,
+    shared_sim: SimulatorHandle,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cause: str,
 ) -> None:
     """A wrong key is refused on every endpoint, and an API that is down fails every endpoint
     alike: `run` names that cause once, with every table and the first endpoint (it used to
-    print one line per endpoint), and the JSON summary's `error` is that cause."""
+    print one line per endpoint), and the JSON summary's `error` is that cause. In this
+    process: what is said, not the process, is the point (a failed run's exit code as a
+    process: test_unattended.py's `test_canary_key_appears_nowhere`, a wrong key and 503s)."""
     with contextlib.ExitStack() as stack:
         if cause == "401":
             env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key="wrong-key-" * 3)
@@ -176,8 +184,10 @@ def test_a_cause_every_table_shares_is_one_line(
                 settings={"MAX_ATTEMPTS": "1"},
             )
         args = ["run", "--no-models", "--database", "w.duckdb"]
-        result = run_cli(args, env, tmp_path)
-        as_json = run_cli(["--log-format", "json", *args], env, tmp_path)
+        result = run_in_process(args, env, tmp_path, monkeypatch, capsys)
+        as_json = run_in_process(
+            ["--log-format", "json", *args], env, tmp_path, monkeypatch, capsys
+        )
     assert result.code == as_json.code == EXIT_FAILED, result.describe()
     assert TRACEBACK not in result.text, result.describe()
     told = [line for line in result.lines() if f" {cause} " in line or f"({cause} " in line]
@@ -393,8 +403,33 @@ def _read_only_tree(root: Path) -> None:
     root.chmod(0o555)
 
 
+READER = """
+import contextlib, io, json, sys, traceback
+from drone_ops_sync.pipelines.cli import main
+
+results = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+            code = -1
+    results.append({"code": code, "out": out.getvalue(), "err": err.getvalue()})
+print(json.dumps(results))
+"""
+"""The reader: `cli.main` of each command in turn, in one process whose privileges are the
+reader's, so the commands pay one interpreter's start and imports between them."""
+
+
 def test_reading_commands_work_on_a_read_only_warehouse(
-    tmp_path: Path, shared_sim: SimulatorHandle
+    tmp_path: Path,
+    shared_sim: SimulatorHandle,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A warehouse and its BI snapshot in a folder the user may only read (a read-only mount,
     a BI host's account): `status`, `check`, `metrics` and `dashboard --output` elsewhere read
@@ -403,12 +438,15 @@ def test_reading_commands_work_on_a_read_only_warehouse(
     there; the commands that must write there (`run`, `models`, `listen`, `demo`, `dashboard`
     beside the snapshot) say which path and why in one line, exit 2 (`listen` and `demo` used to
     end in a PermissionError's traceback). As root the reader runs without the
-    capabilities that override mode bits; as another user the modes stop it as they are."""
+    capabilities that override mode bits; as another user the modes stop it as they are. The
+    warehouse is made in this process; the reader is one process that runs every command."""
     warehouse = tmp_path / "wh"
     warehouse.mkdir()
     database = warehouse / "w.duckdb"
     env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key)
-    synced = run_cli(["run", "--no-models", "--database", str(database)], env, warehouse)
+    synced = run_in_process(
+        ["run", "--no-models", "--database", str(database)], env, warehouse, monkeypatch, capsys
+    )
     assert synced.code == EXIT_OK, synced.describe()
     assert (warehouse / "w_bi.duckdb").is_file(), synced.describe()
     (warehouse / ".dlt").mkdir()
@@ -419,51 +457,62 @@ def test_reading_commands_work_on_a_read_only_warehouse(
         lock.unlink()
     elsewhere = tmp_path / "pages"
     elsewhere.mkdir()
+    page = elsewhere / "page.html"
+    spool = warehouse / ".drone_sync" / "w.duckdb"  # made by the run, the spool's parent
+    must_write = {  # the path it would write, the read-only folder that stops it
+        "run": (database, warehouse),
+        "models": (database, warehouse),
+        "listen": (spool / "events", spool),
+        "demo": (warehouse / "demo" / "drone_ops_warehouse.duckdb", warehouse),
+    }
+    commands = [
+        ["status"],
+        ["status", "--database", str(database), "--log-format", "json"],
+        ["check"],
+        ["metrics"],
+        ["dashboard", "--output", str(page)],
+        ["dashboard"],
+        *(
+            [command, *(["--dir", str(warehouse / "demo")] if command == "demo" else [])]
+            for command in must_write
+        ),
+    ]
     reader = {"preexec_fn": _without_root_overrides} if os.geteuid() == 0 else {}
     before = tree_snapshot(tmp_path, "wh")
     _read_only_tree(warehouse)
     try:
-
-        def as_reader(args: list[str]) -> Result:
-            result = run_command(cli_command(args), env, warehouse, timeout=120, popen=reader)
-            result.args = args
-            return result
-
         probe = run_command(
             ["touch", str(warehouse / "probe")], env, warehouse, timeout=30, popen=reader
         )
         assert probe.code != 0, "the reader can write the folder: the test proves nothing"
-        status = as_reader(["status"])
+        ran = run_command(
+            [sys.executable, "-c", READER, json.dumps(commands)],
+            env,
+            warehouse,
+            timeout=HANG_GUARD_S,
+            popen=reader,
+        )
+        assert ran.code == EXIT_OK, ran.describe()
+        results = [
+            Result(args, done["code"], done["out"], done["err"], 0.0)
+            for args, done in zip(commands, json.loads(ran.out), strict=True)
+        ]
+        status, by_flag, check, metrics, dashboard, beside, *refusals = results
         assert status.code == EXIT_OK, status.describe()
         assert TRACEBACK not in status.text
         assert "fresh: projects" in status.out, status.describe()
-        by_flag = as_reader(["status", "--database", str(database), "--log-format", "json"])
         assert by_flag.code == EXIT_OK, by_flag.describe()
         assert json_objects(by_flag.out)[0]["stale"] is False, by_flag.describe()
-        check = as_reader(["check"])
         assert check.code == EXIT_OK, check.describe()
-        metrics = as_reader(["metrics"])
         assert metrics.code == EXIT_OK, metrics.describe()
         assert "No metrics yet" in metrics.out and TRACEBACK not in metrics.text, metrics.describe()
-        page = elsewhere / "page.html"
-        dashboard = as_reader(["dashboard", "--output", str(page)])
         assert dashboard.code == EXIT_OK, dashboard.describe()
         assert page.is_file() and "<html" in page.read_text(encoding="utf-8").lower()
-        beside = as_reader(["dashboard"])
         line = one_line(beside)
         assert beside.code == EXIT_CONFIG, beside.describe()
         assert str(warehouse / "w_bi_dashboard.html") in line and "read-only" in line, line
         assert "--output" in line, line
-        spool = warehouse / ".drone_sync" / "w.duckdb"  # made by the run, the spool's parent
-        must_write = {  # the path it would write, the read-only folder that stops it
-            "run": (database, warehouse),
-            "models": (database, warehouse),
-            "listen": (spool / "events", spool),
-            "demo": (warehouse / "demo" / "drone_ops_warehouse.duckdb", warehouse),
-        }
-        for command, (path, folder) in must_write.items():
-            demo_dir = ["--dir", str(warehouse / "demo")] if command == "demo" else []
-            refused = as_reader([command, *demo_dir])
+        for (path, folder), refused in zip(must_write.values(), refusals, strict=True):
             line = one_line(refused)
             assert refused.code == EXIT_CONFIG, refused.describe()
             assert str(path) in line and f"{folder} is read-only" in line, line

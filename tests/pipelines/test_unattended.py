@@ -3,8 +3,10 @@ one-line configuration errors, no traceback, secrets nowhere, no traffic but the
 per warehouse, and logs a machine can read. Interruption by a signal at every moment of a run is
 tests/pipelines/test_interrupt_e2e.py's; a closed stdout, test_closed_stdout_e2e.py's.
 
-Every test drives the CLI as a subprocess with cwd=tmp_path and HOME inside it, configured
-through SOURCES__DRONE_OPS__* variables, against the simulator over HTTP on 127.0.0.1.
+Every test drives the CLI with cwd=tmp_path and HOME inside it, configured through
+SOURCES__DRONE_OPS__* variables, against the simulator over HTTP on 127.0.0.1: as a subprocess
+where the process takes part (its exit code, HOME, dlt's folders, its connections), through
+`cli.main` in this process (`run_in_process`) for the cases around it.
 
 Exit codes: 0 success; 1 a table failed or was refused, or dbt failed; 2 configuration or usage
 error; 75 warehouse busy; 130 SIGINT; 141 stdout closed; 143 SIGTERM.
@@ -319,20 +321,26 @@ def test_netguard_sees_dlt_telemetry_when_it_is_turned_on(
 
 
 @pytest.mark.slow
-def test_second_run_on_a_busy_warehouse_exits_75_and_changes_nothing(tmp_path: Path) -> None:
+def test_second_run_on_a_busy_warehouse_exits_75_and_changes_nothing(
+    tmp_path: Path, shared_sim: SimulatorHandle
+) -> None:
+    """The first run's requests are held at the simulator's gate, so it is certainly in its
+    walk, holding the warehouse, while the second run starts and ends; then the gate opens."""
     database = tmp_path / "w.duckdb"
     lock = Path(f"{database}.lock")
-    # one worker and 500 ms per request: the first run walks for several seconds
-    with running_simulator(seed=29, scale="tiny", admin=True, latency_ms=500) as sim:
-        env = cli_env(
-            tmp_path, base_url=sim.base_url, api_key=sim.read_key, settings={"MAX_WORKERS": "1"}
-        )
-        sim.reset_stats()
+    sim = shared_sim
+    env = cli_env(tmp_path, base_url=sim.base_url, api_key=sim.read_key)
+    sim.set_gate(True)
+    try:
         first = Background(run_args(database), env, tmp_path, tmp_path / "logs", "first")
+    except BaseException:
+        sim.set_gate(False)
+        raise
+    try:
         try:
             started = wait_until(
-                lambda: not first.running() or (sim.stats()["total"] >= 1 and database.exists()),
-                60,
+                lambda: not first.running() or (sim.gate()["held"] >= 1 and database.exists()),
+                HANG_GUARD_S,
             )
             assert started and first.running(), "the first run did not get to its walk"
             probe = startup_probe(tmp_path)
@@ -351,16 +359,18 @@ def test_second_run_on_a_busy_warehouse_exits_75_and_changes_nothing(tmp_path: P
             )
             assert first_still_running, "the first run had ended: the test proved nothing"
             assert lock.exists(), "the lock file is the warehouse path plus .lock"
-            done = first.wait(timeout=HANG_GUARD_S)
         finally:
-            first.stop()
-        assert done.code == EXIT_OK, done.describe()
-        assert_no_traceback(done)
-        runs = sync_runs(database)
-        assert {row["run_id"] for row in runs} == {runs[0]["run_id"]}, "only the first run wrote"
-        assert sorted(row["resource"] for row in runs) == sorted(ALL_TABLES)
-        assert {row["status"] for row in runs} == {"success"}
-        assert_equals_api(sim, Target(database=database))
+            sim.set_gate(False)
+        done = first.wait(timeout=HANG_GUARD_S)
+    finally:
+        first.stop()
+    assert done.code == EXIT_OK, done.describe()
+    assert_no_traceback(done)
+    runs = sync_runs(database)
+    assert {row["run_id"] for row in runs} == {runs[0]["run_id"]}, "only the first run wrote"
+    assert sorted(row["resource"] for row in runs) == sorted(ALL_TABLES)
+    assert {row["status"] for row in runs} == {"success"}
+    assert_equals_api(sim, Target(database=database))
     # released: the file may stay (emptied), but it no longer names the finished run
     assert not lock.exists() or str(first.pid) not in lock.read_text(), lock.read_text()
 
@@ -411,34 +421,45 @@ time.sleep(300)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["read_only", "read_write"])
 def test_warehouse_open_in_another_process_exits_75_naming_it(
-    tmp_path: Path, shared_sim: SimulatorHandle, mode: str
+    tmp_path: Path,
+    shared_sim: SimulatorHandle,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """Held read-only, then read-write, by another process: `run` as a process (its exit code
+    as a scheduler sees it) and `models` in this process are refused with exit 75 naming the
+    holder, and change nothing. The runs that make the warehouse and use it once the holder
+    is gone run in this process: the process takes no part in them."""
     database = tmp_path / "w.duckdb"
     env = cli_env(tmp_path, base_url=shared_sim.base_url, api_key=shared_sim.read_key)
-    first = run_cli(run_args(database), env, tmp_path)
+    first = run_in_process(run_args(database), env, tmp_path, monkeypatch, capsys)
     assert first.code == EXIT_OK, first.describe()
     before = table_counts(database)
-    ready = tmp_path / "holder.ready"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(database), mode, str(ready)],
-        stdin=subprocess.DEVNULL,
-    )
-    try:
-        assert wait_until(ready.exists, 60), "the holder did not open the file"
-        for args in (run_args(database), ["models", "--database", str(database)]):
-            result = run_cli(args, env, tmp_path)
-            assert result.code == EXIT_BUSY, result.describe()
-            assert_no_traceback(result)
-            assert names_pid(result.text, holder.pid), (
-                f"the holder's pid {holder.pid} is not named:\n{result.describe()}"
-            )
-            assert "close" in result.text.lower(), result.describe()
-    finally:
-        stop_process(holder)
-    assert table_counts(database) == before
-    rerun = run_cli(run_args(database), env, tmp_path)
+    for mode in ("read_only", "read_write"):
+        ready = tmp_path / f"holder-{mode}.ready"
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(database), mode, str(ready)],
+            stdin=subprocess.DEVNULL,
+        )
+        try:
+            assert wait_until(ready.exists, 60), f"the holder ({mode}) did not open the file"
+            for result in (
+                run_cli(run_args(database), env, tmp_path),
+                run_in_process(
+                    ["models", "--database", str(database)], env, tmp_path, monkeypatch, capsys
+                ),
+            ):
+                assert result.code == EXIT_BUSY, f"{mode}: {result.describe()}"
+                assert_no_traceback(result)
+                assert names_pid(result.text, holder.pid), (
+                    f"the holder's ({mode}) pid {holder.pid} is not named:\n{result.describe()}"
+                )
+                assert "close" in result.text.lower(), result.describe()
+        finally:
+            stop_process(holder)
+        assert table_counts(database) == before, mode
+    rerun = run_in_process(run_args(database), env, tmp_path, monkeypatch, capsys)
     assert rerun.code == EXIT_OK, rerun.describe()
 
 
