@@ -7,10 +7,12 @@ shared pitfalls, item 9, and `python -m bench.serve`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import logging
 import secrets
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -123,6 +125,13 @@ def make_server(app: Any) -> uvicorn.Server:
     return uvicorn.Server(config)
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One TLS context for every handle's clients: httpx builds one per client otherwise,
+    loading the system's certificates each time (tens of milliseconds per admin call)."""
+    return ssl.create_default_context()
+
+
 class HandleBase:
     """What every simulator handle offers: URL, keys and pre-authorised clients."""
 
@@ -137,6 +146,7 @@ class HandleBase:
             headers={"Authorization": f"Bearer {key}"},
             timeout=timeout,
             trust_env=False,
+            verify=_tls_context(),
         )
 
     def _admin(self, method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
