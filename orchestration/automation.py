@@ -53,18 +53,21 @@ def batches(workspaces: Sequence[str], per_run: int, runs_at_least: int) -> list
     return cut
 
 
+BATCH_TAG = "drone_ops/batch"
+"""Names a run's workspaces (`first..last`): the instance runs one run per value at a time
+(`.dagster/dagster.yaml`), so a tick's batch never overlaps the previous tick's still running,
+wherever the runs execute (the sync's run lock only covers one machine)."""
+
+
 def batch_request(batch: Sequence[str], run_key: str) -> dg.RunRequest:
-    """One run of a batch: a partition range (consecutive keys of the static partitions); a
-    batch of one is a partition run, which the instance's per-partition limit applies to."""
+    """One run of a batch: a partition range (consecutive keys of the static partitions), or a
+    partition run for a batch of one."""
+    tags = {BATCH_TAG: f"{batch[0]}..{batch[-1]}"}
     if len(batch) == 1:
-        return dg.RunRequest(run_key=run_key, partition_key=batch[0])
-    return dg.RunRequest(
-        run_key=run_key,
-        tags={
-            ASSET_PARTITION_RANGE_START_TAG: batch[0],
-            ASSET_PARTITION_RANGE_END_TAG: batch[-1],
-        },
-    )
+        return dg.RunRequest(run_key=run_key, partition_key=batch[0], tags=tags)
+    tags[ASSET_PARTITION_RANGE_START_TAG] = batch[0]
+    tags[ASSET_PARTITION_RANGE_END_TAG] = batch[-1]
+    return dg.RunRequest(run_key=run_key, tags=tags)
 
 
 def sync_schedule(partitions: dg.PartitionsDefinition) -> dg.ScheduleDefinition:

@@ -18,6 +18,7 @@ from dagster._core.storage.tags import (
 )
 
 from drone_ops_sync.orchestration.automation import (
+    BATCH_TAG,
     PARALLEL_RUNS,
     SYNC_SCHEDULE_NAME,
     WORKSPACES_PER_RUN,
@@ -65,6 +66,8 @@ def test_the_schedule_cuts_the_fleet_into_batches(
         assert 1 < len(batch) <= WORKSPACES_PER_RUN
         covered.extend(batch)
     assert sorted(covered) == keys, "every workspace in exactly one run"
+    batches = [request.tags[BATCH_TAG] for request in requests]
+    assert len(set(batches)) == len(requests), "the instance's limit of one run per batch"
     assert len(requests) == max(min(count, PARALLEL_RUNS), -(-count // WORKSPACES_PER_RUN))
     assert len({request.run_key for request in requests}) == len(requests)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from drone_ops_sync.orchestration.automation import SYNC_JOB_NAME, SYNC_SCHEDULE_NAME
+from drone_ops_sync.orchestration.automation import BATCH_TAG, SYNC_JOB_NAME, SYNC_SCHEDULE_NAME
 from drone_ops_sync.orchestration.definitions import build_definitions
 from drone_ops_sync.orchestration.models import MODELS_ASSETS_NAME
 from drone_ops_sync.orchestration.raw_assets import (
@@ -124,10 +124,7 @@ def test_the_committed_instance_keeps_telemetry_off_and_one_run_per_workspace(
         queue = instance.get_concurrency_config().run_queue_config
     assert queue is not None
     limits = queue.tag_concurrency_limits
-    assert {
-        "key": "dagster/partition",
-        "value": {"applyLimitPerUniqueValue": True},
-        "limit": 1,
-    } in limits
+    for key in ("dagster/partition", BATCH_TAG):
+        assert {"key": key, "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
     ignored = (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert ".dagster/*" in ignored and "!.dagster/dagster.yaml" in ignored
