@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from testkit.simulator_process import SimulatorHandle, running_simulator
@@ -48,7 +49,9 @@ def simulators() -> Iterator[dict[str, SimulatorHandle]]:
         yield {name: sim.workspace(n) for n, name in enumerate(NAMES)}
 
 
-def _env(tmp_path: Path, sims: dict[str, SimulatorHandle], zen_key: str) -> dict[str, str]:
+def _env(
+    tmp_path: Path, sims: dict[str, SimulatorHandle], zen_key: str, **settings: str
+) -> dict[str, str]:
     named = {name: {"base_url": sims[name].base_url} for name in NAMES[1:]}
     return cli_env(
         tmp_path,
@@ -58,6 +61,7 @@ def _env(tmp_path: Path, sims: dict[str, SimulatorHandle], zen_key: str) -> dict
             "WORKSPACES": json.dumps(named),
             "WORKSPACES__ACME__API_KEY": sims["acme"].read_key,
             "WORKSPACES__ZEN__API_KEY": zen_key,
+            **settings,
         },
     )
 
@@ -209,3 +213,29 @@ def test_one_worker_runs_workspaces_in_turn_and_a_dead_worker_fails_only_its_wor
     result, summary = _run(tmp_path, env, "--no-models")
     assert result.code == EXIT_OK, result.describe()
     _assert_equal_to_api(database, "default", simulators["default"])
+
+
+BUDGET = 5.0
+"""An API host's budget, requests per second, small enough that a tiny fleet's requests span
+several seconds (without it, 21 of its 33 arrived within one second)."""
+LATE_SECONDS = 1.0
+"""How late a request may arrive after its reserved slot (a busy machine's scheduling):
+arrivals may bunch by this much, never more."""
+
+
+def test_workers_of_a_fleet_share_one_api_hosts_budget(tmp_path: Path) -> None:
+    """Three workspaces of one simulator (one API host) synced at once by three workers under
+    `max_requests_per_second_per_host`: the most requests that arrived within any second is the
+    budget plus what a late scheduler can bunch, counted where they arrive."""
+    extra = ["--workspaces", str(len(NAMES))]
+    with running_simulator(seed=5, scale="tiny", admin=True, extra_args=extra) as sim:
+        sims = {name: sim.workspace(n) for n, name in enumerate(NAMES)}
+        env = _env(tmp_path, sims, sims["zen"].read_key, MAX_REQUESTS_PER_SECOND_PER_HOST="5")
+        args = ["run", "--database", str(tmp_path / "w.duckdb"), "--parallel", "3"]
+        result = run_cli([*args, "--no-models"], env, tmp_path, timeout=300)
+        assert result.code == EXIT_OK and TRACEBACK not in result.text, result.describe()
+        host = sim.base_url.split("/w/")[0]
+        one_second = httpx.get(f"{host}/_host/arrivals", params={"window": 1}).json()
+    assert one_second["total"] >= 3 * BUDGET, f"too few requests to show a budget: {one_second}"
+    # slots are 1/BUDGET apart; only a late arrival can bring two closer
+    assert one_second["peak"] <= BUDGET * (1 + LATE_SECONDS) + 1, one_second
