@@ -7,7 +7,12 @@
       lineage (and what reads it, e.g. Dagster's dbt integration) still sees one source per
       table; each part reads through source_in_view (the DuckDB catalog/schema clash).
     - A workspace whose table does not exist (listed in the var but not synced yet, or a run
-      that loaded only some tables) is left out, looked up when the model runs. While dbt
+      that loaded only some tables) is left out, looked up when the model runs, for every
+      workspace in one catalog query (workspace_tables). Not through adapter.get_relation:
+      dbt's relation cache marks a schema cached as its first relation is added, so a model
+      built in another thread meanwhile could find the schema's table missing and leave a
+      whole workspace out (dbt-labs/dbt-adapters#366); seen on PostgreSQL with 100
+      workspaces. While dbt
       parses, `execute` is false and nothing is looked up: the parse only records the source.
       When no workspace has the table, the first workspace's relation is read anyway (with the
       var unset, the source relation itself), so the build fails as it did before workspaces:
@@ -21,11 +26,11 @@
 {% macro workspace_union(table) -%}
     {%- set source_relation = source('drone_ops', table) -%}
     {%- set parts = [] -%}
-    {%- for workspace in workspaces(source_relation.schema) -%}
+    {%- set listed = workspaces(source_relation.schema) -%}
+    {%- set existing = workspace_tables(source_relation, listed) if execute else [] -%}
+    {%- for workspace in listed -%}
         {%- set relation = source_relation.incorporate(path={'schema': workspace['schema']}) -%}
-        {%- if not execute or adapter.get_relation(
-            database=relation.database, schema=relation.schema, identifier=relation.identifier
-        ) is not none -%}
+        {%- if not execute or workspace['schema'] | lower in existing -%}
             {%- do parts.append({'name': workspace['name'], 'relation': relation}) -%}
         {%- endif -%}
     {%- endfor -%}
@@ -49,4 +54,22 @@
         {{ select_lists[loop.index0] | join(',\n        ') }}
     from {{ source_in_view(part.relation) }}
     {%- endfor -%}
+{%- endmacro %}
+
+
+{#- The schemas (lowercase) among the workspaces' in which the source's table exists. -#}
+{% macro workspace_tables(source_relation, listed) -%}
+    {%- set schemas = [] -%}
+    {%- for workspace in listed -%}
+        {%- do schemas.append("'" ~ (workspace['schema'] | lower | replace("'", "''")) ~ "'") -%}
+    {%- endfor -%}
+    {%- set query -%}
+        select lower(table_schema) from information_schema.tables
+        where lower(table_name) = '{{ source_relation.identifier | lower }}'
+            and lower(table_schema) in ({{ schemas | join(', ') }})
+            {%- if source_relation.database %}
+            and lower(table_catalog) = '{{ source_relation.database | lower }}'
+            {%- endif %}
+    {%- endset -%}
+    {{ return(run_query(query).columns[0].values() | list) }}
 {%- endmacro %}
