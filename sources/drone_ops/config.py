@@ -93,6 +93,11 @@ def checked_config(**values: Any) -> SourceConfig:
         given = values.get(name)
         return getattr(defaults, name) if given is None or given == "" else given
 
+    def rate(name: str) -> float | None:
+        """An optional ceiling: unset, no ceiling."""
+        raw = value(name)
+        return None if raw is None else _number(name, raw, low=0.0)
+
     for required in ("base_url", "api_key"):
         if values.get(required) is None:
             raise missing_setting(
@@ -104,8 +109,8 @@ def checked_config(**values: Any) -> SourceConfig:
         webhook_ids=_webhook_ids(values.get("webhook_ids")),
         jobs_path=checked_jobs_path(_text("jobs_path", value("jobs_path"))),
         max_workers=_integer("max_workers", value("max_workers"), 1, 256),
-        max_requests_per_second=_optional_rate(values, "max_requests_per_second"),
-        max_requests_per_second_per_host=_optional_rate(values, "max_requests_per_second_per_host"),
+        max_requests_per_second=rate("max_requests_per_second"),
+        max_requests_per_second_per_host=rate("max_requests_per_second_per_host"),
         max_retire_share=_number(
             "max_retire_share", value("max_retire_share"), low=0.0, high=1.0, hint="0.5 = 50%"
         ),
@@ -121,11 +126,6 @@ def checked_config(**values: Any) -> SourceConfig:
             "delivery_overlap_seconds", value("delivery_overlap_seconds"), 0, 86_400
         ),
     )
-
-
-def _optional_rate(values: dict[str, Any], name: str) -> float | None:
-    given = values.get(name)
-    return None if given is None or given == "" else _number(name, given, low=0.0)
 
 
 def checked_api_key(raw: Any) -> str:
