@@ -10,7 +10,7 @@ into the burst. Measured:
   the sync's own steps read it): p50, p95, max; also apart for the updates made while the
   scheduled run held the warehouse;
 - events per second the receiver took and applied; its CPU seconds and peak RSS;
-- the scheduled run: its wall time and how long it waited for the receiver's batch (its note);
+- the scheduled run: its wall time and exit code;
 - with `--follow-marts N` (the receiver's marts follower, docs/events.md "Marts that follow"):
   the warehouse is built with its models and snapshot first, and event-to-snapshot latency is
   measured too: from each PATCH's answer to the first poll of the BI snapshot's `dim_projects`
@@ -169,11 +169,6 @@ def run_burst(api: httpx.Client, ids: list[str], rate: float, seconds: float, bu
 def scheduled_run(env: dict[str, str], database: Path, root: Path, models: bool) -> dict[str, Any]:
     started = time.monotonic()
     done = sync(env, root, database, 900, models=models)
-    waited = 0.0
-    for line in done.stdout.splitlines():
-        found = re.search(r"waited ([\d.]+) s for the event receiver", line)
-        if found:
-            waited = float(found.group(1))
     error = None
     if done.returncode != 0:
         error = (done.stdout.strip().splitlines() or [done.stderr[-500:]])[-1][:600]
@@ -182,7 +177,6 @@ def scheduled_run(env: dict[str, str], database: Path, root: Path, models: bool)
         "error": error,
         "started": started,
         "seconds": time.monotonic() - started,
-        "lock_wait_seconds": waited,
     }
 
 

@@ -8,10 +8,10 @@ models, publish the snapshot. `drone-sync run`, `drone-sync models`, `run_sync` 
 benchmarks, the demo and Dagster's partitions) are each a few lines over it, so they cannot
 differ in what they lock, repair or record.
 
-The event applier (`listen/apply.py`) takes no turn for a batch it writes in one SQL
-transaction: only the dataset's write lock (`Target.write_lock`), between a turn's loads, so a
-scheduled run never holds events back. A batch that needs a dlt load (a warehouse not synced
-yet, a new column) takes a brief turn here, like any other load of the pipeline.
+The event applier (`listen/apply.py`) takes no turn: it writes each batch in one SQL
+transaction under the dataset's write lock (`Target.write_lock`) alone, between a turn's
+loads: a run holds events back for one of its loads at a time, and waits for one batch at
+most.
 """
 
 from __future__ import annotations
@@ -51,14 +51,10 @@ class Session:
     """A workspace's turn: `with Session(target) as session:` takes the run lock (or raises
     `WarehouseBusy` naming its holder, before anything changes) and releases it when the block
     ends, however it ends. Notes for the run's summary (a lock taken over, a repair) collect
-    in `notes`. A `brief` turn (the event receiver's dlt load of one batch) is waited for by
-    a run that starts meanwhile, and gives way to a run already waiting (`run/lock.py`)."""
+    in `notes`."""
 
-    def __init__(
-        self, target: Target, notes: list[str] | None = None, *, brief: bool = False
-    ) -> None:
+    def __init__(self, target: Target, notes: list[str] | None = None) -> None:
         self.target = target
-        self.brief = brief
         self.notes: list[str] = notes if notes is not None else []
         self._stack = ExitStack()
         self._pipeline: dlt.Pipeline | None = None
@@ -68,7 +64,7 @@ class Session:
         (`run/door.py`); let go before the models and when the turn ends."""
 
     def __enter__(self) -> Session:
-        lock = warehouse_lock(self.target.lock_path(), self.notes, brief=self.brief)
+        lock = warehouse_lock(self.target.lock_path(), self.notes)
         with disk_full_as_error(self.target):
             self._stack.enter_context(lock)
         # let go before the run lock (the access lock comes after it in the lock order)

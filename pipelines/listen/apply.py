@@ -4,8 +4,9 @@ A thread of `drone-sync listen` reads the spool from where it last applied, ever
 `--apply-every` seconds, and writes the batch into each workspace's dataset in one SQL
 transaction (`write.py`), taking only the dataset's write lock, which a run holds only during
 each of its loads, so events land between a run's loads rather than after the run. A batch the
-transaction cannot write (a warehouse not synced yet, a new column) is a dlt load, under the
-run lock as a brief holder.
+transaction cannot write as dlt would (a workspace not synced yet, a column its tables lack)
+waits in the spool until a run has made the tables (`NotSyncedYet`): schema evolution is the
+runs' alone, and the run reads the API's truth anyway.
 
 How far the spool is applied is `applied.json` beside it, written after the batch committed;
 a crash between the two applies the batch again, which is harmless (a held version is not
@@ -34,22 +35,14 @@ from drone_ops_sync.sources.drone_ops import DroneOpsError
 from drone_ops_sync.sources.drone_ops.internal import (
     UNROUTED,
     ReceivedEvent,
-    applied_events,
     configured_names,
-    event_rows,
-    held_versions,
-    new_run_id,
-    newest_versions,
-    project_versions,
     redact,
 )
 
 from ..run.door import KeptFile, duckdb_busy_as
 from ..run.lock import WarehouseBusy
 from ..run.recovery import open_pipeline
-from ..run.run_trace import RunLoads
 from ..run.target import Target
-from ..session import Session
 from .marts import MartsFollower
 from .quarantine import Quarantine, sort_lines
 from .spool import Position, Spool, read_from
@@ -167,7 +160,8 @@ class Router:
 
 def apply_batch(router: Router, events: Sequence[ReceivedEvent]) -> dict[str, int]:
     """Loads one batch into each event's workspace; returns how many events had each outcome.
-    Raises `WarehouseBusy` when a run holds a workspace (the batch is then tried again)."""
+    Raises `WarehouseBusy` when a run holds a workspace and `NotSyncedYet` before its tables
+    exist (the batch is then tried again)."""
     counts: dict[str, int] = {}
     base = router.base
     for name, batch in router.route(events).items():
@@ -188,15 +182,19 @@ def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) ->
     """One workspace's batch: one SQL transaction under the dataset's short write lock
     (`Target.write_lock`, the lock each load of a run takes too), not the run lock, so a
     scheduled run holds events back only while one of its loads writes. A batch that
-    transaction cannot write as dlt would (a warehouse not synced yet, a new column) goes
-    through a dlt load under the run lock, as a run's own load would."""
-    with duckdb_busy_as(target.duckdb_file(), FileHeld):
-        with router.file.step(), target.write_lock(), router.opened(target) as client:
-            outcomes = write_batch(client, batch)
-        if outcomes is None:
-            # the dlt load takes the run lock, which comes before the file's in the lock order
-            router.file.release()
-            outcomes = _load_with_dlt(target, batch)
+    transaction cannot write as dlt would raises `NotSyncedYet`, having written nothing."""
+    with (
+        duckdb_busy_as(target.duckdb_file(), FileHeld),
+        router.file.step(),
+        target.write_lock(),
+        router.opened(target) as client,
+    ):
+        outcomes = write_batch(client, batch)
+    if outcomes is None:
+        raise NotSyncedYet(
+            f"workspace {target.workspace!r} has no synced tables yet (or lacks a column these"
+            " events carry): its events wait in the spool until its next `drone-sync run`"
+        )
     counts: dict[str, int] = {}
     for outcome in outcomes.values():
         counts[outcome] = counts.get(outcome, 0) + 1
@@ -207,19 +205,11 @@ class FileHeld(DroneOpsError):
     """Another program (a BI tool, a notebook) holds the DuckDB file: the batch waits."""
 
 
-def _load_with_dlt(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, str]:
-    """The batch as a dlt load through the workspace's pipeline, in a brief turn of the
-    workspace (the pipeline's working folder is the runs' too: `session.py`) and the write
-    lock."""
-    with Session(target, brief=True) as session, target.write_lock():
-        pipeline = session.pipeline()
-        held = held_versions(
-            pipeline, (str(p["id"]) for e in batch if (p := e.project()) is not None)
-        )
-        applied, outcomes = newest_versions(batch, held)
-        versions = project_versions(applied.values(), new_run_id())
-        RunLoads(target, pipeline).run(applied_events(versions, event_rows(batch, outcomes)))
-    return outcomes
+class NotSyncedYet(DroneOpsError):
+    """The workspace's warehouse lacks `projects` or `_webhook_events`, or a column the batch
+    carries: the batch waits in the spool. Only a run makes tables and columns (dlt evolves the
+    schema as it loads the API's rows); once it has, the waiting batch is written as any other,
+    newest-wins against what the run loaded, so no version goes back."""
 
 
 @dataclass

@@ -83,10 +83,13 @@ class MartsFollower:
 
     @contextmanager
     def between_builds(self) -> Iterator[bool]:
-        """Yields False while a build runs, else True, holding builds off for the block: a
-        batch that goes through a dlt load takes the run lock before the file's, so waiting
-        for a build it would hold the run lock that long, and a run starting then would be
-        refused after its wait for a brief holder."""
+        """Yields False while a build runs, else True, holding builds off for the block. On
+        DuckDB a build holds the file's access lock for its whole length, and a batch takes that
+        lock, so a batch started during a build would wait in the lock for the build's end (up
+        to `ACCESS_WAIT_SECONDS`), the applier's thread unable to stop meanwhile; skipped, the
+        batch stays in the spool for a tick after the build. On a server nothing would wait,
+        but batches are held off all the same, so none of them changes the events' tables
+        half-way through a build."""
         if not self._building.acquire(blocking=False):
             yield False
             return

@@ -7,7 +7,8 @@ each written project's current row retired at the batch's boundary unless it hol
 `_row_hash`, as dlt's scd2 merge does for the ids of a load (`destination_scope`); the
 `_webhook_events` rows replacing any of the same `delivery_id`; the load recorded in
 `_dlt_loads` (`run/sql_load.py`). A batch this path cannot write exactly as dlt would (no
-table yet, a new column) is left to the dlt load (`apply.py`): this returns None.
+table yet, a column the table lacks) is not written at all: this returns None, and the batch
+waits in the spool for the next run to make them (`apply.py` `NotSyncedYet`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def write_batch(
     client: SqlClientBase[Any], batch: Sequence[ReceivedEvent]
 ) -> dict[str, str] | None:
     """Writes one workspace's batch in one transaction through the pipeline's open SQL client;
-    every delivery's outcome, or None when the batch must go through a dlt load instead."""
+    every delivery's outcome, or None, having written nothing, when a table or column the
+    batch needs does not exist yet."""
     projects_columns = table_columns(client, PROJECTS)
     events_columns = table_columns(client, EVENTS_TABLE)
     if projects_columns is None or events_columns is None:

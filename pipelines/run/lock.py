@@ -7,8 +7,7 @@ a later one never waits for an earlier one, so no two holders can wait for each 
 1. the spool folder (`drone-sync listen` only, for the receiver's life: `listen/spool.py`);
 2. the run lock, `<warehouse>.lock` (`warehouse_lock`): one turn of a workspace at a time,
    taken by `pipelines/session.py` and nowhere else; refused at once when another turn holds
-   it, waited for (up to `BRIEF_WAIT_SECONDS`) while a brief turn holds it (the receiver's dlt
-   load of one batch), and a brief taker gives way to a run already waiting (`lock_wanted`);
+   it (the event receiver never takes it);
 3. the models lock (`door.models_lock`): one model build of a warehouse at a time,
    waited for. On a server it is `models.lock` in the warehouse's sync folder; on DuckDB it is
    the file's access lock (4) itself, held for the whole build, so no lock file of its own;
@@ -18,15 +17,16 @@ a later one never waits for an earlier one, so no two holders can wait for each 
    workspaces sharing a file (a fleet, Dagster partitions) write one at a time while their walks
    overlap, and the event receiver writes a batch between a run's loads.
 
-A step that has to wait for a lock says so while it waits: it shares a `flock` on
+A step that has to wait for a lock (3, 4) says so while it waits: it shares a `flock` on
 `<lock>.want` beside it (`waited_lock`), which a holder that keeps the DuckDB file between uses
 (`door.py` `KeptFile`) asks (`lock_wanted`) to hand it over at once; a waiter that dies drops
-its share with it. So a DuckDB warehouse has four lock files: `<file>.lock` (one per workspace:
-`<file>.<dataset>.lock` for a named one), `<file>.access.lock`, and the `.want` of each.
+its share with it. The run lock is never waited for, so it has no `.want`. So a DuckDB
+warehouse has three lock files: `<file>.lock` (one per workspace: `<file>.<dataset>.lock` for a
+named one), `<file>.access.lock` and `<file>.access.lock.want`.
 
-The run lock file is never deleted (deleting it would let a waiting run and a new one each
-lock a different file), only emptied on release; it names its holder, so the next run can say
-whose lock it took over.
+The run lock file is never deleted (deleting it would let a run that opened it just before
+and a new one each lock a different file), only emptied on release; it names its holder, so
+the next run can say whose lock it took over.
 """
 
 from __future__ import annotations
@@ -50,16 +50,11 @@ class WarehouseBusy(DroneOpsError):
     """Another run holds the warehouse's lock, or another process holds the DuckDB file."""
 
 
-BRIEF_WAIT_SECONDS = 5.0
-"""How long a run waits for a brief holder (the receiver applying one batch of events, which
-takes well under a second) before it says busy."""
 ACCESS_WAIT_SECONDS = 1800.0
 """How long a step waits for the models lock or the file's access lock before giving up as
 busy (exit 75): longer than any one load of the largest workspace measured here, shorter than
 a schedule's interval."""
 _POLL_SECONDS = 0.02
-_NOTED_WAIT_SECONDS = 0.05
-"""A wait for a brief holder at least this long is noted in the run's summary."""
 _held = threading.local()
 
 
@@ -77,24 +72,21 @@ def take_flock(fd: int, keep_waiting: Callable[[], bool] = lambda: False) -> flo
 
 
 @contextmanager
-def warehouse_lock(
-    lock_path: Path, notes: list[str] | None = None, *, brief: bool = False
-) -> Iterator[None]:
+def warehouse_lock(lock_path: Path, notes: list[str] | None = None) -> Iterator[None]:
     """Holds the run lock for `lock_path`, or raises `WarehouseBusy` naming the holder.
 
     A lock file naming a holder that no longer holds it (a killed run) is taken over, and a
     note saying so is appended to `notes`. A second take, even in the same process, is
-    refused like any other. A `brief` holder (one batch, then release) is waited for up to
-    `BRIEF_WAIT_SECONDS` instead, so a run that starts during it is delayed, never refused."""
+    refused at once like any other."""
     key = lock_path.resolve()
     key.parent.mkdir(parents=True, exist_ok=True)
-    if brief and lock_wanted(key):
-        raise WarehouseBusy(f"a run is waiting for {key}; the brief holder gives it the turn")
     handle = open(key, "a+", encoding="utf-8")  # noqa: SIM115 (held until release below)
     try:
-        waited = _take_run_lock(handle, key)
-        if waited >= _NOTED_WAIT_SECONDS and notes is not None:
-            notes.append(f"waited {waited:.1f} s for the event receiver's batch to finish")
+        if take_flock(handle.fileno()) is None:
+            raise WarehouseBusy(
+                f"another drone-sync run ({_describe(_read_holder(handle))}) holds {key}; wait"
+                " for it to finish, or stop that process, then run again"
+            )
         previous = _read_holder(handle)
         if previous and notes is not None:
             notes.append(
@@ -109,7 +101,6 @@ def warehouse_lock(
                     "pid": os.getpid(),
                     "host": socket.gethostname(),
                     "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                    **({"brief": True} if brief else {}),
                 }
             )
         )
@@ -122,33 +113,6 @@ def warehouse_lock(
             handle.flush()
     finally:
         handle.close()
-
-
-def _take_run_lock(handle: IO[str], key: Path) -> float:
-    """Takes the run lock, waiting while (and only while) a brief holder has it; returns how
-    long it waited. While it waits it shares `<lock>.want` (`lock_wanted`), which tells brief
-    takers to let it go first (the receiver's next batch would otherwise take the lock straight
-    back); a waiter that dies drops its share with it."""
-    started = time.monotonic()
-    deadline = started + BRIEF_WAIT_SECONDS
-    holder: dict[str, Any] = {}
-
-    def brief_holder() -> bool:
-        nonlocal holder
-        holder = _read_holder(handle)
-        # an empty file: the holder has just taken it and is writing who it is
-        return bool(holder.get("brief") or not holder) and time.monotonic() < deadline
-
-    waited = take_flock(handle.fileno())
-    if waited is None and brief_holder():
-        with _wanting(key):
-            waited = take_flock(handle.fileno(), brief_holder)
-    if waited is None:
-        raise WarehouseBusy(
-            f"another drone-sync run ({_describe(holder)}) holds {key}; wait for it to"
-            " finish, or stop that process, then run again"
-        )
-    return time.monotonic() - started
 
 
 def _read_holder(handle: IO[str]) -> dict[str, Any]:

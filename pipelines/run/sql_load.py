@@ -4,7 +4,8 @@ Why: a dlt load's fixed cost is large for a few rows (docs/sync-design.md). Two 
 a handful of rows into tables dlt already made: the event receiver's batch (`listen/write.py`)
 and a run's record (`run_record.py`), through the workspace pipeline's own SQL client, inside
 one transaction the caller opens. `table_columns` is None for a missing table, so a writer
-leaves rows with a table or column dlt has not made to a dlt load (schema evolution is dlt's);
+never writes a table or column dlt has not made (schema evolution is dlt's): the run record
+then goes through a dlt load, an event batch waits for the next run;
 `insert_rows` gives every row a fresh `_dlt_id` and the load's `_dlt_load_id`; `record_load`
 records the load in `_dlt_loads` as completed, so whoever counts only completed loads finds
 it. DuckDB and PostgreSQL take the same statements.

@@ -15,7 +15,7 @@ from .events import (
     project_versions,
 )
 from .http import DroneOpsClient, Urllib3Transport
-from .known import held_versions, held_versions_in
+from .known import held_versions_in
 from .run import RunOptions, Seams, SyncRun, new_run_id
 from .run_state import (
     FAILED_STATUSES,
@@ -28,7 +28,7 @@ from .run_state import (
 )
 from .secrets import redact, register_secret
 from .settings_files import check_settings_files
-from .source import applied_events, delivery_wave, finish_quiet_tables, require_dlt_settings
+from .source import delivery_wave, finish_quiet_tables, require_dlt_settings
 from .tables.entities import ENTITIES, ENTITY_TABLES, LISTS, LOAD_GROUPS, WEBHOOKS
 from .walk import ProgressCallback
 from .walk.spill import SPILL_PREFIX
@@ -56,7 +56,6 @@ __all__ = [
     "Seams",
     "SyncRun",
     "Urllib3Transport",
-    "applied_events",
     "check_access",
     "check_settings_files",
     "checked_tables",
@@ -66,7 +65,6 @@ __all__ = [
     "event_rows",
     "file_lock",
     "finish_quiet_tables",
-    "held_versions",
     "held_versions_in",
     "is_loopback_host",
     "marks_resource",

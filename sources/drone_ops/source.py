@@ -115,31 +115,6 @@ def delivery_wave(run: SyncRun) -> DltResource:
     return _one_row_per_id(sync, ENTITIES["webhook_deliveries"], sync.delivery_wave)
 
 
-def applied_events(versions: pa.Table, events: pa.Table) -> list[DltResource]:
-    """What one batch of received webhook events loads: the project versions, written as the
-    batch run writes them, and the audit rows of `_webhook_events`, merged on `delivery_id`."""
-    resources = [
-        dlt.resource(
-            events,
-            name=EVENTS_TABLE,
-            write_disposition=MERGE_ON_ID,
-            primary_key=["delivery_id"],
-            columns=EVENTS_COLUMNS,
-        )
-    ]
-    if versions.num_rows:
-        contract = ENTITIES["projects"].contract
-        resources.append(
-            dlt.resource(
-                versions,
-                name=contract.table,
-                write_disposition=SCD2_DISPOSITION,
-                columns={**dlt_columns(contract), **VALIDITY_COLUMNS},
-            )
-        )
-    return resources
-
-
 def empty_events_table() -> DltResource:
     """`_webhook_events` with no rows, declared as the receiver's batches write it: created by
     every run, so the models that read it work before any event was received."""

@@ -5,6 +5,8 @@ What is checked: a version applied by event and the same version loaded by a run
 second warehouse synced alike) agree column by column, all but the load id, the row id and the
 validity start; the event's audit row names a load `_dlt_loads` records; a run with no change
 then adds nothing (one current row per id) and a run after a change retires the event's row.
+Events that reach a warehouse before its first run wait in the spool, and that run's tables
+take them by SQL.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
-from drone_ops_sync.pipelines.listen.apply import Applier, Router, apply_batch
-from drone_ops_sync.pipelines.listen.spool import Spool
+from drone_ops_sync.pipelines.listen.apply import AppliedMark, Applier, Router, apply_batch
+from drone_ops_sync.pipelines.listen.spool import Position, Spool
 from drone_ops_sync.pipelines.run.destination import make_pipeline
 from drone_ops_sync.pipelines.run.sync import SyncOutcome
 from drone_ops_sync.pipelines.run.target import Target
@@ -276,19 +278,76 @@ def test_a_bi_reader_holding_the_file_delays_events_with_one_line(
     assert {row["id"]: row["name"] for row in current if row["id"] in names} == names
 
 
-def test_a_warehouse_not_synced_yet_takes_events_through_a_dlt_load(
-    tiny_sim: SimulatorHandle, target: Target
+def test_events_for_a_warehouse_not_synced_yet_wait_in_the_spool_for_its_first_run(
+    tiny_sim: SimulatorHandle, any_target: Target, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """No `projects` table yet: the transaction cannot write as dlt would, so the batch is a
-    dlt load (which creates the tables), and the first run then finds the version unchanged."""
+    """No `projects` table yet: the transaction cannot write as dlt would, so the batch is not
+    applied. Nothing is written, the applied mark stays, `/health`'s last error names the
+    workspace and what heals it, and the log says so once however many ticks meet it. The
+    first run makes the tables; the same batch then applies by SQL, newest-wins against what
+    the run loaded, with one current row per id."""
+    target = any_target
     headers = {"Authorization": f"Bearer {tiny_sim.full_key}"}
     with httpx.Client(base_url=tiny_sim.base_url, headers=headers, timeout=60) as api:
-        project_id = api.get("/v1/projects").json()["projects"][0]["id"]
-        project = api.get(f"/v1/projects/{project_id}").json()
-    assert apply_batch(Router(target), [project_event(project, "d_first")]) == {"applied": 1}
-    [row] = rows(target, f"id = '{project_id}' AND _dlt_valid_to IS NULL")
-    assert row["name"] == project["name"]
-    [event_load] = query(warehouse(target), "SELECT _dlt_load_id FROM drone_ops._webhook_events")
-    assert event_load["_dlt_load_id"] in make_pipeline(target).list_completed_load_packages()
-    sync(target, tiny_sim)
+        listed = api.get("/v1/projects").json()["projects"][:2]
+        ahead, same = (api.get(f"/v1/projects/{p['id']}").json() for p in listed)
+    # one version newer than the one the run will load, one the run loads too
+    ahead = {**ahead, "name": "from the event", "updated": ahead["updated"] + 1}
+    spool = Spool(tmp_path / "spool")
+    try:
+        for number, project in enumerate((ahead, same)):
+            event = project_event(project, f"d_{number}").event
+            spool.append(dict(event), int(time.time() * 1000), True)
+        applier = Applier(target, spool, interval=1.0)
+        caplog.set_level(logging.INFO)
+        caplog.clear()
+        try:
+            assert [applier.tick() for _ in range(3)] == [False, False, False]
+        finally:
+            applier.router.file.release()
+        error = applier.stats.last_error
+        assert error is not None and "\n" not in error, error
+        assert "workspace 'default' has no synced tables yet" in error, error
+        assert "wait in the spool until its next `drone-sync run`" in error, error
+        warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert warnings == [f"events not applied yet, will retry: {error}"], warnings
+        assert applier.stats.batches == 0 and applier.position == Position()
+        assert AppliedMark(spool.directory).load() == Position()
+        tables = query(
+            warehouse(target),
+            "SELECT table_name FROM information_schema.tables"
+            f" WHERE table_schema = '{target.dataset}'",
+        )
+        assert tables == [], "the receiver made no table"
+
+        sync(target, tiny_sim)
+        try:
+            assert applier.tick() is True
+        finally:
+            applier.router.file.release()
+    finally:
+        spool.close()
+
+    assert applier.stats.last_error is None
+    assert applier.stats.outcomes == {"applied": 1, "not_newer": 1}
+    assert AppliedMark(spool.directory).load() == applier.position != Position()
+    names = {row["id"]: row["name"] for row in rows(target, "_dlt_valid_to IS NULL")}
+    assert (names[ahead["id"]], names[same["id"]]) == ("from the event", same["name"])
     assert _ids_with_several_current_rows(target) == []
+    events = query(
+        warehouse(target),
+        f"SELECT delivery_id, outcome, _dlt_load_id FROM {target.dataset}._webhook_events"
+        " ORDER BY delivery_id",
+    )
+    assert [(e["delivery_id"], e["outcome"]) for e in events] == [
+        ("d_0", "applied"),
+        ("d_1", "not_newer"),
+    ]
+    # by SQL: a load `_dlt_loads` records as completed, which no dlt package made
+    [event_load] = {e["_dlt_load_id"] for e in events}
+    recorded = query(
+        warehouse(target),
+        f"SELECT status FROM {target.dataset}._dlt_loads WHERE load_id = '{event_load}'",
+    )
+    assert recorded == [{"status": 0}]
+    assert event_load not in make_pipeline(target).list_completed_load_packages()

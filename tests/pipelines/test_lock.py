@@ -1,6 +1,6 @@
-"""The run lock's brief holders (the receiver applying a batch of events) and the DuckDB file's
-access lock, with real `flock`s between threads (each taking opens its own descriptor, as
-another process would)."""
+"""The run lock (one turn of a workspace at a time, a second refused at once) and the DuckDB
+file's access lock (waited for, with the waiter's sign), with real `flock`s between threads
+(each taking opens its own descriptor, as another process would)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from drone_ops_sync.pipelines.run.lock import (
-    BRIEF_WAIT_SECONDS,
     WarehouseBusy,
     access_lock,
     access_lock_path,
@@ -30,25 +29,16 @@ for a long while."""
 
 
 def _hold(
-    path: Path,
-    seconds: float,
-    brief: bool,
-    taken: threading.Event,
-    until: threading.Event | None = None,
-    released: list[float] | None = None,
+    path: Path, taken: threading.Event, until: threading.Event, released: list[float]
 ) -> threading.Thread:
-    """Holds the lock in a thread for `seconds`, or until `until` is set; the moment it lets
-    go is appended to `released`."""
+    """Holds the run lock in a thread until `until` is set; the moment it lets go is appended
+    to `released`."""
 
     def hold() -> None:
-        with warehouse_lock(path, brief=brief):
+        with warehouse_lock(path):
             taken.set()
-            if until is None:
-                time.sleep(seconds)
-            else:
-                until.wait(WAIT_S)
-            if released is not None:
-                released.append(time.monotonic())
+            until.wait(WAIT_S)
+            released.append(time.monotonic())
 
     thread = threading.Thread(target=hold)
     thread.start()
@@ -56,69 +46,27 @@ def _hold(
     return thread
 
 
-def test_a_run_waits_for_a_brief_holder_and_notes_it(tmp_path: Path) -> None:
-    lock = tmp_path / "w.duckdb.lock"
-    released: list[float] = []
-    holder = _hold(lock, 0.4, brief=True, taken=threading.Event(), released=released)
-    notes: list[str] = []
-    started = time.monotonic()
-    with warehouse_lock(lock, notes):
-        got_it = time.monotonic()
-    holder.join()
-    # it waited for the holder to let go (not a time: a moment the holder recorded), and not
-    # past the brief holder's bound
-    assert released and released[0] <= got_it, (released, got_it)
-    assert got_it - started < BRIEF_WAIT_SECONDS, got_it - started
-    assert notes and notes[0].startswith("waited ") and "event receiver" in notes[0], notes
-
-
 def test_a_run_is_refused_at_once_by_another_run(tmp_path: Path) -> None:
     lock = tmp_path / "w.duckdb.lock"
     let_go = threading.Event()
     released: list[float] = []
-    holder = _hold(lock, 0, brief=False, taken=threading.Event(), until=let_go, released=released)
-    started = time.monotonic()
+    holder = _hold(lock, threading.Event(), let_go, released)
     try:
-        with pytest.raises(WarehouseBusy, match="another drone-sync run"), warehouse_lock(lock):
+        with (
+            pytest.raises(WarehouseBusy, match="another drone-sync run") as refused_by,
+            warehouse_lock(lock),
+        ):
             pass
         refused = time.monotonic()
     finally:
         let_go.set()
         holder.join(WAIT_S)
-    # refused while the holder still held it (it lets go only when told, after this), and
-    # without the wait a brief holder gets (BRIEF_WAIT_SECONDS)
+    # refused while the holder still held it (it lets go only when told, after this): the
+    # refusal did not wait for it
     assert released and refused < released[0]
-    assert refused - started < BRIEF_WAIT_SECONDS / 2, refused - started
-
-
-def test_a_brief_taker_lets_a_waiting_run_go_first(tmp_path: Path) -> None:
-    """While a run waits, the receiver's next batch does not take the lock back."""
-    lock = tmp_path / "w.duckdb.lock"
-    let_go = threading.Event()
-    holder = _hold(lock, 0, brief=True, taken=threading.Event(), until=let_go)
-    run_has_it = threading.Event()
-
-    def run() -> None:
-        with warehouse_lock(lock):
-            run_has_it.set()
-            time.sleep(0.3)
-
-    waiter = threading.Thread(target=run)
-    waiter.start()
-    try:
-        # the run is waiting once it has said so (its share of the lock's `.want`)
-        assert wait_until(lambda: lock_wanted(lock), WAIT_S), "the run never said it waited"
-        with (
-            pytest.raises(WarehouseBusy, match="a run is waiting"),
-            warehouse_lock(lock, brief=True),
-        ):
-            pass
-    finally:
-        let_go.set()
-        holder.join(WAIT_S)
-    waiter.join(WAIT_S)
-    assert run_has_it.is_set() and not lock_wanted(lock)
-    with warehouse_lock(lock, brief=True):  # the run is done: the receiver's turn again
+    assert "pid" in str(refused_by.value) and str(lock.resolve()) in str(refused_by.value)
+    assert not lock.with_name(lock.name + ".want").exists(), "nobody waits for the run lock"
+    with warehouse_lock(lock):  # the holder is gone: the next turn takes it
         pass
 
 

@@ -110,8 +110,8 @@ def test_the_turns_file_is_kept_between_steps_and_handed_to_a_waiter(
 def test_a_step_inside_an_outer_holders_lock_keeps_nothing(
     tiny_sim: SimulatorHandle, target: Target
 ) -> None:
-    """A brief turn's load runs inside the write lock its caller took: only the outermost
-    holder may let the lock go, so the turn's file keeps nothing open past the step."""
+    """A step taken inside the write lock its caller already holds keeps nothing: only the
+    outermost holder may let the lock go, so the file keeps nothing open past the step."""
     sync(target, tiny_sim)
     database = target.database
     assert database is not None
