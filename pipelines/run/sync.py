@@ -4,6 +4,7 @@ compare, load, record the run (`run_record.py`: the rows of the source's run-sta
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -92,8 +93,9 @@ def sync_in_turn(
     loads = RunLoads(target, pipeline)
     load_started = time.monotonic()
     tables = run.options.tables
-    # made when a group has something to load: building dlt's source resolves its settings
-    source = _SourceOnce(run)
+    # the run's dlt source, made the first time a group has something to load: building it
+    # resolves its settings, so a quiet run (its record written by SQL) never makes it
+    source = functools.cache(lambda: drone_ops(run=run))
     # opened here, after the repairs, so the walk goes on while the groups load; it ends with
     # its last table (`SyncRun`), or at the end of this block when an error escaped
     with run:
@@ -124,20 +126,6 @@ def sync_in_turn(
     with step(target, file, pipeline):
         outcome.data_version = read_data_version(pipeline)
     return outcome
-
-
-class _SourceOnce:
-    """The run's dlt source (`drone_ops(run=run)`), made the first time it is asked for: a
-    quiet run, whose groups load nothing and whose record is written by SQL, never makes it."""
-
-    def __init__(self, run: SyncRun) -> None:
-        self.run = run
-        self._source: Any = None
-
-    def __call__(self) -> Any:
-        if self._source is None:
-            self._source = drone_ops(run=self.run)
-        return self._source
 
 
 def _load_groups(
