@@ -24,14 +24,11 @@ from .credentials import CONNECTION_STRING_EXAMPLES, destination_credentials, mi
 from .target import Target, apply_runtime_defaults
 
 DEFAULT_DUCKDB_MEMORY_LIMIT = "64MB"
-"""DuckDB's working memory for loads and merges; it spills to disk beyond it. At `tenth` the
-deliveries' load took DuckDB to 128 MB when allowed and ran as fast in 64 (the run's peak RSS
-about 355 MB instead of 405); at `large` the peak is the walk's, not a load's, and the time
-stayed within the runs' spread (docs/performance.md, round three)."""
+"""The default of `duckdb_memory_limit`: the loads run as fast in it as with more (what other
+limits cost: docs/performance.md)."""
 DEFAULT_DUCKDB_THREADS = 1
-"""DuckDB's threads for loads and merges. One wrote 500,000 deliveries (700 MB of text) in
-6.5 s and a 335 MB file where two took 11.5 s and wrote 589 MB (row groups compressed apart),
-and holds one row group in memory instead of two (docs/performance.md)."""
+"""DuckDB's threads for loads and merges: one writes faster, a smaller file and holds fewer row
+groups in memory than two (docs/performance.md)."""
 DUCKDB_STATE_KEY = "duckdb_database"
 """dlt's local-state key for a pipeline's DuckDB file (`Pipeline._bind_local_files`)."""
 
@@ -171,8 +168,7 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
         database = target.resolved_database().resolve()
         database.parent.mkdir(parents=True, exist_ok=True)
         # the path is set as a field, not passed as the credentials' native value: dlt parses
-        # a native string as a connection URL first, which imports SQLAlchemy (0.15 s of a
-        # quiet run's 2 s) only to fall back to a file path
+        # a native string as a connection URL first, which imports SQLAlchemy only to fall back
         credentials = DuckDbCredentials(
             global_config={"memory_limit": duckdb_memory_limit(), "threads": duckdb_threads()}
         )
