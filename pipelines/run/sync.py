@@ -148,7 +148,8 @@ def _load_groups(
         if not selected:
             continue
         if waves is not None:
-            stage = _stage_of(group)
+            # the walk stage the group waits for (its tables' last)
+            stage = WEBHOOKS if any(WEBHOOKS in ENTITIES[n].stages for n in group) else LISTS
             waves.load_while(stage, only_when_idle=stage == LISTS)
         if run.interrupted:
             run.skip(selected)
@@ -175,11 +176,6 @@ def _tell(observer: RunObserver | None, report: SyncReport, tables: Sequence[str
     if observer is not None:
         for name in tables:
             observer.table_finished(report.table(name))
-
-
-def _stage_of(group: Sequence[str]) -> str:
-    """The walk stage a load group waits for (its tables' last)."""
-    return WEBHOOKS if any(WEBHOOKS in ENTITIES[name].stages for name in group) else LISTS
 
 
 def _load(
