@@ -24,8 +24,9 @@ from .credentials import CONNECTION_STRING_EXAMPLES, destination_credentials, mi
 from .target import Target, apply_runtime_defaults
 
 DEFAULT_DUCKDB_MEMORY_LIMIT = "64MB"
-"""The default of `duckdb_memory_limit`: the loads run as fast in it as with more (what other
-limits cost: docs/performance.md)."""
+"""DuckDB's working memory for loads and merges unless `destination.duckdb.memory_limit` says:
+it spills to disk beyond it, so the sync's footprint stays flat as the workspace grows (DuckDB's
+own default is 80% of RAM), and the loads run as fast as with more (docs/performance.md)."""
 DEFAULT_DUCKDB_THREADS = 1
 """DuckDB's threads for loads and merges: one writes faster, a smaller file and holds fewer row
 groups in memory than two (docs/performance.md)."""
@@ -133,13 +134,6 @@ def _check_destination(name: str) -> None:
         ) from None
 
 
-def duckdb_memory_limit() -> str:
-    """DuckDB's working memory for loads and merges: it spills to disk beyond this, so the
-    sync's footprint stays flat as the workspace grows (DuckDB's own default is 80% of RAM)."""
-    configured: Any = dlt.config.get(DUCKDB_MEMORY_LIMIT_KEY)
-    return str(configured or DEFAULT_DUCKDB_MEMORY_LIMIT)
-
-
 def duckdb_threads() -> int:
     """DuckDB's threads for loads and merges (`destination.duckdb.threads`, default 1)."""
     configured: Any = dlt.config.get(DUCKDB_THREADS_KEY)
@@ -169,8 +163,9 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
         database.parent.mkdir(parents=True, exist_ok=True)
         # the path is set as a field, not passed as the credentials' native value: dlt parses
         # a native string as a connection URL first, which imports SQLAlchemy only to fall back
+        memory_limit = str(dlt.config.get(DUCKDB_MEMORY_LIMIT_KEY) or DEFAULT_DUCKDB_MEMORY_LIMIT)
         credentials = DuckDbCredentials(
-            global_config={"memory_limit": duckdb_memory_limit(), "threads": duckdb_threads()}
+            global_config={"memory_limit": memory_limit, "threads": duckdb_threads()}
         )
         credentials.database = str(database)
         destination: Any = dlt.destinations.duckdb(credentials=credentials)
