@@ -91,9 +91,7 @@ def describe_warehouse(target: Target) -> str:
     return where
 
 
-def read_status(
-    target: Target, tables: Sequence[str], max_age_seconds: float, now: datetime | None = None
-) -> StatusReport:
+def read_status(target: Target, tables: Sequence[str], max_age_seconds: float) -> StatusReport:
     """Each table's freshness, read from `_sync_runs`. Raises `WarehouseBusy` when a sync holds
     the DuckDB file, `ConfigError` for a destination it cannot read."""
     if target.destination not in STATUS_DESTINATIONS:
@@ -106,7 +104,7 @@ def read_status(
         successes, latest = _duckdb_answers(target.resolved_database(), target.dataset, report)
     else:
         successes, latest = _postgres_answers(target.dataset, report)
-    now = now or datetime.now(UTC)
+    now = datetime.now(UTC)
     for name in tables:
         last = successes.get(name)
         age = (now - last).total_seconds() if last is not None else None

@@ -36,7 +36,6 @@ DATASET_ENV = "DRONE_SYNC_DATASET"
 
 # dbt reads env vars from the process environment; one build at a time per process.
 _ENV_LOCK = threading.Lock()
-"""dbt's target folders are named so a later run can remove those a killed build left."""
 
 
 @dataclass(frozen=True)
@@ -96,11 +95,10 @@ def dbt_args(
     target_path: pathlib.Path,
     dbt_vars: Mapping[str, Any] | None = None,
     *,
-    quiet: bool = True,
     log_path: pathlib.Path | None = None,
 ) -> list[str]:
-    """The dbt command line for our project; target and logs stay out of `models/`. dbt is
-    `quiet`: the caller reports its result in its own lines."""
+    """The dbt command line for our project; target and logs stay out of `models/`. dbt logs
+    nothing to the console: the caller reports its result in its own lines."""
     args = [
         command,
         "--project-dir",
@@ -114,9 +112,9 @@ def dbt_args(
         "--no-version-check",
         "--no-send-anonymous-usage-stats",
         "--no-use-colors",
+        "--log-level",
+        "none",
     ]
-    if quiet:
-        args += ["--log-level", "none"]
     if dbt_vars:
         args += ["--vars", json.dumps(dict(dbt_vars))]
     return args
@@ -206,7 +204,6 @@ def build_models(
     run_tests: bool = True,
     target_path: pathlib.Path | None = None,
     dbt_vars: dict[str, Any] | None = None,
-    quiet: bool = True,
     select: str | Sequence[str] | None = None,
     unit_tests: bool = True,
     write_json: bool = True,
@@ -238,7 +235,7 @@ def build_models(
         options = ["--target", target.name, "--log-level-file", "none"]
         log_path = pathlib.Path(scratch) / "logs"
         command = "build" if run_tests else "run"
-        args = [*dbt_args(command, folder, dbt_vars, quiet=quiet, log_path=log_path), *options]
+        args = [*dbt_args(command, folder, dbt_vars, log_path=log_path), *options]
         if select:
             args += ["--select", *([select] if isinstance(select, str) else select)]
         if run_tests and not unit_tests:

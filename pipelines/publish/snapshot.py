@@ -47,13 +47,12 @@ from .snapshot_plan import marts_schema
 log = logging.getLogger(__name__)
 
 TMP_MARK = ".tmp-"
-SPILL_SUFFIX = ".spill"
-# Writing DuckDB's 1.0 storage format buffers whole row groups of text: at `large` the
-# 500,000-row fct_webhook_deliveries ran out of 128 MB and 256 MB and copied within 384 MB
-# (measured); the limit is the copy's own, after the sync has released its memory
-SNAPSHOT_MEMORY_LIMIT = "512MB"
 """A snapshot being written is `<snapshot>.tmp-<pid>`: in the snapshot's folder, so the final
 rename stays on one file system and is atomic."""
+SPILL_SUFFIX = ".spill"
+SNAPSHOT_MEMORY_LIMIT = "512MB"
+"""The copy's own, after the sync has released its memory: writing DuckDB's 1.0 storage format
+buffers whole row groups of text (docs/performance.md)."""
 STORAGE_VERSION = "v1.0.0"
 """The DuckDB storage format the snapshot is written in. DuckDB 2.0 writes its newest format by
 default, which no older DuckDB can open, and BI tools bundle their own (often older) DuckDB

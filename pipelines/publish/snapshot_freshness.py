@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-from drone_ops_sync.sources.drone_ops.internal import RunStateReader, connection_reader
+from drone_ops_sync.sources.drone_ops.internal import connection_reader
 from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class Runs:
 def read_runs(con: duckdb.DuckDBPyConnection, catalog: str, dataset: str) -> Runs:
     """The newest run and the newest successful run (none of its tables failed), or empty
     `Runs` before the first run; asked of `run_state.py`, which owns `_sync_runs`."""
-    state = _runs_of(con, catalog, dataset)
+    state = connection_reader(con, dataset, catalog=catalog)
     newest, good = state.newest_run(), state.newest_good_run()
     return Runs(
         run_id=newest.run_id if newest else None,
@@ -70,11 +70,7 @@ def read_runs(con: duckdb.DuckDBPyConnection, catalog: str, dataset: str) -> Run
 
 
 def has_runs_table(con: duckdb.DuckDBPyConnection, catalog: str, dataset: str) -> bool:
-    return _runs_of(con, catalog, dataset).has_runs()
-
-
-def _runs_of(con: duckdb.DuckDBPyConnection, catalog: str, dataset: str) -> RunStateReader:
-    return connection_reader(con, dataset, catalog=catalog)
+    return connection_reader(con, dataset, catalog=catalog).has_runs()
 
 
 def write_info(

@@ -21,7 +21,8 @@ def destination_credentials(name: str) -> Any:
     except ConfigFieldMissingException as exc:
         # the dataset name comes from the pipeline; only what the credentials lack matters,
         # and PostgreSQL logs in without a password where the server allows it
-        if "credentials" in exc.traces and not _only_password_missing(name, exc):
+        password_only = name == "postgres" and missing_fields(exc) == ["password"]
+        if "credentials" in exc.traces and not password_only:
             raise
     credentials = factory.configuration(None, accept_partial=True).credentials
     if name == "postgres" and credentials.password is None:
@@ -31,10 +32,6 @@ def destination_credentials(name: str) -> Any:
     if password:
         register_secret(str(password))
     return credentials
-
-
-def _only_password_missing(name: str, exc: ConfigFieldMissingException) -> bool:
-    return name == "postgres" and missing_fields(exc) == ["password"]
 
 
 def missing_fields(exc: ConfigFieldMissingException) -> list[str]:

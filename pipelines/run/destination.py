@@ -24,14 +24,12 @@ from .credentials import CONNECTION_STRING_EXAMPLES, destination_credentials, mi
 from .target import Target, apply_runtime_defaults
 
 DEFAULT_DUCKDB_MEMORY_LIMIT = "64MB"
-"""DuckDB's working memory for loads and merges; it spills to disk beyond it. At `tenth` the
-deliveries' load took DuckDB to 128 MB when allowed and ran as fast in 64 (the run's peak RSS
-about 355 MB instead of 405); at `large` the peak is the walk's, not a load's, and the time
-stayed within the runs' spread (docs/performance.md, round three)."""
+"""DuckDB's working memory for loads and merges unless `destination.duckdb.memory_limit` says:
+it spills to disk beyond it, so the sync's footprint stays flat as the workspace grows (DuckDB's
+own default is 80% of RAM), and the loads run as fast as with more (docs/performance.md)."""
 DEFAULT_DUCKDB_THREADS = 1
-"""DuckDB's threads for loads and merges. One wrote 500,000 deliveries (700 MB of text) in
-6.5 s and a 335 MB file where two took 11.5 s and wrote 589 MB (row groups compressed apart),
-and holds one row group in memory instead of two (docs/performance.md)."""
+"""DuckDB's threads for loads and merges: one writes faster, a smaller file and holds fewer row
+groups in memory than two (docs/performance.md)."""
 DUCKDB_STATE_KEY = "duckdb_database"
 """dlt's local-state key for a pipeline's DuckDB file (`Pipeline._bind_local_files`)."""
 
@@ -136,13 +134,6 @@ def _check_destination(name: str) -> None:
         ) from None
 
 
-def duckdb_memory_limit() -> str:
-    """DuckDB's working memory for loads and merges: it spills to disk beyond this, so the
-    sync's footprint stays flat as the workspace grows (DuckDB's own default is 80% of RAM)."""
-    configured: Any = dlt.config.get(DUCKDB_MEMORY_LIMIT_KEY)
-    return str(configured or DEFAULT_DUCKDB_MEMORY_LIMIT)
-
-
 def duckdb_threads() -> int:
     """DuckDB's threads for loads and merges (`destination.duckdb.threads`, default 1)."""
     configured: Any = dlt.config.get(DUCKDB_THREADS_KEY)
@@ -171,10 +162,10 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
         database = target.resolved_database().resolve()
         database.parent.mkdir(parents=True, exist_ok=True)
         # the path is set as a field, not passed as the credentials' native value: dlt parses
-        # a native string as a connection URL first, which imports SQLAlchemy (0.15 s of a
-        # quiet run's 2 s) only to fall back to a file path
+        # a native string as a connection URL first, which imports SQLAlchemy only to fall back
+        memory_limit = str(dlt.config.get(DUCKDB_MEMORY_LIMIT_KEY) or DEFAULT_DUCKDB_MEMORY_LIMIT)
         credentials = DuckDbCredentials(
-            global_config={"memory_limit": duckdb_memory_limit(), "threads": duckdb_threads()}
+            global_config={"memory_limit": memory_limit, "threads": duckdb_threads()}
         )
         credentials.database = str(database)
         destination: Any = dlt.destinations.duckdb(credentials=credentials)

@@ -16,11 +16,6 @@ import dlt
 from .target import Target
 
 
-def dlt_cli_folder() -> Path:
-    """Where `dlt pipeline <name> ...` looks for pipelines when given no flag."""
-    return Path(dlt.current.run_context().get_data_entity("pipelines"))
-
-
 def link_for_dlt_cli(target: Target) -> str | None:
     """Points `<dlt's pipelines folder>/<pipeline name>` at this target's working folder;
     returns a note when it cannot (the run itself is never affected)."""
@@ -28,8 +23,8 @@ def link_for_dlt_cli(target: Target) -> str | None:
     working = target.working_dir().resolve()
     if not working.is_dir():
         return None
-    folder = dlt_cli_folder()
-    link = folder / name
+    # where `dlt pipeline <name> ...` looks for pipelines when given no flag
+    link = Path(dlt.current.run_context().get_data_entity("pipelines")) / name
     try:
         if link.is_symlink() and link.resolve() == working:
             return None

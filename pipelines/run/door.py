@@ -354,5 +354,6 @@ def models_lock(target: Target) -> Iterator[None]:
         with access_lock(database):
             yield
         return
-    with waited_lock(target.models_lock_path(), ACCESS_WAIT_SECONDS, "the model build"):
+    path = target.models_target().sync_dir() / "models.lock"
+    with waited_lock(path, ACCESS_WAIT_SECONDS, "the model build"):
         yield

@@ -4,6 +4,7 @@ compare, load, record the run (`run_record.py`: the rows of the source's run-sta
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -92,8 +93,9 @@ def sync_in_turn(
     loads = RunLoads(target, pipeline)
     load_started = time.monotonic()
     tables = run.options.tables
-    # made when a group has something to load: building dlt's source resolves its settings
-    source = _SourceOnce(run)
+    # the run's dlt source, made the first time a group has something to load: building it
+    # resolves its settings, so a quiet run (its record written by SQL) never makes it
+    source = functools.cache(lambda: drone_ops(run=run))
     # opened here, after the repairs, so the walk goes on while the groups load; it ends with
     # its last table (`SyncRun`), or at the end of this block when an error escaped
     with run:
@@ -126,20 +128,6 @@ def sync_in_turn(
     return outcome
 
 
-class _SourceOnce:
-    """The run's dlt source (`drone_ops(run=run)`), made the first time it is asked for: a
-    quiet run, whose groups load nothing and whose record is written by SQL, never makes it."""
-
-    def __init__(self, run: SyncRun) -> None:
-        self.run = run
-        self._source: Any = None
-
-    def __call__(self) -> Any:
-        if self._source is None:
-            self._source = drone_ops(run=self.run)
-        return self._source
-
-
 def _load_groups(
     loads: RunLoads,
     run: SyncRun,
@@ -160,7 +148,8 @@ def _load_groups(
         if not selected:
             continue
         if waves is not None:
-            stage = _stage_of(group)
+            # the walk stage the group waits for (its tables' last)
+            stage = WEBHOOKS if any(WEBHOOKS in ENTITIES[n].stages for n in group) else LISTS
             waves.load_while(stage, only_when_idle=stage == LISTS)
         if run.interrupted:
             run.skip(selected)
@@ -187,11 +176,6 @@ def _tell(observer: RunObserver | None, report: SyncReport, tables: Sequence[str
     if observer is not None:
         for name in tables:
             observer.table_finished(report.table(name))
-
-
-def _stage_of(group: Sequence[str]) -> str:
-    """The walk stage a load group waits for (its tables' last)."""
-    return WEBHOOKS if any(WEBHOOKS in ENTITIES[name].stages for name in group) else LISTS
 
 
 def _load(

@@ -132,11 +132,6 @@ class Target:
         choice elsewhere."""
         return LOADER_FILE_FORMATS.get(self.destination)
 
-    def models_lock_path(self) -> Path:
-        """Taken by every model build of a warehouse on a server (`door.models_lock`;
-        on DuckDB the file's access lock is the models lock)."""
-        return self.models_target().sync_dir() / "models.lock"
-
     def duckdb_file(self) -> Path | None:
         """The DuckDB file, or None on a server destination: what every step that deals with
         the file itself (its access lock, its lock error, the turn's connection) is given."""

@@ -4,8 +4,7 @@ Takes checked values and imports nothing above it but the source's constants and
 """
 
 from .client import DroneOpsClient
-from .pages import RequestCounter, page_items
-from .retries import TransientError
+from .pages import page_items
 from .transport import Urllib3Transport
 
-__all__ = ["DroneOpsClient", "RequestCounter", "TransientError", "Urllib3Transport", "page_items"]
+__all__ = ["DroneOpsClient", "Urllib3Transport", "page_items"]

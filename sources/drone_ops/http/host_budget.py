@@ -29,12 +29,6 @@ STALE_SECONDS = 60.0
 boot: it is ignored rather than obeyed."""
 
 
-def budget_folder() -> Path:
-    """Where the hosts' files live: in dlt's data folder, which every process of one user
-    (the fleet's workers, Dagster's runs, a plain dlt pipeline) shares on this machine."""
-    return Path(dlt.current.run_context().data_dir) / "drone_ops_sync" / "hosts"
-
-
 class HostBudget:
     """At most `rate` requests per second to the host of `base_url`, across processes."""
 
@@ -42,7 +36,9 @@ class HostBudget:
         parts = urlsplit(base_url)
         self.host = f"{parts.scheme}://{parts.netloc}"
         self.interval = 1.0 / rate
-        folder = folder or budget_folder()
+        # in dlt's data folder, which every process of one user (the fleet's workers,
+        # Dagster's runs, a plain dlt pipeline) shares on this machine
+        folder = folder or Path(dlt.current.run_context().data_dir) / "drone_ops_sync" / "hosts"
         name = hashlib.sha256(self.host.encode()).hexdigest()[:32]
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -71,8 +71,8 @@ SELECT
 FROM typed
 """
 PAYLOAD_CHUNK_ROWS = 1_000
-"""Payloads parsed per query: 1,000 stay within 32 MB of DuckDB memory, 5,000 needed over 64
-(measured on simulator payloads of about 800 bytes)."""
+"""Payloads parsed per query, so that their parsed JSON fits `PAYLOAD_ENGINE_MEMORY`
+(docs/performance.md)."""
 PAYLOAD_ENGINE_MEMORY = "64MB"
 """Two spill threads parse at once."""
 _duckdb = threading.local()

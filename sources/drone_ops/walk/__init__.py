@@ -2,7 +2,6 @@
 
 from .context import ProgressCallback, WalkStats
 from .plan import WalkPlan
-from .spill import TableSnapshot
 from .walk import WorkspaceWalk
 
-__all__ = ["ProgressCallback", "TableSnapshot", "WalkPlan", "WalkStats", "WorkspaceWalk"]
+__all__ = ["ProgressCallback", "WalkPlan", "WalkStats", "WorkspaceWalk"]

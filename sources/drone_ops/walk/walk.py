@@ -32,8 +32,8 @@ from .webhooks import WebhookWalker
 class WorkspaceWalk:
     """Runs a `WalkPlan` with bounded concurrency and keeps every table's snapshot.
 
-    A context manager: whoever opens the walk closes it, which stops a walk still under way
-    and removes its spill files. `cancel` is the run's one cancellation token, shared with the
+    Whoever opens the walk closes it (`SyncRun`), which stops a walk still under way and
+    removes its spill files. `cancel` is the run's one cancellation token, shared with the
     client: once set, every request loop ends before its next request."""
 
     def __init__(
@@ -94,12 +94,6 @@ class WorkspaceWalk:
     @property
     def issues(self) -> list[Issue]:
         return self.context.issues
-
-    def __enter__(self) -> WorkspaceWalk:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Stops a walk still under way, then removes the spill files and closes the client."""
