@@ -135,7 +135,7 @@ class Spool:
         self.segment_bytes = segment_bytes
         directory.mkdir(parents=True, exist_ok=True)
         self._dir_fd = os.open(directory, os.O_RDONLY)
-        if take_flock(self._dir_fd) is None:
+        if not take_flock(self._dir_fd):
             os.close(self._dir_fd)
             raise SpoolBusy(f"{directory} is held by another receiver")
         self._lock = threading.Lock()

@@ -58,17 +58,15 @@ _POLL_SECONDS = 0.02
 _held = threading.local()
 
 
-def take_flock(fd: int, keep_waiting: Callable[[], bool] = lambda: False) -> float | None:
+def take_flock(fd: int, keep_waiting: Callable[[], bool] = lambda: False) -> bool:
     """The one way a lock is taken: an exclusive `flock` on `fd`, tried without blocking and
-    tried again every few milliseconds for as long as `keep_waiting()` says so. Returns the
-    seconds it waited, or None when it gave up (the caller says who holds it)."""
-    started = time.monotonic()
-    while True:
-        if file_lock.try_lock(fd):
-            return time.monotonic() - started
+    tried again every few milliseconds for as long as `keep_waiting()` says so. Returns whether
+    it took the lock (False: it gave up, and the caller says who holds it)."""
+    while not file_lock.try_lock(fd):
         if not keep_waiting():
-            return None
+            return False
         time.sleep(_POLL_SECONDS)
+    return True
 
 
 @contextmanager
@@ -82,7 +80,7 @@ def warehouse_lock(lock_path: Path, notes: list[str] | None = None) -> Iterator[
     key.parent.mkdir(parents=True, exist_ok=True)
     handle = open(key, "a+", encoding="utf-8")  # noqa: SIM115 (held until release below)
     try:
-        if take_flock(handle.fileno()) is None:
+        if not take_flock(handle.fileno()):
             raise WarehouseBusy(
                 f"another drone-sync run ({_describe(_read_holder(handle))}) holds {key}; wait"
                 " for it to finish, or stop that process, then run again"
@@ -140,11 +138,11 @@ def waited_lock(path: Path, wait_seconds: float, what: str) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:
         deadline = time.monotonic() + wait_seconds
-        waited = take_flock(handle.fileno())
-        if waited is None:
+        taken = take_flock(handle.fileno())
+        if not taken:
             with _wanting(path):
-                waited = take_flock(handle.fileno(), lambda: time.monotonic() < deadline)
-        if waited is None:
+                taken = take_flock(handle.fileno(), lambda: time.monotonic() < deadline)
+        if not taken:
             raise WarehouseBusy(
                 f"waited {wait_seconds:g} s for {what} ({path}): another step held it"
                 " the whole time; run again later"
