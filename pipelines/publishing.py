@@ -6,7 +6,7 @@ publishes half-updated data.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from .publish.build_record import (
 )
 from .publish.dashboard import DashboardError, write_dashboard
 from .publish.dbt_build import ModelsResult, dbt_target
-from .publish.snapshot import SnapshotError, publish_snapshot
+from .publish.snapshot import SnapshotError, SnapshotResult, publish_snapshot
 from .publish.snapshot_plan import SnapshotPlan, snapshot_plan
 from .run.door import busy_message, ensure_warehouse_free, models_lock
 from .run.lock import WarehouseBusy
@@ -53,15 +53,20 @@ def build_models_step(
     with models_lock(target):
         folder = dbt_folder(target.sync_dir())
         plan = plan_build(folder, data_version, target.dataset, full=not reuse_current)
+        # the snapshot in place holds the recorded build's marts: only what this build
+        # rebuilds is copied anew, with its freshness (_snapshot_info, _sync_runs)
+        current = (
+            snapshot is not None
+            and plan.previous is not None
+            and snapshot_current(plan.previous, snapshot.path)
+        )
         if plan.scope == "none" and plan.previous is not None:
             reused = ModelsResult(
                 ok=True, reused_from=plan.previous.built_at, scope="none", reason=plan.reason
             )
             output.models_summary(reused, target.dataset)
-            # the snapshot in place holds these marts: only its freshness (_snapshot_info,
-            # _sync_runs) is refreshed; one with raw tables is published whole
-            reuse = snapshot is not None and snapshot_current(plan.previous, snapshot.path)
-            return finish_success(target, snapshot, output, outcome, reused, reuse_marts=reuse)
+            rebuilt: Collection[str] | None = () if current else None
+            return finish_success(target, snapshot, output, outcome, reused, rebuilt=rebuilt)
         prepare_models_build(target)
         then = "the loaded tables are complete, and the next run builds the models"
         with output.status("building dbt models", then):
@@ -89,7 +94,8 @@ def build_models_step(
                 full=plan.scope == "full",
                 previous=plan.previous,
             )
-        return finish_success(target, snapshot, output, outcome, result)
+        rebuilt = result.built if current and plan.scope == "changed" else None
+        return finish_success(target, snapshot, output, outcome, result, rebuilt=rebuilt)
 
 
 def prepare_models_build(target: Target, *, forget: bool = True) -> Path:
@@ -160,33 +166,43 @@ def command_snapshot_plan(
     )
 
 
+def publish_marts(
+    target: Target, plan: SnapshotPlan, rebuilt: Collection[str] | None
+) -> SnapshotResult:
+    """The BI snapshot and its page, the one way a run, `models` and the marts follower
+    publish: with `rebuilt`, a copy of the snapshot in place with those models' marts replaced
+    (`publish_snapshot`). A marts-only snapshot is then noted in the build record, so the next
+    publish may refresh it. Raises `SnapshotError` or `DashboardError`."""
+    result = publish_snapshot(
+        target.resolved_database().resolve(),
+        target.dataset,
+        plan.path,
+        include_raw=plan.include_raw,
+        include_runs=plan.include_runs,
+        rebuilt=rebuilt,
+    )
+    # the page of the new snapshot, beside it: republished with it, or it fails with it
+    result = replace(result, dashboard=write_dashboard(plan.path, target.dataset))
+    if not plan.include_raw:
+        remember_snapshot(dbt_folder(target.sync_dir()), plan.path)
+    return result
+
+
 def _publish_snapshot(
-    target: Target, plan: SnapshotPlan | None, output: Output, *, reuse_marts: bool
+    target: Target, plan: SnapshotPlan | None, output: Output, rebuilt: Collection[str] | None
 ) -> str | None:
-    """Publishes the BI snapshot (when on), or with `reuse_marts` refreshes its freshness only;
-    the one-line reason when it could not be."""
+    """Publishes the BI snapshot (when on); the one-line reason when it could not be."""
     if plan is None:
         return None
     try:
         then = "the models are built, and the next run publishes the snapshot"
         with output.status("publishing the BI snapshot", then):
-            result = publish_snapshot(
-                target.resolved_database().resolve(),
-                target.dataset,
-                plan.path,
-                include_raw=plan.include_raw,
-                include_runs=plan.include_runs,
-                reuse_marts=reuse_marts,
-            )
-            # the page of the new snapshot, beside it: republished with it, or it fails with it
-            result = replace(result, dashboard=write_dashboard(plan.path, target.dataset))
+            result = publish_marts(target, plan, rebuilt)
     except (SnapshotError, DashboardError) as exc:
         message = redact(str(exc))
         output.snapshot_failed(plan.path, message)
         return message
     output.snapshot_summary(result)
-    if not plan.include_raw:
-        remember_snapshot(dbt_folder(target.sync_dir()), plan.path)
     return None
 
 
@@ -197,12 +213,12 @@ def finish_success(
     outcome: SyncOutcome | None = None,
     models: ModelsResult | None = None,
     *,
-    reuse_marts: bool = False,
+    rebuilt: Collection[str] | None = None,
 ) -> int:
-    """Ends a command that succeeded: publishes the BI snapshot (with `reuse_marts` only its
-    freshness), then the final summary; a snapshot that cannot be published fails the command
-    and leaves the previous one in place."""
-    error = _publish_snapshot(target, snapshot, output, reuse_marts=reuse_marts)
+    """Ends a command that succeeded: publishes the BI snapshot (with `rebuilt` only those
+    marts and its freshness), then the final summary; a snapshot that cannot be published fails
+    the command and leaves the previous one in place."""
+    error = _publish_snapshot(target, snapshot, output, rebuilt)
     if error is not None:
         return output.finish(EXIT_FAILED, "failed", outcome, models, error=error)
     return output.finish(EXIT_OK, "success", outcome, models)

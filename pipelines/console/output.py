@@ -283,7 +283,7 @@ class TextOutput(Output):
         )
         self.console.print(
             f"BI snapshot: {result.path} ({what}, {_size(result.bytes)})"
-            f" {'refreshed, marts kept,' if result.refreshed else 'published'}"
+            f" {_how_published(result)}"
             f" in {result.seconds:.2f}s"
             + (f"; dashboard {result.dashboard}" if result.dashboard else ""),
             markup=False,
@@ -316,3 +316,12 @@ def _size(size: int) -> str:
     if size < 1_000_000_000:
         return f"{size / 1_000_000:,.1f} MB"
     return f"{size / 1_000_000_000:,.2f} GB"
+
+
+def _how_published(result: SnapshotResult) -> str:
+    if not result.refreshed:
+        return "published"
+    if not result.replaced:
+        return "refreshed, marts kept,"
+    count = len(result.replaced)
+    return f"refreshed, {count} rebuilt mart{'s' if count != 1 else ''} replaced,"

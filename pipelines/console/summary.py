@@ -201,6 +201,7 @@ def snapshot_fields(result: SnapshotResult) -> dict[str, Any]:
         "run_id": result.run_id,
         "include_raw": result.include_raw,
         "refreshed": result.refreshed,
+        "replaced": list(result.replaced),
         "dashboard": None if result.dashboard is None else str(result.dashboard),
         "error": None,
     }

@@ -26,11 +26,19 @@ from datetime import UTC, datetime
 from drone_ops_sync.sources.drone_ops.internal import redact
 
 from ..publish.build_plan import SOURCE
-from ..publish.build_record import dbt_folder, forget_build, project_fingerprint, read_record
-from ..publish.dashboard import DashboardError, write_dashboard
-from ..publish.snapshot import SnapshotError, publish_snapshot
+from ..publish.build_record import (
+    BuildRecord,
+    dbt_folder,
+    forget_build,
+    project_fingerprint,
+    read_record,
+    snapshot_current,
+)
+from ..publish.dashboard import DashboardError
+from ..publish.dbt_build import ModelsResult
+from ..publish.snapshot import SnapshotError
 from ..publish.snapshot_plan import SnapshotPlan
-from ..publishing import dbt_build, prepare_models_build
+from ..publishing import dbt_build, prepare_models_build, publish_marts
 from ..run.door import models_lock
 from ..run.target import Target
 
@@ -132,19 +140,26 @@ class MartsFollower:
         self.stats.last_started_at = datetime.now(UTC).isoformat(timespec="seconds")
         # the order: this process's batches held off, then the models lock
         with self._building, models_lock(self.target):
-            error, models = self._build()
+            folder = prepare_models_build(self.target, forget=False)
+            record = read_record(folder)
+            result = self._build()
+            error = None if result.ok else self._error(result)
             if error is None and self.snapshot is not None:
-                error = self._publish(self.snapshot)
+                error = self._publish(self.snapshot, record, result.built)
+            if error is not None:
+                # marts or snapshot may be half updated: the next run builds and publishes
+                # every model (the record is gone)
+                forget_build(folder)
         if error is not None:
             self._failed(error, started)
             return False
         self.stats.builds += 1
         self.stats.last_ok, self.stats.last_error = True, None
         self.stats.last_seconds = round(time.monotonic() - started, 2)
-        self.stats.last_models = models
+        self.stats.last_models = result.models_built
         log.info(
             "marts followed the events: %d models rebuilt%s in %.1f s",
-            models,
+            result.models_built,
             " and the snapshot republished" if self.snapshot is not None else "",
             self.stats.last_seconds,
         )
@@ -160,30 +175,25 @@ class MartsFollower:
             return "the dbt project or its engine changed: the scheduled run builds every model"
         return None
 
-    def _build(self) -> tuple[str | None, int]:
-        """The partial dbt build inside the models lock: (the error or None, models built)."""
-        folder = prepare_models_build(self.target, forget=False)
+    def _build(self) -> ModelsResult:
+        """The partial dbt build, inside the models lock."""
         select = [f"source:{SOURCE}.{table}+" for table in FOLLOWED_TABLES]
-        result = dbt_build(self.target, select=select, run_tests=True, unit_tests=False)
-        if result.ok:
-            return None, result.models_built
-        # marts may be half rebuilt: the next run builds every model (the record is gone)
-        forget_build(folder)
-        failed = ", ".join(f.node for f in result.failures[:5])
-        return redact(result.error or f"dbt build failed: {failed}")[:500], result.models_built
+        return dbt_build(self.target, select=select, run_tests=True, unit_tests=False)
 
-    def _publish(self, plan: SnapshotPlan) -> str | None:
-        """The snapshot and its page, as `--snapshot`/`--snapshot-raw` say; the error, the
-        previous snapshot kept."""
+    @staticmethod
+    def _error(result: ModelsResult) -> str:
+        failed = ", ".join(f.node for f in result.failures[:5])
+        return redact(result.error or f"dbt build failed: {failed}")[:500]
+
+    def _publish(
+        self, plan: SnapshotPlan, record: BuildRecord | None, built: list[str]
+    ) -> str | None:
+        """The snapshot and its page, as `--snapshot`/`--snapshot-raw` say: the snapshot in
+        place with the rebuilt marts replaced, when it holds the recorded build's; the error,
+        the previous snapshot kept."""
+        current = record is not None and snapshot_current(record, plan.path)
         try:
-            publish_snapshot(
-                self.target.resolved_database().resolve(),
-                self.target.dataset,
-                plan.path,
-                include_raw=plan.include_raw,
-                include_runs=plan.include_runs,
-            )
-            write_dashboard(plan.path, self.target.dataset)
+            publish_marts(self.target, plan, built if current else None)
         except (SnapshotError, DashboardError) as exc:
             return redact(str(exc))[:500]
         self.stats.last_snapshot = str(plan.path)

@@ -13,8 +13,9 @@ the run records `<dataset>._sync_runs` (unless turned off: `include_runs`), opti
 table of `<dataset>` (`include_raw`), all as real tables in schemas of the same names, so the
 SQL written against the warehouse runs unchanged against the snapshot; and a one-row
 `_snapshot_info` table in schema `main` that says what was published and how fresh it is.
-When the marts are those of the previous snapshot (`reuse_marts`), only `_sync_runs` and
-`_snapshot_info` are refreshed, in a copy of that file (`snapshot_freshness.py`).
+When the marts are those of the previous snapshot but for the models rebuilt since
+(`rebuilt`, none after a quiet run), only those marts, `_sync_runs` and `_snapshot_info` are
+replaced, in a copy of that file (`snapshot_freshness.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,7 +80,10 @@ class SnapshotResult:
     """The newest run recorded in the warehouse's `_sync_runs` (None before the first)."""
     include_raw: bool
     refreshed: bool = False
-    """Only `_sync_runs` and `_snapshot_info` were refreshed; the marts are the previous file's."""
+    """A copy of the previous file in which only `replaced`, `_sync_runs` and `_snapshot_info`
+    were written anew."""
+    replaced: tuple[str, ...] = ()
+    """`schema.table` of the marts a refresh copied anew (the models rebuilt since)."""
     dashboard: Path | None = None
     """The dashboard page written beside the snapshot after it (publish/dashboard.py)."""
 
@@ -90,13 +95,14 @@ def publish_snapshot(
     *,
     include_raw: bool,
     include_runs: bool = True,
-    reuse_marts: bool = False,
+    rebuilt: Collection[str] | None = None,
 ) -> SnapshotResult:
     """Copies the marts (and `_sync_runs` with `include_runs`, every raw table with
     `include_raw`) of `database` into a new file and renames it over `snapshot` in one step.
-    With `reuse_marts` (the marts are those `snapshot` was published from), the new file is a
-    copy of `snapshot` with only `_sync_runs` and `_snapshot_info` refreshed, unless `snapshot`
-    cannot be refreshed so (then everything is copied).
+    With `rebuilt` (the marts are those `snapshot` was published from, but for these models,
+    built since), the new file is a copy of `snapshot` in which only those marts, `_sync_runs`
+    and `_snapshot_info` are written anew, unless `snapshot` cannot be refreshed so (then
+    everything is copied): a partial build's publish costs what it rebuilt.
 
     The warehouse is opened read-only, so publishing never changes it and never waits for a BI
     tool that reads it too. The caller holds the warehouse's run lock: nothing writes the
@@ -116,15 +122,19 @@ def publish_snapshot(
         # a WAL beside the snapshot holds what a read-write session wrote: the file alone is
         # not the whole snapshot, so it is not copied
         reuse = (
-            reuse_marts and not include_raw and snapshot.is_file() and not _wal(snapshot).exists()
+            rebuilt is not None
+            and not include_raw
+            and snapshot.is_file()
+            and not _wal(snapshot).exists()
         )
-        tables, run_id, refreshed = _write(
+        tables, run_id, replaced = _write(
             database,
             dataset,
             tmp,
             include_raw=include_raw,
             include_runs=include_runs,
             previous=snapshot if reuse else None,
+            rebuilt=rebuilt or (),
         )
         _fsync(tmp)
         # a WAL beside the snapshot belongs to the old file (a read-write session left it);
@@ -153,7 +163,8 @@ def publish_snapshot(
         tables=tables,
         run_id=run_id,
         include_raw=include_raw,
-        refreshed=refreshed,
+        refreshed=replaced is not None,
+        replaced=replaced or (),
     )
 
 
@@ -178,10 +189,12 @@ def _write(
     include_raw: bool,
     include_runs: bool,
     previous: Path | None,
-) -> tuple[tuple[str, ...], str | None, bool]:
+    rebuilt: Collection[str],
+) -> tuple[tuple[str, ...], str | None, tuple[str, ...] | None]:
     """Writes the snapshot into `tmp` through one read-only connection on the warehouse: a
-    refreshed copy of `previous` when given and refreshable, else a copy of everything.
-    Returns the published tables, the newest run id, and whether it was a refresh."""
+    copy of `previous` with the `rebuilt` marts replaced when given and refreshable, else a
+    copy of everything. Returns the published tables, the newest run id, and the marts a
+    refresh replaced (None: everything was copied)."""
     spill = tmp.with_name(tmp.name + SPILL_SUFFIX)
     config = {
         "memory_limit": SNAPSHOT_MEMORY_LIMIT,
@@ -195,14 +208,18 @@ def _write(
         with read_only(database, config=config) as con:
             row = con.execute("SELECT current_database()").fetchone()
             catalog = str(row[0]) if row else ""
-            result = None
+            refresh = None
             if previous is not None:
-                result = refresh_copy(con, catalog, dataset, previous, tmp, _ALIAS, include_runs)
-            refreshed = result is not None
-            if result is None:
-                result = _copy_all(
+                refresh = refresh_copy(
+                    con, catalog, dataset, previous, tmp, _ALIAS, include_runs, rebuilt
+                )
+            if refresh is None:
+                tables, run_id = _copy_all(
                     con, catalog, database.name, dataset, tmp, include_raw, include_runs
                 )
+                replaced = None
+            else:
+                tables, run_id, replaced = refresh
             con.execute(f"CHECKPOINT {_ALIAS}")
             con.execute(f"DETACH {_ALIAS}")
     finally:
@@ -210,7 +227,7 @@ def _write(
     if _wal(tmp).exists():
         # everything must be in the file itself: the WAL would be left behind by the rename
         raise SnapshotError(f"DuckDB left {_wal(tmp).name} after detaching the snapshot")
-    return result[0], result[1], refreshed
+    return tables, run_id, replaced
 
 
 def _copy_all(

@@ -1,16 +1,18 @@
-"""The parts of the BI snapshot that every successful run changes: `_snapshot_info` and the run
-records `<dataset>._sync_runs`.
+"""The parts of the BI snapshot that every successful run changes: `_snapshot_info`, the run
+records `<dataset>._sync_runs`, and the marts its build rebuilt.
 
-Why a module of its own: a run that changed no data keeps the marts, and copying them again
-only to move a "data as of" time costs seconds to minutes. Such a run refreshes only these two
-tables, in a byte copy of the previous snapshot (`refresh_copy`) that the caller renames over
-it: the file a reader holds is only ever read, never written.
+Why a module of its own: a run that changed no data keeps the marts, and one that rebuilt a
+few keeps the others; copying them again only to move a "data as of" time costs seconds to
+minutes. Such a run writes only what changed, in a byte copy of the previous snapshot
+(`refresh_copy`) that the caller renames over it: the file a reader holds is only ever read,
+never written.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +21,8 @@ import duckdb
 
 from drone_ops_sync.sources.drone_ops.internal import connection_reader
 from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
+
+from .snapshot_plan import marts_schema
 
 log = logging.getLogger(__name__)
 
@@ -97,18 +101,22 @@ def refresh_copy(
     tmp: Path,
     alias: str,
     include_runs: bool,
-) -> tuple[tuple[str, ...], str | None] | None:
+    rebuilt: Collection[str],
+) -> tuple[tuple[str, ...], str | None, tuple[str, ...]] | None:
     """Copies `snapshot` byte for byte to `tmp` (attached as `alias` on `con`, the warehouse's
-    read-only connection), then replaces `_sync_runs` (or drops it without `include_runs`) and
-    rewrites `_snapshot_info`. Returns the published tables and the newest run id; None, `tmp`
-    removed, when the previous snapshot is not a marts-only one of `dataset` in this version's
-    layout (the caller then copies everything)."""
+    read-only connection), then copies anew the marts of the `rebuilt` models, replaces
+    `_sync_runs` (or drops it without `include_runs`) and rewrites `_snapshot_info`. Returns
+    the published tables, the newest run id and the marts replaced; None, `tmp` removed, when
+    the previous snapshot is not a marts-only one of `dataset` in this version's layout (the
+    caller then copies everything). The space of a replaced mart is reused by the next
+    refresh's, so the file stays about the size of a whole copy plus the largest rebuilt."""
     try:
         shutil.copyfile(snapshot, tmp)
         con.execute(f"ATTACH {literal(str(tmp))} AS {alias} (READ_WRITE)")
         previous = _previous_info(con, alias)
         if previous.get("dataset") != dataset or previous.get("includes_raw") is not False:
             raise NotRefreshable(f"{snapshot.name} is not a marts-only snapshot of {dataset}")
+        replaced = _replace_marts(con, catalog, marts_schema(dataset), alias, rebuilt)
         target = f"{alias}.{quote(dataset)}.{quote(RUNS_TABLE)}"
         if include_runs and has_runs_table(con, catalog, dataset):
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {alias}.{quote(dataset)}")
@@ -120,23 +128,46 @@ def refresh_copy(
             con.execute(f"DROP TABLE IF EXISTS {target}")
         tables = published_tables(con, alias)
         runs = read_runs(con, catalog, dataset)
+        now = datetime.now(UTC)
         write_info(
             con,
             alias,
             {
                 **previous,
-                "published_at": datetime.now(UTC),
+                "published_at": now,
+                **({"marts_published_at": now} if replaced else {}),
                 **asdict(runs),
                 "includes_sync_runs": f"{dataset}.{RUNS_TABLE}" in tables,
                 "tables": len(tables),
             },
         )
-        return tables, runs.run_id
+        return tables, runs.run_id, replaced
     except NotRefreshable as exc:
         log.info("BI snapshot published whole: %s", exc)
         con.execute(f"DETACH DATABASE IF EXISTS {alias}")
         tmp.unlink(missing_ok=True)
         return None
+
+
+def _replace_marts(
+    con: duckdb.DuckDBPyConnection, catalog: str, marts: str, alias: str, rebuilt: Collection[str]
+) -> tuple[str, ...]:
+    """Copies anew every relation of the warehouse's `marts` schema named in `rebuilt` (a model
+    of another schema, or one that built no relation, is not published); a view becomes a
+    table, as in a whole copy."""
+    names = con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_catalog = ?"
+        " AND table_schema = ? AND list_contains(?, table_name) ORDER BY table_name",
+        [catalog, marts, sorted(rebuilt)],
+    ).fetchall()
+    if names:
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {alias}.{quote(marts)}")
+    for (name,) in names:
+        con.execute(
+            f"CREATE OR REPLACE TABLE {alias}.{quote(marts)}.{quote(name)} AS"
+            f" SELECT * FROM {quote(catalog)}.{quote(marts)}.{quote(name)}"
+        )
+    return tuple(f"{marts}.{name}" for (name,) in names)
 
 
 def _previous_info(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, object]:

@@ -4,8 +4,9 @@ the models downstream of projects and republishes the snapshot and its dashboard
 `drone-sync run` in between (docs/events.md, "Marts that follow").
 
 What is checked: the snapshot's `dim_projects` shows the new name and the dashboard page
-beside it embeds it; `/health` reports the partial build; the build record is left as the
-scheduled build wrote it, so the next `drone-sync run` still builds what depends on projects.
+beside it embeds it; every mart of the snapshot equals the warehouse's; `/health` reports the
+partial build; the build record is left as the scheduled build wrote it, so the next
+`drone-sync run` still builds what depends on projects.
 """
 
 from __future__ import annotations
@@ -42,6 +43,19 @@ def _snapshot_name(snapshot: Path, project_id: str) -> str | None:
     except duckdb.Error:  # between the rename and the open: the next poll reads it
         return None
     return None if row is None else str(row[0])
+
+
+def _marts(database: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table of the marts schema, its rows sorted."""
+    with duckdb.connect(str(database), read_only=True) as con:
+        names = con.execute(
+            "select table_name from information_schema.tables"
+            " where table_schema = 'drone_ops_marts' and table_type = 'BASE TABLE'"
+        ).fetchall()
+        return {
+            name: con.execute(f"select * from drone_ops_marts.{name} order by all").fetchall()
+            for (name,) in names
+        }
 
 
 def _health(url: str) -> dict[str, Any]:
@@ -86,6 +100,11 @@ def test_a_project_event_reaches_the_snapshot_and_the_dashboard(tmp_path: Path) 
             assert wait_until(lambda: _health(url)["marts"]["builds"] >= 1, WAIT_S)
             marts = _health(url)["marts"]
         assert NEW_NAME in page.read_text()
+        # published as a refresh of the snapshot in place: every mart, rebuilt or kept, equals
+        # the warehouse's
+        published, built = _marts(snapshot), _marts(database)
+        assert published.keys() >= built.keys() and len(built) > 10
+        assert {name: published[name] for name in built} == built
         assert marts["last_ok"] is True and marts["last_error"] is None, marts
         assert Path(marts["last_snapshot"]).resolve() == snapshot.resolve(), marts
         # the partial build wrote no record: the scheduled run still builds projects' models

@@ -172,7 +172,7 @@ def test_sync_runs_can_be_left_out(
     copy = tmp_path / "bi.duckdb"
     shutil.copy2(runs.snapshot, copy)
     refreshed = publish_snapshot(
-        runs.database, DATASET, copy, include_raw=False, include_runs=False, reuse_marts=True
+        runs.database, DATASET, copy, include_raw=False, include_runs=False, rebuilt=()
     )
     assert refreshed.refreshed and f"{DATASET}._sync_runs" not in refreshed.tables
     whole = publish_snapshot(
@@ -190,7 +190,7 @@ def test_a_snapshot_with_raw_tables_is_published_whole(runs: TwoRuns, tmp_path: 
     (or of another version) is copied whole, so it never holds stale raw tables."""
     path = tmp_path / "raw.duckdb"
     publish_snapshot(runs.database, DATASET, path, include_raw=True)
-    again = publish_snapshot(runs.database, DATASET, path, include_raw=False, reuse_marts=True)
+    again = publish_snapshot(runs.database, DATASET, path, include_raw=False, rebuilt=())
     assert not again.refreshed
     assert info(path)["includes_raw"] is False
     assert [t for t in again.tables if t.startswith(f"{DATASET}.")] == [f"{DATASET}._sync_runs"]
@@ -203,12 +203,46 @@ def test_an_older_or_written_snapshot_is_published_whole(runs: TwoRuns, tmp_path
     publish_snapshot(runs.database, DATASET, path, include_raw=False)
     with duckdb.connect(str(path)) as con:
         con.execute(f"CREATE OR REPLACE TABLE {INFO_TABLE} AS SELECT now() AS published_at")
-    again = publish_snapshot(runs.database, DATASET, path, include_raw=False, reuse_marts=True)
+    again = publish_snapshot(runs.database, DATASET, path, include_raw=False, rebuilt=())
     assert not again.refreshed and info(path)["last_sync_run_id"] is not None
 
     path.with_name(path.name + ".wal").write_bytes(b"")
-    written = publish_snapshot(runs.database, DATASET, path, include_raw=False, reuse_marts=True)
+    written = publish_snapshot(runs.database, DATASET, path, include_raw=False, rebuilt=())
     assert not written.refreshed and not path.with_name(path.name + ".wal").exists()
-    assert publish_snapshot(
-        runs.database, DATASET, path, include_raw=False, reuse_marts=True
-    ).refreshed
+    assert publish_snapshot(runs.database, DATASET, path, include_raw=False, rebuilt=()).refreshed
+
+
+def test_a_partial_refresh_replaces_the_rebuilt_marts_and_keeps_the_others(
+    runs: TwoRuns, tmp_path: Path
+) -> None:
+    """A publish after a partial build copies anew only the marts of the models it rebuilt
+    (names of other schemas ignored) and keeps the others as the previous file held them;
+    repeated, the file reuses the replaced marts' space instead of growing by them."""
+    path = tmp_path / "partial.duckdb"
+    publish_snapshot(runs.database, DATASET, path, include_raw=False)
+    before = info(path)
+    with duckdb.connect(str(path)) as con:  # marks in the previous file: what is kept shows them
+        for table in ("dim_jobs", "dim_webhooks"):
+            con.execute(f"DELETE FROM {MARTS}.{table}")
+    rebuilt = ["dim_jobs", "stg_drone_ops__jobs", "no_such_model"]
+    result = publish_snapshot(runs.database, DATASET, path, include_raw=False, rebuilt=rebuilt)
+    assert result.refreshed and result.replaced == (f"{MARTS}.dim_jobs",)
+    jobs = f"SELECT * FROM {MARTS}.dim_jobs ORDER BY ALL"
+    assert query(path, jobs) == query(runs.database, jobs) != []
+    assert query(path, f"SELECT count(*) FROM {MARTS}.dim_webhooks") == [(0,)], "kept as it was"
+    after = info(path)
+    assert after["marts_published_at"] > before["marts_published_at"]
+    assert after["published_at"] > before["published_at"]
+
+    every_mart = [name.split(".", 1)[1] for name in result.tables if name.startswith(MARTS)]
+    sizes = []
+    for _ in range(4):
+        again = publish_snapshot(
+            runs.database, DATASET, path, include_raw=False, rebuilt=every_mart
+        )
+        assert again.refreshed and len(again.replaced) == len(every_mart)
+        sizes.append(path.stat().st_size)
+    assert sizes[-1] <= sizes[0] * 1.2, sizes
+    for table in every_mart:
+        sql = f"SELECT * FROM {MARTS}.{table} ORDER BY ALL"
+        assert query(path, sql) == query(runs.database, sql), table
