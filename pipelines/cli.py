@@ -102,8 +102,7 @@ def _command(args: argparse.Namespace, output: Output, stop: SignalStop, watch: 
     if args.command != "sim":  # a bad .dlt/*.toml: one line; an unknown setting: named
         from drone_ops_sync.sources.drone_ops.internal import check_settings_files
 
-        refuse_as = strict_settings(args)
-        check_settings_files(warn_unknown=True, also_known=OWN_SETTINGS, refuse_as=refuse_as)
+        check_settings_files(also_known=OWN_SETTINGS, refuse_as=strict_settings(args))
     if args.command == "run":
         return _run(args, output, stop, watch)
     if args.command == "status":
