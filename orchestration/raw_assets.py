@@ -130,7 +130,7 @@ def _sync_workspace(
 ) -> Generator[dg.AssetMaterialization, None, dg.Failure | None]:
     """One workspace's sync: yields its tables' materializations, returns its failure or
     None. Raises `WarehouseBusy`."""
-    target = warehouse.workspace_target(workspace)
+    target = warehouse.base_target().for_workspace(workspace)
     try:
         outcome = run_sync(target, config=read_workspace_config(workspace))
     except ConfigError as exc:  # a bad setting, named: retrying cannot help
