@@ -108,7 +108,7 @@ def build_models(
     context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: DroneSyncWarehouse
 ) -> Iterator[Any]:
     """`dbt build` of the selected models over every workspace, in the models lock."""
-    models = warehouse.models_target()
+    models = warehouse.base_target().models_target()
     try:
         check_target(models)
         profile = dbt_target(models)

@@ -18,7 +18,7 @@ import dagster as dg
 from drone_ops_sync.pipelines.console.summary import root_cause
 from drone_ops_sync.pipelines.exit_codes import EXIT_CONFIG, EXIT_FAILED
 from drone_ops_sync.pipelines.run.sync import SyncOutcome
-from drone_ops_sync.sources.drone_ops import ConfigError, DroneOpsError, TableResult
+from drone_ops_sync.sources.drone_ops import TableResult
 from drone_ops_sync.sources.drone_ops.internal import (
     EVENTS_TABLE,
     FAILED_STATUSES,
@@ -92,22 +92,12 @@ def _timestamp(moment: datetime) -> dg.MetadataValue:
     return dg.MetadataValue.timestamp(moment.timestamp())
 
 
-def config_failure(workspace: str, exc: ConfigError) -> dg.Failure:
-    """A bad setting: the line names it; retrying cannot help."""
-    return _failure(workspace, f"configuration error: {exc}", EXIT_CONFIG)
-
-
-def error_failure(workspace: str, exc: DroneOpsError) -> dg.Failure:
-    """An error that stopped the sync before it ran (e.g. the destination unreachable)."""
-    return _failure(workspace, str(exc), EXIT_FAILED)
-
-
 def sync_failure(outcome: SyncOutcome, workspace: str) -> dg.Failure:
     """A sync that ran and failed: its root cause, as the CLI's summary gives it."""
     failed = [
         name for name, result in outcome.report.tables.items() if result.status in FAILED_STATUSES
     ]
-    return _failure(
+    return partition_failure(
         workspace,
         root_cause(outcome) or "the run failed",
         EXIT_FAILED,
@@ -130,7 +120,7 @@ def batch_failure(failures: list[dg.Failure]) -> dg.Failure:
     )
 
 
-def _failure(
+def partition_failure(
     workspace: str, cause: str, exit_code: int, metadata: dict[str, Any] | None = None
 ) -> dg.Failure:
     """Ends the partition with one line and no retry by Dagster; `exit_code` is what

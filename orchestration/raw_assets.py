@@ -16,6 +16,7 @@ from collections.abc import Generator, Iterator
 import dagster as dg
 from pydantic import Field
 
+from drone_ops_sync.pipelines.exit_codes import EXIT_CONFIG, EXIT_FAILED
 from drone_ops_sync.pipelines.run.dlt_tooling import link_for_dlt_cli
 from drone_ops_sync.pipelines.run.lock import WarehouseBusy
 from drone_ops_sync.pipelines.session import run_sync
@@ -30,10 +31,9 @@ from drone_ops_sync.sources.drone_ops.internal import EVENTS_TABLE, configured_n
 from .automation import WORKSPACES_PER_RUN
 from .outcomes import (
     batch_failure,
-    config_failure,
-    error_failure,
     loaded_tables,
     one_line,
+    partition_failure,
     sync_failure,
     table_metadata,
 )
@@ -130,15 +130,15 @@ def _sync_workspace(
 ) -> Generator[dg.AssetMaterialization, None, dg.Failure | None]:
     """One workspace's sync: yields its tables' materializations, returns its failure or
     None. Raises `WarehouseBusy`."""
-    target = warehouse.workspace_target(workspace)
+    target = warehouse.base_target().for_workspace(workspace)
     try:
         outcome = run_sync(target, config=read_workspace_config(workspace))
-    except ConfigError as exc:
-        return config_failure(workspace, exc)
+    except ConfigError as exc:  # a bad setting, named: retrying cannot help
+        return partition_failure(workspace, f"configuration error: {exc}", EXIT_CONFIG)
     except WarehouseBusy:
         raise
-    except DroneOpsError as exc:
-        return error_failure(workspace, exc)
+    except DroneOpsError as exc:  # it stopped the sync before it ran (the destination unreachable)
+        return partition_failure(workspace, str(exc), EXIT_FAILED)
     # as after `drone-sync run`: `dlt pipeline <pipeline_name> info|trace|show` finds it
     tooling_note = link_for_dlt_cli(target)
     for note in [*outcome.notes, *([tooling_note] if tooling_note else [])]:

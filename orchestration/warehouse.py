@@ -40,11 +40,3 @@ class DroneSyncWarehouse(dg.ConfigurableResource):
             database=Path(self.database) if self.database else None,
             dataset=self.dataset,
         )
-
-    def workspace_target(self, workspace: str) -> Target:
-        """One workspace's raw tables, dlt pipeline and run lock (`Target.for_workspace`)."""
-        return self.base_target().for_workspace(workspace)
-
-    def models_target(self) -> Target:
-        """Where the models are built: over every workspace of the warehouse."""
-        return self.base_target().models_target()

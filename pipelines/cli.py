@@ -18,7 +18,6 @@ from .exit_codes import EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_OK
 if TYPE_CHECKING:
     from .console.output import Output
     from .observe.watch import RunWatch
-    from .publish.snapshot_plan import SnapshotPlan
     from .run.signals import SignalStop
     from .run.target import Target
 
@@ -102,8 +101,7 @@ def _command(args: argparse.Namespace, output: Output, stop: SignalStop, watch: 
     if args.command != "sim":  # a bad .dlt/*.toml: one line; an unknown setting: named
         from drone_ops_sync.sources.drone_ops.internal import check_settings_files
 
-        refuse_as = strict_settings(args)
-        check_settings_files(warn_unknown=True, also_known=OWN_SETTINGS, refuse_as=refuse_as)
+        check_settings_files(also_known=OWN_SETTINGS, refuse_as=strict_settings(args))
     if args.command == "run":
         return _run(args, output, stop, watch)
     if args.command == "status":
@@ -187,7 +185,7 @@ def _run_one(
     from drone_ops_sync.sources.drone_ops.internal import RunOptions, checked_tables
 
     from .console.summary import interrupted_tables
-    from .publishing import build_models_step, finish_success
+    from .publishing import build_models_step, command_snapshot_plan, finish_success
     from .run.destination import check_target
     from .run.dlt_tooling import link_for_dlt_cli
     from .session import Session
@@ -203,7 +201,7 @@ def _run_one(
     config = read_workspace_config(name)
     check_target(target)
     options = RunOptions(checked_tables(tables), args.allow_mass_delete, args.full_refresh)
-    snapshot = _snapshot_plan(models, args)
+    snapshot = command_snapshot_plan(models, args)
     observers = watch.watch_run(target, config, output)
     with Session(target) as session:
         with output.progress() as counter, stop.cooperating() as stopping:
@@ -245,7 +243,7 @@ def _run_fleet(
     stop: SignalStop,
     watch: RunWatch,
 ) -> int:
-    from .publishing import build_models_step, finish_success
+    from .publishing import build_models_step, command_snapshot_plan, finish_success
     from .run.destination import check_target
     from .run.fleet import child_arguments, fleet_exit_code, run_fleet
 
@@ -258,7 +256,7 @@ def _run_fleet(
         from drone_ops_sync.sources.drone_ops import ConfigError
 
         raise ConfigError("--parallel", f"{args.parallel}; expected a whole number of 1 or more")
-    snapshot = _snapshot_plan(models, args)
+    snapshot = command_snapshot_plan(models, args)
     with stop.cooperating() as stopping:
         runs = run_fleet(
             names,
@@ -340,14 +338,14 @@ def _check(args: argparse.Namespace, output: Output) -> int:
 
 def _models(args: argparse.Namespace, output: Output, stop: SignalStop) -> int:
     from .publish.dbt_build import dbt_target
-    from .publishing import build_models_step
+    from .publishing import build_models_step, command_snapshot_plan
     from .run.destination import check_target
     from .session import Session
 
     target = _target(args)
     check_target(target)
     dbt_target(target)
-    snapshot = _snapshot_plan(target, args)
+    snapshot = command_snapshot_plan(target, args)
     with Session(target) as session:
         return build_models_step(
             session.for_models(),
@@ -370,17 +368,6 @@ def _data_version(target: Target) -> str | None:
         return None
     with access_lock(database):
         return read_data_version(make_pipeline(target))
-
-
-def _snapshot_plan(target: Target, args: argparse.Namespace) -> SnapshotPlan | None:
-    from .publishing import command_snapshot_plan
-
-    return command_snapshot_plan(
-        target,
-        path_flag=args.snapshot,
-        off_flag=args.no_snapshot,
-        include_raw=args.snapshot_raw,
-    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ publishes half-updated data.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -139,18 +140,13 @@ def fleet_vars(target: Target) -> dict[str, Any]:
     }
 
 
-def command_snapshot_plan(
-    target: Target,
-    *,
-    path_flag: Path | None,
-    off_flag: bool,
-    include_raw: bool,
-) -> SnapshotPlan | None:
-    """The BI snapshot this command publishes, checked before anything is written; only a
-    DuckDB warehouse gets one (BI tools read a server while a sync writes)."""
+def command_snapshot_plan(target: Target, args: argparse.Namespace) -> SnapshotPlan | None:
+    """The BI snapshot this command publishes (`--snapshot`, `--no-snapshot`, `--snapshot-raw`),
+    checked before anything is written; only a DuckDB warehouse gets one (BI tools read a
+    server while a sync writes)."""
     if target.destination != "duckdb":
-        if path_flag is not None or include_raw:
-            flag = "--snapshot" if path_flag is not None else "--snapshot-raw"
+        if args.snapshot is not None or args.snapshot_raw:
+            flag = "--snapshot" if args.snapshot is not None else "--snapshot-raw"
             raise ConfigError(
                 flag,
                 "a BI snapshot is made of a DuckDB warehouse only; BI tools can read"
@@ -160,9 +156,9 @@ def command_snapshot_plan(
     return snapshot_plan(
         target.resolved_database(),
         target.dataset,
-        path_flag=path_flag,
-        off_flag=off_flag,
-        include_raw=include_raw,
+        path_flag=args.snapshot,
+        off_flag=args.no_snapshot,
+        include_raw=args.snapshot_raw,
     )
 
 

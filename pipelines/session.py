@@ -19,7 +19,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from contextlib import ExitStack
-from types import TracebackType
 
 import dlt
 
@@ -71,12 +70,7 @@ class Session:
         self._stack.callback(self.file.release)
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stack.close()
 
     def ready(self) -> None:

@@ -124,12 +124,7 @@ def marts_follower(target: Target, args: argparse.Namespace) -> MartsFollower | 
     snapshot is checked here, so a wrong `--snapshot` stops the start (exit 2)."""
     if args.follow_marts <= 0 or target.destination not in MODEL_DESTINATIONS:
         return None
-    snapshot = command_snapshot_plan(
-        target.models_target(),
-        path_flag=args.snapshot,
-        off_flag=args.no_snapshot,
-        include_raw=args.snapshot_raw,
-    )
+    snapshot = command_snapshot_plan(target.models_target(), args)
     return MartsFollower(target, snapshot, args.follow_marts)
 
 

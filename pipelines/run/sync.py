@@ -153,9 +153,8 @@ def _load_groups(
             waves.load_while(stage, only_when_idle=stage == LISTS)
         if run.interrupted:
             run.skip(selected)
-            _tell(observer, report, selected)
-            continue
-        if finish_quiet_tables(run, selected):
+            loaded = False
+        elif finish_quiet_tables(run, selected):
             report.load_committed(selected)
             loaded = True
         else:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import dlt
 import httpx
@@ -58,8 +58,8 @@ class Seams:
     many typed deliveries make a wave load while the chains still walk (`drone-sync run`)."""
 
     transport: httpx.BaseTransport | None = None
-    backoff_initial_seconds: float | None = None
-    backoff_max_seconds: float | None = None
+    backoff_initial_seconds: float = settings.DEFAULT_BACKOFF_INITIAL_SECONDS
+    backoff_max_seconds: float = settings.DEFAULT_BACKOFF_MAX_SECONDS
     delivery_wave_rows: int = settings.DELIVERY_WAVE_ROWS
 
 
@@ -213,11 +213,6 @@ class SyncRun:
 
     def _open_walk(self, known: KnownState) -> WorkspaceWalk:
         config, seams = self.config, self.seams
-        backoff: dict[str, Any] = {}
-        if seams.backoff_initial_seconds is not None:
-            backoff["backoff_initial_seconds"] = seams.backoff_initial_seconds
-        if seams.backoff_max_seconds is not None:
-            backoff["backoff_max_seconds"] = seams.backoff_max_seconds
         client = DroneOpsClient(
             config.base_url,
             config.api_key,
@@ -230,7 +225,8 @@ class SyncRun:
             transport=seams.transport,
             cancel=self.cancel,
             key_setting=config.key_setting,
-            **backoff,
+            backoff_initial_seconds=seams.backoff_initial_seconds,
+            backoff_max_seconds=seams.backoff_max_seconds,
         )
         return WorkspaceWalk(
             client,

@@ -60,20 +60,21 @@ _warned: set[str] = set()
 """Warnings given in this process: each is said once, however often settings are read."""
 
 
-def check_settings_files(
-    *, warn_unknown: bool = False, also_known: Sequence[str] = (), refuse_as: str | None = None
-) -> None:
+def check_settings_files(*, also_known: Sequence[str] = (), refuse_as: str | None = None) -> None:
     """Makes dlt read its TOML files now, before a command reads any setting (one that does
-    not parse is a `ConfigError`). `warn_unknown` also names every unknown key and section
-    (`also_known`: dotted names the caller reads beyond the source's and dlt's); `refuse_as`
-    (the flag or variable that asks for it) makes them one `ConfigError` naming it."""
+    not parse is a `ConfigError`), then logs each unknown key and section once per process
+    (`also_known`: dotted names the caller reads beyond the source's and dlt's) as a warning;
+    `refuse_as` (the flag or variable that asks for it) makes them errors, and one
+    `ConfigError` naming it."""
     try:
         dlt.config.config_providers  # noqa: B018 (the first access reads every file)
     except TomlProviderReadException as exc:
         raise unreadable_file(exc) from None
-    if not warn_unknown:
-        return
-    found = warn_unknown_settings(also_known, strict=refuse_as is not None)
+    found = unknown_settings(also_known, strict=refuse_as is not None)
+    for message in found:
+        if message not in _warned:
+            _warned.add(message)
+            log.log(logging.WARNING if refuse_as is None else logging.ERROR, message)
     if refuse_as is not None and found:
         count = f"{len(found)} unknown setting{'s' if len(found) > 1 else ''}"
         raise ConfigError(
@@ -116,17 +117,6 @@ def _parse_problem(error: ParseError, text: str, *, secret: bool) -> str:
         )
     message = _AT_LINE.sub("", str(error))
     return re.sub(r"'[^']*'", "(not shown)", message) if secret else message
-
-
-def warn_unknown_settings(also_known: Sequence[str] = (), *, strict: bool = False) -> list[str]:
-    """Logs each unknown key or section once per process (a warning, or with `strict` an
-    error); returns every one found."""
-    found = unknown_settings(also_known, strict=strict)
-    for message in found:
-        if message not in _warned:
-            _warned.add(message)
-            log.log(logging.ERROR if strict else logging.WARNING, message)
-    return found
 
 
 def unknown_settings(also_known: Sequence[str] = (), *, strict: bool = False) -> list[str]:

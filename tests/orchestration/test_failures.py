@@ -88,7 +88,7 @@ def test_a_busy_workspace_is_retried_after_a_wait(
     """Another run holds the workspace's lock for the whole time: the partition asks Dagster to
     retry, as often as configured, then fails; the sync never starts meanwhile."""
     configure(monkeypatch, {"north": "http://127.0.0.1:9"})
-    with warehouse_lock(warehouse.workspace_target("north").lock_path()):
+    with warehouse_lock(warehouse.base_target().for_workspace("north").lock_path()):
         result = materialize("north", warehouse, busy_retries=2, busy_wait_seconds=0.05)
     assert not result.success
     assert retries(result) == 2

@@ -31,7 +31,7 @@ from typing import IO, Any
 import duckdb
 import pytest
 
-from drone_ops_sync.pipelines.cli import EXIT_CONFIG, _snapshot_plan, build_parser, main
+from drone_ops_sync.pipelines.cli import EXIT_CONFIG, build_parser, main
 from drone_ops_sync.pipelines.publish.snapshot import SnapshotError, publish_snapshot
 from drone_ops_sync.pipelines.publish.snapshot_freshness import INFO_TABLE
 from drone_ops_sync.pipelines.publish.snapshot_plan import (
@@ -39,6 +39,7 @@ from drone_ops_sync.pipelines.publish.snapshot_plan import (
     default_snapshot_path,
     snapshot_plan,
 )
+from drone_ops_sync.pipelines.publishing import command_snapshot_plan
 from drone_ops_sync.pipelines.run.target import DEFAULT_DATABASE, Target
 from drone_ops_sync.pipelines.session import run_sync
 from drone_ops_sync.sources.drone_ops import ConfigError, read_source_config
@@ -573,9 +574,9 @@ def test_cli_refuses_snapshot_flags_that_cannot_apply(tmp_path: Path) -> None:
     server = Target(destination="postgres")
     asked = Namespace(snapshot=tmp_path / "x.duckdb", no_snapshot=False, snapshot_raw=False)
     with pytest.raises(ConfigError, match="--snapshot: a BI snapshot is made of a DuckDB"):
-        _snapshot_plan(server, asked)
+        command_snapshot_plan(server, asked)
     quiet = Namespace(snapshot=None, no_snapshot=False, snapshot_raw=False)
-    assert _snapshot_plan(server, quiet) is None
+    assert command_snapshot_plan(server, quiet) is None
 
 
 def test_publish_into_a_missing_folder_creates_it(template: Template, tmp_path: Path) -> None:

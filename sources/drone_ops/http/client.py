@@ -150,12 +150,11 @@ class DroneOpsClient:
                 raise Interrupted(endpoint) from None
             if exc.unreachable:
                 raise UnreachableError(self.base_url, str(exc)) from None
+            attempts = retrying.statistics.get("attempt_number", 0)
             if exc.short:
-                attempts = retrying.statistics.get("attempt_number", 0)
                 raise ResponseError(
                     endpoint, f"a body that is not valid JSON ({attempts} attempts)"
                 ) from None
-            attempts = retrying.statistics.get("attempt_number", 0)
             spent = attempts >= self.retry.max_attempts
             limit = "max_attempts" if spent else "retry_budget_seconds"
             raise RetriesExhaustedError(endpoint, attempts, str(exc), limit) from None
