@@ -230,6 +230,7 @@ class SyncRun:
             transport=seams.transport,
             cancel=self.cancel,
             key_setting=config.key_setting,
+            url_setting=config.url_setting,
             **backoff,
         )
         return WorkspaceWalk(
