@@ -51,6 +51,7 @@ def check_access(
         retry_budget_seconds=20.0,
         transport=transport,
         key_setting=config.key_setting,
+        url_setting=config.url_setting,
     ) as client:
         report = AccessReport(base_url=client.base_url)
         first_project: str | None = None

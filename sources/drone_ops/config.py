@@ -63,12 +63,17 @@ class SourceConfig:
     key_setting: str = settings.KEY_SETTING
     """Where the key is set, as an error about a refused key names it (a named workspace's own
     setting: `workspaces.py`); not a setting itself."""
+    url_setting: str = settings.URL_SETTING
+    """Where the address is set, as an error about an unreachable or wrong API names it; not a
+    setting itself either."""
 
     def __repr__(self) -> str:
         return f"SourceConfig(base_url={self.base_url!r}, api_key=<redacted>, ...)"
 
 
-SETTING_NAMES = tuple(field.name for field in fields(SourceConfig) if field.name != "key_setting")
+SETTING_NAMES = tuple(
+    field.name for field in fields(SourceConfig) if field.name not in ("key_setting", "url_setting")
+)
 """The fields of `SourceConfig` that are settings (read from dlt's config)."""
 
 

@@ -96,21 +96,23 @@ class UnreachableError(DroneOpsError):
     """The API's host could not be reached at all (refused, unknown host, TLS failure): a
     retry budget meant for a busy server would only delay the message."""
 
-    def __init__(self, base_url: str, cause: str) -> None:
+    def __init__(self, base_url: str, cause: str, url_setting: str = settings.URL_SETTING) -> None:
         self.base_url = base_url
         super().__init__(
             f"cannot reach the API at {base_url} ({cause}): check"
-            " sources.drone_ops.base_url and that the API is up and reachable from here"
+            f" {url_setting} and that the API is up and reachable from here"
         )
 
 
 class ResponseError(DroneOpsError):
     """A 200 whose body is not what the API specifies (not JSON, not an object)."""
 
-    def __init__(self, endpoint: str, problem: str) -> None:
+    def __init__(
+        self, endpoint: str, problem: str, url_setting: str = settings.URL_SETTING
+    ) -> None:
         self.endpoint = endpoint
         super().__init__(
-            f"{endpoint} returned 200 with {problem}: check that sources.drone_ops.base_url"
+            f"{endpoint} returned 200 with {problem}: check that {url_setting}"
             " points at the Drone Operations API (not a proxy or login page)"
         )
 
@@ -157,6 +159,7 @@ def client_error(
     content: bytes,
     not_found_fix: str | None,
     key_setting: str = settings.KEY_SETTING,
+    url_setting: str = settings.URL_SETTING,
 ) -> ApiError:
     message = api_message(content)
     if status == 401:
@@ -170,9 +173,7 @@ def client_error(
             f" {key_setting}",
         )
     if status == 404:
-        fix = not_found_fix or (
-            f"the path does not exist on this API: check {settings.CONFIG_SECTION}.base_url"
-        )
+        fix = not_found_fix or (f"the path does not exist on this API: check {url_setting}")
         return NotFoundError(endpoint, status, message, fix)
     return ApiError(
         endpoint,

@@ -225,6 +225,7 @@ class SyncRun:
             transport=seams.transport,
             cancel=self.cancel,
             key_setting=config.key_setting,
+            url_setting=config.url_setting,
             backoff_initial_seconds=seams.backoff_initial_seconds,
             backoff_max_seconds=seams.backoff_max_seconds,
         )

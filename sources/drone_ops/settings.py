@@ -8,6 +8,8 @@ SOURCE_NAME: Final = "drone_ops"
 CONFIG_SECTION: Final = "sources.drone_ops"
 KEY_SETTING: Final = f"{CONFIG_SECTION}.api_key (env SOURCES__DRONE_OPS__API_KEY)"
 """The key's setting as a refused key's message names it (a named workspace names its own)."""
+URL_SETTING: Final = f"{CONFIG_SECTION}.base_url"
+"""The address's setting as an unreachable API's message names it (a named workspace's own)."""
 
 API_PREFIX: Final = "/v1"
 # The default of `sources.drone_ops.jobs_path`; every other endpoint is in its table's record

@@ -135,7 +135,7 @@ def read_workspace_config(
     if name == DEFAULT_WORKSPACE:
         return config
     where = f"{workspace_setting(name, 'api_key')} (env {workspace_env(name, 'api_key')})"
-    return replace(config, key_setting=where)
+    return replace(config, key_setting=where, url_setting=workspace_setting(name, "base_url"))
 
 
 def check_name(name: str) -> None:

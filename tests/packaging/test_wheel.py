@@ -27,6 +27,10 @@ drone-sync writes"): the commands a deploy runs (`init`, `check`, `run` with the
 temporary folder and the cache folder each in a folder of their own, so whatever they leave
 anywhere is found; each place found must be named in install.md, and the temporary folder must
 be left empty.
+
+A fleet runs as deployed too (docs/fleet.md): workspaces set only in an empty folder's `.dlt/`
+and the environment, synced by the installed `drone-sync run --parallel 2`, whose worker
+processes start from the venv's interpreter and import the installed modules.
 """
 
 from __future__ import annotations
@@ -49,7 +53,9 @@ import duckdb
 import pytest
 from packaging.requirements import Requirement
 
+from drone_ops_sync.pipelines.exit_codes import EXIT_FAILED, EXIT_OK
 from testkit.simulator_process import SimulatorHandle, running_simulator
+from tests.pipelines.warehouse_check import api_snapshot, current_rows, mismatches
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -429,7 +435,7 @@ def test_installed_drone_sync_runs_from_an_empty_folder(
 
 
 def assert_every_place_written_is_documented(
-    tmp_path: Path, project: Path, temporary: Path
+    tmp_path: Path, project: Path, temporary: Path, places: Mapping[str, str] = PROJECT_PLACES
 ) -> None:
     """Each thing in the project folder and in dlt's data folder is named in install.md;
     nothing is anywhere else in `tmp_path`, HOME is empty, the temporary folder is left as it
@@ -446,15 +452,141 @@ def assert_every_place_written_is_documented(
         ),
     }
     missing = [
-        f"{where}: {name} ({places.get(name, 'not in the test list')})"
-        for where, places in (("project", PROJECT_PLACES), ("data", DATA_DIR_PLACES))
+        f"{where}: {name} ({listed.get(name, 'not in the test list')})"
+        for where, listed in (("project", places), ("data", DATA_DIR_PLACES))
         for name in found[where]
-        if places.get(name) is None or places[name] not in documented
+        if listed.get(name) is None or listed[name] not in documented
     ]
     assert not missing, f"written but not in install.md: {missing}"
     assert not found["elsewhere"], f"written outside every documented place: {found}"
     assert not list((tmp_path / "home").iterdir()), "nothing is written into HOME"
     assert not list(temporary.iterdir()), "the temporary folder is left as it was"
+
+
+FLEET = ("acme", "north", "south", "zen")
+"""Workspace n of the simulator, named as a user names clients. No `default`: the starter
+config's top-level base_url stays commented out, so the fleet is named workspaces only."""
+REFUSED = "south"
+"""Given acme's key: a real key, but another workspace's, so its API refuses it."""
+KEY_FROM_ENVIRONMENT = "north"
+"""Its key is in the environment, the others' in secrets.toml: the two ways fleet.md names."""
+FLEET_PLACES = {
+    **PROJECT_PLACES,
+    "drone_ops_warehouse.duckdb.access.lock.want": "<warehouse>.access.lock.want",
+    **{
+        f"drone_ops_warehouse.duckdb.drone_ops_{name}.lock": "<warehouse>.<dataset>.lock"
+        for name in FLEET
+    },
+}
+"""What a fleet's project folder may hold besides: a run lock per workspace, and the sign a
+step leaves while it waits for the DuckDB file (the workers' loads queue for it)."""
+
+
+def _configure_fleet(project: Path, sim: SimulatorHandle, keys: Mapping[str, str]) -> None:
+    """docs/fleet.md's tables, added to the files `init` wrote: each workspace's address in
+    config.toml, its key in secrets.toml (but the one whose key is in the environment)."""
+    config = project / ".dlt" / "config.toml"
+    secrets = project / ".dlt" / "secrets.toml"
+    addresses, secret_keys = config.read_text(), secrets.read_text()
+    for n, name in enumerate(FLEET):
+        table = f"\n[sources.drone_ops.workspaces.{name}]\n"
+        addresses += f'{table}base_url = "{sim.workspace(n).base_url}"\n'
+        if name != KEY_FROM_ENVIRONMENT:
+            secret_keys += f'{table}api_key = "{keys[name]}"\n'
+    config.write_text(addresses)
+    secrets.write_text(secret_keys)
+
+
+def _rows(warehouse: Path, sql: str) -> list[dict[str, object]]:
+    """Rows as dicts; the file is opened read-only, as a BI tool would open it."""
+    with duckdb.connect(str(warehouse), read_only=True) as connection:
+        cursor = connection.execute(sql)
+        names = [column[0] for column in cursor.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def test_installed_fleet_runs_from_an_empty_folder_and_isolates_a_refused_workspace(
+    installed: Installed, tmp_path: Path
+) -> None:
+    """docs/fleet.md as deployed: four workspaces of one simulator process over HTTP, set only
+    in `.dlt/` and the environment of an empty folder, synced by the installed `drone-sync` with
+    two worker processes, which start from the venv's interpreter and the installed modules.
+    The workspace given another's key fails alone: one line names it and the setting to fix,
+    the exit code says a workspace failed, nothing of it is loaded, and each of the other three
+    holds exactly its own API's rows in its own schema. The workers write only where install.md
+    says, and nothing into the package. `--no-models`: the models are the single run's test."""
+    project = tmp_path / "project"
+    project.mkdir()
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = user_env(tmp_path, installed)
+    env["TMPDIR"] = str(temporary)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    before = _tree(installed.package)
+    warehouse = project / "drone_ops_warehouse.duckdb"
+    _ok(_drone_sync(installed, ["init"], project, env))
+
+    extra = ["--workspaces", str(len(FLEET))]
+    with running_simulator(seed=23, scale="tiny", admin=False, extra_args=extra) as sim:
+        keys = {name: sim.workspace(n).read_key for n, name in enumerate(FLEET)}
+        apis = {
+            name: api_snapshot(sim.workspace(n).base_url, keys[name])
+            for n, name in enumerate(FLEET)
+        }
+        env[f"SOURCES__DRONE_OPS__WORKSPACES__{KEY_FROM_ENVIRONMENT.upper()}__API_KEY"] = keys[
+            KEY_FROM_ENVIRONMENT
+        ]
+        _configure_fleet(project, sim, {**keys, REFUSED: keys["acme"]})
+        checked = _drone_sync(installed, ["check"], project, env)
+        done = _drone_sync(installed, ["run", "--parallel", "2", "--no-models"], project, env)
+
+    projects = [set(apis[name]["projects"]) for name in FLEET]
+    assert all(projects) and len(set().union(*projects)) == sum(map(len, projects)), (
+        "the workspaces share project ids: a row loaded under another would go unseen"
+    )
+    assert checked.returncode != EXIT_OK, checked.stdout
+    assert f"workspace {REFUSED}\n  fail " in checked.stdout, checked.stdout
+    assert checked.stdout.count("  fail ") == 1, checked.stdout
+
+    output = f"{done.stdout}\n{done.stderr}"
+    assert done.returncode == EXIT_FAILED, output
+    assert "Traceback" not in output, output
+    assert keys["acme"] not in output, "a key was printed"
+    ended = {line.partition(":")[0]: line for line in done.stdout.splitlines()}
+    refused = [line for line in output.splitlines() if REFUSED in line]
+    assert refused == [ended[REFUSED]], output
+    assert refused[0].startswith(f"{REFUSED}: failed") and "401" in refused[0], output
+    assert f"sources.drone_ops.workspaces.{REFUSED}.api_key" in refused[0], output
+    loaded = [name for name in FLEET if name != REFUSED]
+    assert all(ended[name].startswith(f"{name}: success") for name in loaded), output
+
+    for name in loaded:
+        for table, records in apis[name].items():
+            problems = mismatches(records, current_rows(warehouse, table, f"drone_ops_{name}"))
+            assert not problems, f"{name}.{table}: {problems[:3]}"
+    runs = _rows(
+        warehouse,
+        " union all ".join(
+            f"select distinct '{name}' as schema_of, workspace, status"
+            f" from drone_ops_{name}._sync_runs"
+            for name in FLEET
+        ),
+    )
+    assert sorted((r["schema_of"], r["workspace"], r["status"]) for r in runs) == sorted(
+        (name, name, "failed" if name == REFUSED else "success") for name in FLEET
+    )
+    tables = _rows(warehouse, "select table_schema, table_name from information_schema.tables")
+    schemas = {row["table_schema"] for row in tables}
+    assert schemas <= {f"drone_ops_{name}{tail}" for name in FLEET for tail in ("", "_staging")}
+    for row in tables:
+        if row["table_schema"] == f"drone_ops_{REFUSED}" and row["table_name"] in apis[REFUSED]:
+            loaded_rows = _rows(
+                warehouse, f"select count(*) as n from drone_ops_{REFUSED}.{row['table_name']}"
+            )
+            assert loaded_rows == [{"n": 0}], f"{REFUSED}.{row['table_name']} loaded"
+
+    assert _tree(installed.package) == before, "something wrote into the installed package"
+    assert_every_place_written_is_documented(tmp_path, project, temporary, FLEET_PLACES)
 
 
 DAGSTER_LOAD = """

@@ -143,3 +143,30 @@ def test_a_refused_key_names_the_workspace_setting(fleet: pytest.MonkeyPatch) ->
     assert "SOURCES__DRONE_OPS__WORKSPACES__ACME__API_KEY" in str(raised.value)
     with pytest.raises(AuthError, match=r"check sources\.drone_ops\.api_key \(env"):
         check_access(read_workspace_config(DEFAULT_WORKSPACE), transport=refuse)
+
+
+def test_an_unreachable_or_wrong_api_names_the_workspace_address(
+    fleet: pytest.MonkeyPatch,
+) -> None:
+    """Like the key: a named workspace's base_url is never inherited, so a message pointing at
+    the top-level `sources.drone_ops.base_url` would send its user to the wrong setting (it
+    did: seen on a fleet with one workspace's API down)."""
+    import httpx
+
+    from drone_ops_sync.sources.drone_ops import NotFoundError, UnreachableError
+    from drone_ops_sync.sources.drone_ops.internal import check_access
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    acme = read_workspace_config("acme")
+    with pytest.raises(UnreachableError, match=r"check sources\.drone_ops\.workspaces\.acme\."):
+        check_access(acme, transport=httpx.MockTransport(refuse))
+    missing = httpx.MockTransport(lambda request: httpx.Response(404, json={"message": "no"}))
+    with pytest.raises(NotFoundError) as raised:
+        check_access(acme, transport=missing)
+    assert "check sources.drone_ops.workspaces.acme.base_url" in str(raised.value)
+    with pytest.raises(UnreachableError, match=r"check sources\.drone_ops\.base_url and"):
+        check_access(
+            read_workspace_config(DEFAULT_WORKSPACE), transport=httpx.MockTransport(refuse)
+        )

@@ -54,10 +54,13 @@ class DroneOpsClient:
         transport: httpx.BaseTransport | None = None,
         cancel: threading.Event | None = None,
         key_setting: str = settings.KEY_SETTING,
+        url_setting: str = settings.URL_SETTING,
     ) -> None:
         self.base_url = base_url
         self.key_setting = key_setting
         """Named by the message of a refused key (a workspace's own setting in a fleet)."""
+        self.url_setting = url_setting
+        """Named by the message of an unreachable or wrong API (likewise)."""
         self.cancel_event = cancel if cancel is not None else threading.Event()
         """Set to stop: every request loop ends before its next request."""
         self.timeout_seconds = timeout
@@ -149,11 +152,13 @@ class DroneOpsClient:
             if self.cancel_event.is_set():
                 raise Interrupted(endpoint) from None
             if exc.unreachable:
-                raise UnreachableError(self.base_url, str(exc)) from None
+                raise UnreachableError(self.base_url, str(exc), self.url_setting) from None
             attempts = retrying.statistics.get("attempt_number", 0)
             if exc.short:
                 raise ResponseError(
-                    endpoint, f"a body that is not valid JSON ({attempts} attempts)"
+                    endpoint,
+                    f"a body that is not valid JSON ({attempts} attempts)",
+                    self.url_setting,
                 ) from None
             spent = attempts >= self.retry.max_attempts
             limit = "max_attempts" if spent else "retry_budget_seconds"
@@ -241,7 +246,9 @@ class DroneOpsClient:
             if status >= 500 or status == 408:
                 raise TransientError(f"{status} {api_message(content)}".strip())
             if status >= 400:
-                raise client_error(endpoint, status, content, not_found_fix, self.key_setting)
+                raise client_error(
+                    endpoint, status, content, not_found_fix, self.key_setting, self.url_setting
+                )
             if status != 200:
                 raise TransientError(f"unexpected status {status}")
             try:
@@ -253,7 +260,9 @@ class DroneOpsClient:
                     raise TransientError("truncated JSON body") from None
                 raise TransientError("a body that is not JSON", short=True) from None
             if not isinstance(body, dict):
-                raise ResponseError(endpoint, f"a JSON {type(body).__name__}, not an object")
+                raise ResponseError(
+                    endpoint, f"a JSON {type(body).__name__}, not an object", self.url_setting
+                )
             return body
         finally:
             self.limiter.release(throttled=throttled, retry_after=retry_after)
