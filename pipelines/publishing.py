@@ -7,6 +7,8 @@ publishes half-updated data.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +23,7 @@ from .publish.build_plan import plan_build
 from .publish.build_record import (
     dbt_folder,
     forget_build,
+    project_fingerprint,
     remember_build,
     remember_snapshot,
     snapshot_current,
@@ -111,10 +114,16 @@ def prepare_models_build(target: Target, *, forget: bool = True) -> Path:
 
 
 def dbt_build(
-    target: Target, *, select: Sequence[str] | None, run_tests: bool, unit_tests: bool
+    target: Target,
+    *,
+    select: Sequence[str] | None,
+    run_tests: bool,
+    unit_tests: bool,
+    manifest: Any | None = None,
 ) -> ModelsResult:
     """The one way a warehouse's models are built, by a run or the receiver's marts follower:
-    in-process dbt on the warehouse's dbt folder, over every configured workspace."""
+    in-process dbt on the warehouse's dbt folder, over every configured workspace; with
+    `manifest` (`parse_models`), without parsing the project again."""
     from .publish.dbt_build import build_models
 
     return build_models(
@@ -127,7 +136,23 @@ def dbt_build(
         select=select,
         unit_tests=unit_tests,
         write_json=False,
+        manifest=manifest,
     )
+
+
+def parse_models(target: Target, kept: tuple[str, Any | None] | None) -> tuple[str, Any | None]:
+    """The project parsed for `dbt_build` on `target`, with the key it stays valid for (the
+    project's files, the vars, the warehouse): `kept` while its key is the same, else parsed
+    anew (`parse_project`)."""
+    from .publish.dbt_build import parse_project
+
+    dbt_vars, warehouse = fleet_vars(target), dbt_target(target)
+    inputs = [project_fingerprint(), dbt_vars, target.dataset, sorted(warehouse.env.items())]
+    key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()  # the env holds a password
+    if kept is not None and kept[0] == key:
+        return kept
+    folder = dbt_folder(target.sync_dir()) / "target"
+    return key, parse_project(warehouse, target.dataset, folder, dbt_vars)
 
 
 def fleet_vars(target: Target) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from drone_ops_sync.sources.drone_ops.internal import redact
 
@@ -38,7 +39,7 @@ from ..publish.dashboard import DashboardError
 from ..publish.dbt_build import ModelsResult
 from ..publish.snapshot import SnapshotError
 from ..publish.snapshot_plan import SnapshotPlan
-from ..publishing import dbt_build, prepare_models_build, publish_marts
+from ..publishing import dbt_build, parse_models, prepare_models_build, publish_marts
 from ..run.door import models_lock
 from ..run.target import Target
 
@@ -75,6 +76,8 @@ class MartsFollower:
         self.snapshot = snapshot
         self.every = every
         self.stats = FollowerStats(every_seconds=every)
+        self._parsed: tuple[str, Any | None] | None = None
+        """dbt's parse of the project and what it was parsed for (`parse_models`)."""
         self._building = threading.Lock()
         self._changed = threading.Event()
         self._stop = threading.Event()
@@ -176,9 +179,13 @@ class MartsFollower:
         return None
 
     def _build(self) -> ModelsResult:
-        """The partial dbt build, inside the models lock."""
+        """The partial dbt build, inside the models lock, on the project parsed once for as
+        long as its inputs stay the same (`parse_models`)."""
+        self._parsed = parse_models(self.target, self._parsed)
         select = [f"source:{SOURCE}.{table}+" for table in FOLLOWED_TABLES]
-        return dbt_build(self.target, select=select, run_tests=True, unit_tests=False)
+        return dbt_build(
+            self.target, select=select, run_tests=True, unit_tests=False, manifest=self._parsed[1]
+        )
 
     @staticmethod
     def _error(result: ModelsResult) -> str:

@@ -208,6 +208,7 @@ def build_models(
     unit_tests: bool = True,
     write_json: bool = True,
     scratch_root: pathlib.Path | None = None,
+    manifest: Any | None = None,
 ) -> ModelsResult:
     """Build staging views and marts (`dbt build`, or `dbt run` without tests) in-process.
 
@@ -215,7 +216,8 @@ def build_models(
     tests out (`build_plan.py`). `write_json=False` skips `manifest.json` and
     `run_results.json` (their cost: docs/performance.md); the result says what ran either way.
     dbt's target folder is `target_path` when given, kept between builds for partial parsing;
-    otherwise, and for dbt's logs always, a temporary folder in `scratch_root`.
+    otherwise, and for dbt's logs always, a temporary folder in `scratch_root`. `manifest`:
+    the project as `parse_project` parsed it, so dbt skips parsing (`dbtRunner(manifest=)`).
     """
     from dbt.cli.main import dbtRunner
 
@@ -244,7 +246,7 @@ def build_models(
             args.append("--no-write-json")
         with dbt_environment(profile_env(target, dataset)):
             try:
-                outcome = dbtRunner().invoke(args)
+                outcome = dbtRunner(manifest=manifest).invoke(args)
                 show = [*dbt_args("show", folder, dbt_vars, log_path=log_path), *options]
                 notes = null_columns(dbtRunner(), show, failed_not_null_tests(outcome.result))
             finally:
@@ -255,6 +257,21 @@ def build_models(
         summary.ok = False
         summary.error = f"{type(outcome.exception).__name__}: {outcome.exception}"
     return summary
+
+
+def parse_project(
+    warehouse: DbtTarget, dataset: str, target_path: pathlib.Path, dbt_vars: dict[str, Any]
+) -> Any | None:
+    """dbt's parse of the project for builds on `warehouse` with `dbt_vars` (its manifest), or
+    None when it does not parse. Why: a long-lived process (the marts follower) passes it to
+    each `build_models` and so pays dbt's parse once, not at every build; it stays valid while
+    the project's files, the vars and the profile's values do, which the caller keys it by."""
+    from dbt.cli.main import dbtRunner
+
+    args = [*dbt_args("parse", target_path, dbt_vars), "--target", warehouse.name]
+    with dbt_environment(profile_env(warehouse, dataset)):
+        outcome = dbtRunner().invoke([*args, "--log-level-file", "none", "--no-write-json"])
+    return outcome.result if outcome.success else None
 
 
 def dbt_target(target: Target) -> DbtTarget:
