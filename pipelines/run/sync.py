@@ -34,7 +34,7 @@ from .loaded_packages import prune_loaded_packages
 from .run_record import record_run
 from .run_trace import RunLoads
 from .target import Target
-from .warehouse import read_data_version
+from .warehouse import data_version
 
 
 @dataclass
@@ -124,7 +124,7 @@ def sync_in_turn(
     # let the packages grow as before; the newest, and every one this run's trace names, are kept
     prune_loaded_packages(pipeline, traced=traced)
     with step(target, file, pipeline):
-        outcome.data_version = read_data_version(pipeline)
+        outcome.data_version = data_version(pipeline)
     return outcome
 
 
