@@ -361,13 +361,13 @@ def _data_version(target: Target) -> str | None:
     """The data version for the build record; None without the file (an open would create it)."""
     from .run.destination import make_pipeline
     from .run.lock import access_lock
-    from .run.warehouse import read_data_version
+    from .run.warehouse import data_version
 
     database = target.duckdb_file()
     if database is not None and not database.is_file():
         return None
     with access_lock(database):
-        return read_data_version(make_pipeline(target))
+        return data_version(make_pipeline(target))
 
 
 if __name__ == "__main__":

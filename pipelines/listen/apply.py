@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -162,20 +163,19 @@ def apply_batch(router: Router, events: Sequence[ReceivedEvent]) -> dict[str, in
     """Loads one batch into each event's workspace; returns how many events had each outcome.
     Raises `WarehouseBusy` when a run holds a workspace and `NotSyncedYet` before its tables
     exist (the batch is then tried again)."""
-    counts: dict[str, int] = {}
+    counts: Counter[str] = Counter()
     base = router.base
     for name, batch in router.route(events).items():
         if name == UNROUTED:
-            counts[UNROUTED] = counts.get(UNROUTED, 0) + len(batch)
+            counts[UNROUTED] += len(batch)
             log.warning(
                 "%d events of workspace ids %s belong to no configured workspace: not applied",
                 len(batch),
                 sorted({e.workspace_id or "?" for e in batch}),
             )
             continue
-        for outcome, count in _apply_to(router, base.for_workspace(name), batch).items():
-            counts[outcome] = counts.get(outcome, 0) + count
-    return counts
+        counts.update(_apply_to(router, base.for_workspace(name), batch))
+    return dict(counts)
 
 
 def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, int]:
@@ -195,10 +195,7 @@ def _apply_to(router: Router, target: Target, batch: Sequence[ReceivedEvent]) ->
             f"workspace {target.workspace!r} has no synced tables yet (or lacks a column these"
             " events carry): its events wait in the spool until its next `drone-sync run`"
         )
-    counts: dict[str, int] = {}
-    for outcome in outcomes.values():
-        counts[outcome] = counts.get(outcome, 0) + 1
-    return counts
+    return dict(Counter(outcomes.values()))
 
 
 class FileHeld(DroneOpsError):

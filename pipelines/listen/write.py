@@ -2,7 +2,7 @@
 
 Why not a dlt load per batch: a load's fixed cost kept a receiver seconds behind
 (docs/sync-design.md). The batch is a few rows, written through the workspace pipeline's own
-SQL client: only versions newer than the held ones (`held_versions_in`, `newest_versions`);
+SQL client: only versions newer than the held ones (`held_versions`, `newest_versions`);
 each written project's current row retired at the batch's boundary unless it holds the same
 `_row_hash`, as dlt's scd2 merge does for the ids of a load (`destination_scope`); the
 `_webhook_events` rows replacing any of the same `delivery_id`; the load recorded in
@@ -24,7 +24,7 @@ from drone_ops_sync.sources.drone_ops.internal import (
     EVENTS_TABLE,
     ReceivedEvent,
     event_rows,
-    held_versions_in,
+    held_versions,
     new_run_id,
     newest_versions,
     project_versions,
@@ -55,7 +55,7 @@ def write_batch(
     if projects_columns is None or events_columns is None:
         return None
     ids = [str(p["id"]) for e in batch if (p := e.project()) is not None]
-    held = held_versions_in(client, ids)
+    held = held_versions(client, ids)
     applied, outcomes = newest_versions(batch, held)
     versions = project_versions(applied.values(), new_run_id())
     events = event_rows(batch, outcomes)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -103,25 +104,18 @@ def read_metrics_file(path: Path, dataset: str) -> list[Metric]:
         raise DroneOpsError(f"could not read the metrics of {path}: {exc}") from None
 
 
-def _metric(
-    workspace: object,
-    name: object,
-    label: object,
-    unit: object,
-    description: object,
-    numerator: object,
-    denominator: object,
-    value: object,
-    measured_date: object,
-) -> Metric:
+def _metric(*row: Any) -> Metric:
+    """A row of the metrics SQL, its columns in `Metric`'s order: numbers as floats (a missing
+    denominator or value stays None), the rest as text."""
+    workspace, name, label, unit, description, numerator, denominator, value, measured = row
     return Metric(
         workspace=str(workspace),
         name=str(name),
         label=str(label),
         unit=str(unit),
         description=str(description),
-        numerator=float(numerator or 0),  # type: ignore[arg-type]
-        denominator=None if denominator is None else float(denominator),  # type: ignore[arg-type]
-        value=None if value is None else float(value),  # type: ignore[arg-type]
-        measured_date=str(measured_date),
+        numerator=float(numerator or 0),
+        denominator=None if denominator is None else float(denominator),
+        value=None if value is None else float(value),
+        measured_date=str(measured),
     )

@@ -148,7 +148,7 @@ def duckdb_threads() -> int:
     return threads
 
 
-def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
+def make_pipeline(target: Target) -> dlt.Pipeline:
     """A pipeline whose working directory lives beside its DuckDB file, so two warehouses
     never share local state, named for its warehouse (`Target.pipeline_name`).
 
@@ -179,7 +179,6 @@ def make_pipeline(target: Target, *, progress: Any = None) -> dlt.Pipeline:
         destination=destination,
         dataset_name=target.dataset,
         pipelines_dir=str(pipelines_dir),
-        progress=progress,
     )
     if target.destination == "duckdb":
         pipeline.set_local_state_val(DUCKDB_STATE_KEY, str(target.resolved_database().resolve()))

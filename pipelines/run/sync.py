@@ -34,7 +34,7 @@ from .loaded_packages import prune_loaded_packages
 from .run_record import record_run
 from .run_trace import RunLoads
 from .target import Target
-from .warehouse import read_data_version
+from .warehouse import data_version
 
 
 @dataclass
@@ -124,7 +124,7 @@ def sync_in_turn(
     # let the packages grow as before; the newest, and every one this run's trace names, are kept
     prune_loaded_packages(pipeline, traced=traced)
     with step(target, file, pipeline):
-        outcome.data_version = read_data_version(pipeline)
+        outcome.data_version = data_version(pipeline)
     return outcome
 
 
@@ -159,7 +159,9 @@ def _load_groups(
             loaded = True
         else:
             loaded = _load(loads, source().with_resources(*selected), report, selected, outcome)
-        _tell(observer, report, selected)
+        if observer is not None:  # each table of the group, as the group ends
+            for name in selected:
+                observer.table_finished(report.table(name))
         if "webhook_deliveries" in selected and loaded and waves and waves.error is None:
             # every entry the completed chains walked is loaded: their marks may move
             marks = run.completed_marks
@@ -168,13 +170,6 @@ def _load_groups(
         if waves.error is not None and outcome.load_error is None:
             outcome.load_error = waves.error
     return marks
-
-
-def _tell(observer: RunObserver | None, report: SyncReport, tables: Sequence[str]) -> None:
-    """Tells the observer each table of a load group, as the group ends."""
-    if observer is not None:
-        for name in tables:
-            observer.table_finished(report.table(name))
 
 
 def _load(

@@ -85,30 +85,26 @@ def data_version(pipeline: dlt.Pipeline) -> str | None:
 
     Kept per table (compact JSON, `{"jobs": "<hash>", ...}`) so a build can tell which tables
     changed and rebuild only what depends on them (`build_plan.py`). None when the dataset
-    does not exist yet."""
+    does not exist yet, or when it cannot be read (the models are then built)."""
     versions: dict[str, str] = {}
-    with pipeline.sql_client() as client:
-        if not client.has_dataset():
-            return None
-        for name in MODEL_SOURCE_TABLES:
-            entity = ENTITIES.get(name)
-            retired = 'count("_dlt_valid_to")' if entity is not None and entity.history else "0"
-            try:
-                rows = client.execute_sql(
-                    f'SELECT count(*), {retired}, max("_dlt_load_id")'
-                    f" FROM {client.make_qualified_table_name(name)}"
-                )
-            except DatabaseUndefinedRelation:
-                rows = None
-            part = f"{name}={rows[0] if rows else None}"
-            versions[name] = hashlib.sha256(part.encode()).hexdigest()[:16]
-    return json.dumps(versions, sort_keys=True, separators=(",", ":"))
-
-
-def read_data_version(pipeline: dlt.Pipeline) -> str | None:
-    """`data_version`, or None when it cannot be read (the models are then built)."""
     try:
-        return data_version(pipeline)
+        with pipeline.sql_client() as client:
+            if not client.has_dataset():
+                return None
+            for name in MODEL_SOURCE_TABLES:
+                entity = ENTITIES.get(name)
+                history = entity is not None and entity.history
+                retired = 'count("_dlt_valid_to")' if history else "0"
+                try:
+                    rows = client.execute_sql(
+                        f'SELECT count(*), {retired}, max("_dlt_load_id")'
+                        f" FROM {client.make_qualified_table_name(name)}"
+                    )
+                except DatabaseUndefinedRelation:
+                    rows = None
+                part = f"{name}={rows[0] if rows else None}"
+                versions[name] = hashlib.sha256(part.encode()).hexdigest()[:16]
     except Exception as exc:
         log.info("could not read the warehouse's data version: %s: %s", type(exc).__name__, exc)
         return None
+    return json.dumps(versions, sort_keys=True, separators=(",", ":"))

@@ -15,7 +15,7 @@ from .events import (
     project_versions,
 )
 from .http import DroneOpsClient, Urllib3Transport
-from .known import held_versions_in
+from .known import held_versions
 from .run import RunOptions, Seams, SyncRun, new_run_id
 from .run_state import (
     FAILED_STATUSES,
@@ -65,7 +65,7 @@ __all__ = [
     "event_rows",
     "file_lock",
     "finish_quiet_tables",
-    "held_versions_in",
+    "held_versions",
     "is_loopback_host",
     "marks_resource",
     "missing_setting",

@@ -133,20 +133,13 @@ def _newest_per_webhook(recorded: dict[str, int] | None, loaded: pa.Table) -> di
 
 
 def held_versions(
-    pipeline: dlt.Pipeline, project_ids: Iterable[str], written_since: datetime | None = None
+    client: Any, project_ids: Iterable[str], written_since: datetime | None = None
 ) -> dict[str, int]:
     """The `updated` (unix ms) of the current warehouse row of each of `project_ids`: what a
     received event's version must beat; empty before any sync created `projects`. With
-    `written_since`, only current rows written at or after it (`_dlt_valid_from`)."""
-    with pipeline.sql_client() as client:
-        return held_versions_in(client, project_ids, written_since)
-
-
-def held_versions_in(
-    client: Any, project_ids: Iterable[str], written_since: datetime | None = None
-) -> dict[str, int]:
-    """`held_versions` through an open SQL client, so a caller can read and then write in
-    one connection (the event applier's transaction)."""
+    `written_since`, only current rows written at or after it (`_dlt_valid_from`). Through an
+    open SQL client, so a caller can read and then write in one connection (the event
+    applier's transaction)."""
     ids = sorted(set(project_ids))
     if not ids:
         return {}

@@ -295,7 +295,9 @@ def _not_older(
     pipeline = dlt.current.pipeline()
     for batch in batches:
         ids = batch.column("id").to_pylist()
-        kept = drop_older_versions(batch, held_versions(pipeline, ids, written_since=run_started))
+        with pipeline.sql_client() as client:
+            held = held_versions(client, ids, written_since=run_started)
+        kept = drop_older_versions(batch, held)
         if kept.num_rows < batch.num_rows:
             written = set(kept.column("id").to_pylist())
             kept_back.extend(str(i) for i in ids if i not in written)

@@ -152,7 +152,8 @@ def load_by_dlt(target: Target, batch: Sequence[ReceivedEvent]) -> dict[str, str
     `delivery_id` with the columns every run creates `_webhook_events` with."""
     pipeline = make_pipeline(target)
     ids = (str(p["id"]) for e in batch if (p := e.project()) is not None)
-    applied, outcomes = newest_versions(batch, held_versions(pipeline, ids))
+    with pipeline.sql_client() as client:
+        applied, outcomes = newest_versions(batch, held_versions(client, ids))
     versions = project_versions(applied.values(), new_run_id())
     resources: list[DltResource] = [
         dlt.resource(

@@ -71,12 +71,8 @@ class _Connection(HTTPConnection):
         self.live_socket = self.sock
 
 
-class _HTTPSConnection(HTTPSConnection):
-    live_socket: socket.socket | None = None
-
-    def connect(self) -> None:
-        super().connect()
-        self.live_socket = self.sock
+class _HTTPSConnection(_Connection, HTTPSConnection):
+    """The same for https: its `connect` is `_Connection`'s over the TLS one."""
 
 
 class _TrackedPool(urllib3.HTTPConnectionPool):
