@@ -379,16 +379,23 @@ def _configure(project: Path, sim: SimulatorHandle) -> None:
     secrets.write_text(secrets.read_text().replace("<your read-only API key>", sim.read_key))
 
 
-def test_installed_drone_sync_runs_from_an_empty_folder(
-    installed: Installed, tmp_path: Path
-) -> None:
-    project = tmp_path / "project"
+def _empty_project(tmp_path: Path, installed: Installed) -> tuple[Path, Path, dict[str, str]]:
+    """An empty project folder, a temporary folder of its own and the user's environment with
+    the temporary and cache folders pointed into `tmp_path`, so whatever a command leaves
+    anywhere is found."""
+    project, temporary = tmp_path / "project", tmp_path / "tmp"
     project.mkdir()
-    temporary = tmp_path / "tmp"
     temporary.mkdir()
     env = user_env(tmp_path, installed)
     env["TMPDIR"] = str(temporary)
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    return project, temporary, env
+
+
+def test_installed_drone_sync_runs_from_an_empty_folder(
+    installed: Installed, tmp_path: Path
+) -> None:
+    project, temporary, env = _empty_project(tmp_path, installed)
     before = _tree(installed.package)
 
     version = _ok(_drone_sync(installed, ["--version"], project, env))
@@ -515,13 +522,7 @@ def test_installed_fleet_runs_from_an_empty_folder_and_isolates_a_refused_worksp
     the exit code says a workspace failed, nothing of it is loaded, and each of the other three
     holds exactly its own API's rows in its own schema. The workers write only where install.md
     says, and nothing into the package. `--no-models`: the models are the single run's test."""
-    project = tmp_path / "project"
-    project.mkdir()
-    temporary = tmp_path / "tmp"
-    temporary.mkdir()
-    env = user_env(tmp_path, installed)
-    env["TMPDIR"] = str(temporary)
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    project, temporary, env = _empty_project(tmp_path, installed)
     before = _tree(installed.package)
     warehouse = project / "drone_ops_warehouse.duckdb"
     _ok(_drone_sync(installed, ["init"], project, env))
