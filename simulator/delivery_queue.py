@@ -92,9 +92,16 @@ class DeliveryQueue:
             self._held.append(_Held(delivery, passes, time.monotonic() + max_hold_s, due))
             self._cond.notify_all()
 
-    def take(self, wait_s: float) -> Delivery | None:
-        """The next delivery due now, waiting at most `wait_s`; None on timeout or stop."""
-        deadline = time.monotonic() + wait_s
+    def take(self, wait_s: float | None = None) -> Delivery | None:
+        """The next delivery due now, waiting at most `wait_s` (None: until one is due); None on
+        timeout or stop.
+
+        A taker sleeps until the earliest moment something can change without a call here (a
+        delivery falls due, a held one's hold ends, the deadline) or until a call that queues,
+        retries, settles or stops wakes it: an idle sender costs no CPU, which a server of many
+        workspaces, each with its own senders, would otherwise pay for every second it runs.
+        """
+        deadline = math.inf if wait_s is None else time.monotonic() + wait_s
         with self._cond:
             while not self._stopped:
                 now = time.monotonic()
@@ -108,7 +115,7 @@ class DeliveryQueue:
                     self._ready[0].due if self._ready else math.inf,
                     min((h.until for h in self._held), default=math.inf),
                 )
-                self._cond.wait(max(wake - now, 0.001))
+                self._cond.wait(None if wake == math.inf else max(wake - now, 0.001))
             return None
 
     def retry(self, delivery: Delivery, due: float) -> None:

@@ -208,7 +208,8 @@ class DeliveryWorker:
 
     def _run(self) -> None:
         while not self._stopping.is_set():
-            delivery = self.queue.take(0.5)
+            # asleep until a delivery is due or the queue stops (`stop`): never polling
+            delivery = self.queue.take()
             if delivery is None:
                 continue
             try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import threading
 import time
 
 import pytest
@@ -77,6 +78,37 @@ def test_a_delayed_delivery_waits_and_stop_wakes_takers() -> None:
     assert q.take(30) is not None and time.monotonic() - started >= 0.09
     q.stop()
     assert q.take(5) is None
+
+
+def test_an_idle_taker_sleeps_until_a_delivery_or_stop_wakes_it() -> None:
+    """A sender with nothing to send waits once, without a timeout: it never polls."""
+    q = DeliveryQueue()
+    waits: list[float | None] = []
+    wait = q._cond.wait
+
+    def counted(timeout: float | None = None) -> bool:
+        waits.append(timeout)
+        return wait(timeout)
+
+    q._cond.wait = counted  # type: ignore[method-assign]
+    taken: list[Delivery | None] = []
+    takers = [threading.Thread(target=lambda: taken.append(q.take())) for _ in range(2)]
+    for t in takers:
+        t.start()
+    deadline = time.monotonic() + 10
+    while len(waits) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert waits == [None, None]
+    a = delivery("a")
+    q.put(a, time.monotonic())
+    while not taken and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert taken == [a]
+    q.stop()
+    for t in takers:
+        t.join(5)
+    assert taken == [a, None]
 
 
 def test_journal_status_follows_copies_and_attempts() -> None:
