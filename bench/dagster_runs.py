@@ -9,11 +9,13 @@ into an empty warehouse (`initial`), then again with nothing changed (`quiet`); 
 CPU of every run process and the largest run's peak RSS.
 
     python -m bench.dagster_runs --workspaces 8 --scale tiny --latency-ms 0
+    python -m bench.dagster_runs --workspaces 500 --layouts per_batch --destination postgres
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -26,12 +28,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from testkit.postgres import create_database, running_postgres
 from testkit.simulator_process import running_simulator
 
-from .runner import REPO_ROOT, code_version, simulator_scale
+from .runner import POSTGRES_CREDENTIALS_ENV, REPO_ROOT, code_version, simulator_scale
 
 LAYOUTS = {"per_workspace": 1, "per_batch": 25}
 """Workspaces per run at most: a run each, or the schedule's batches."""
+DESTINATION_ENV = "BENCH_DAGSTER_DESTINATION"
+"""Tells a run's process which destination its code location's warehouse resource names."""
 
 
 def _child(argv: list[str]) -> int:
@@ -44,9 +49,11 @@ def _child(argv: list[str]) -> int:
 
     from drone_ops_sync.orchestration.automation import SYNC_JOB_NAME
     from drone_ops_sync.orchestration.definitions import build_definitions
+    from drone_ops_sync.orchestration.warehouse import DroneSyncWarehouse
 
     first, last = argv
-    job = build_definitions().resolve_job_def(SYNC_JOB_NAME)
+    warehouse = DroneSyncWarehouse(destination=os.environ.get(DESTINATION_ENV, "duckdb"))
+    job = build_definitions(warehouse=warehouse).resolve_job_def(SYNC_JOB_NAME)
     with dg.DagsterInstance.get() as instance:
         if first == last:
             result = job.execute_in_process(
@@ -88,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--scale", choices=("tiny", "small"), default="small")
     p.add_argument("--latency-ms", type=int, default=50)
     p.add_argument("--concurrent", type=int, default=4)
+    p.add_argument("--layouts", default=",".join(LAYOUTS), help="per_workspace, per_batch or both")
+    p.add_argument("--destination", choices=("duckdb", "postgres"), default="duckdb")
     p.add_argument("--output", type=Path, default=REPO_ROOT / "bench/results/dagster-runs.json")
     a = p.parse_args(args)
     from drone_ops_sync.orchestration.automation import batches
@@ -95,16 +104,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [f"w{n:04d}" for n in range(a.workspaces)]
     scale, extra = simulator_scale(a.scale)
     extra = [*extra, "--workspaces", str(a.workspaces), "--latency-ms", str(a.latency_ms)]
+    layouts = {name: LAYOUTS[name] for name in a.layouts.split(",")}
     results: dict[str, Any] = {}
     with (
         running_simulator(seed=42, scale=scale, admin=True, extra_args=extra) as sim,
         tempfile.TemporaryDirectory(prefix="bench-dagster-") as tmp,
+        contextlib.ExitStack() as stack,
     ):
-        for layout, per_run in LAYOUTS.items():
+        postgres = stack.enter_context(running_postgres()) if a.destination == "postgres" else None
+        for layout, per_run in layouts.items():
             folder = Path(tmp) / layout
             (folder / "dagster").mkdir(parents=True)
             (folder / "dagster/dagster.yaml").write_text("telemetry:\n  enabled: false\n")
             env = _environment(sim, names, folder)
+            if postgres is not None:
+                create_database(postgres, layout)
+                env[POSTGRES_CREDENTIALS_ENV] = postgres.dsn(layout)
+                env[DESTINATION_ENV] = "postgres"
             cut = batches(names, per_run, a.concurrent)
             for step in ("initial", "quiet"):
                 results[f"{layout}/{step}"] = measured = _run_all(cut, env, a.concurrent)
@@ -115,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scale": a.scale,
         "latency_ms": a.latency_ms,
         "concurrent": a.concurrent,
+        "destination": a.destination,
         "results": results,
     }
     a.output.parent.mkdir(parents=True, exist_ok=True)
