@@ -39,6 +39,7 @@ from .snapshot_freshness import (
     RUNS_TABLE,
     has_runs_table,
     literal,
+    published_relations,
     quote,
     read_runs,
     refresh_copy,
@@ -240,7 +241,7 @@ def _copy_all(
     include_runs: bool,
 ) -> tuple[tuple[str, ...], str | None]:
     """Attaches a new file at `tmp` and copies every published table into it."""
-    relations = _relations(con, catalog, dataset, include_raw=include_raw)
+    relations = published_relations(con, catalog, dataset, include_raw=include_raw)
     if include_runs and not include_raw and has_runs_table(con, catalog, dataset):
         relations = sorted([*relations, (dataset, RUNS_TABLE)])
     runs = read_runs(con, catalog, dataset)
@@ -276,26 +277,6 @@ def _copy_all(
         },
     )
     return tuple(f"{schema}.{name}" for schema, name in relations), runs.run_id
-
-
-def _relations(
-    con: duckdb.DuckDBPyConnection, catalog: str, dataset: str, *, include_raw: bool
-) -> list[tuple[str, str]]:
-    """(schema, name) of what is published: every table and view of the marts, and with
-    `include_raw` every table of the dataset but dlt's bookkeeping (`_dlt_loads`,
-    `_dlt_version`, `_dlt_pipeline_state`), which no report reads."""
-    schemas = [marts_schema(dataset), *([dataset] if include_raw else [])]
-    rows = con.execute(
-        "SELECT table_schema, table_name FROM information_schema.tables"
-        " WHERE table_catalog = ? AND list_contains(?, table_schema)"
-        " ORDER BY table_schema, table_name",
-        [catalog, schemas],
-    ).fetchall()
-    return [
-        (str(schema), str(name))
-        for schema, name in rows
-        if not (schema == dataset and str(name).startswith("_dlt_"))
-    ]
 
 
 def _cause(exc: BaseException) -> str:

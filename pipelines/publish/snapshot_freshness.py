@@ -116,7 +116,7 @@ def refresh_copy(
         previous = _previous_info(con, alias)
         if previous.get("dataset") != dataset or previous.get("includes_raw") is not False:
             raise NotRefreshable(f"{snapshot.name} is not a marts-only snapshot of {dataset}")
-        replaced = _replace_marts(con, catalog, marts_schema(dataset), alias, rebuilt)
+        replaced = _replace_marts(con, catalog, dataset, alias, rebuilt)
         target = f"{alias}.{quote(dataset)}.{quote(RUNS_TABLE)}"
         if include_runs and has_runs_table(con, catalog, dataset):
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {alias}.{quote(dataset)}")
@@ -150,24 +150,43 @@ def refresh_copy(
 
 
 def _replace_marts(
-    con: duckdb.DuckDBPyConnection, catalog: str, marts: str, alias: str, rebuilt: Collection[str]
+    con: duckdb.DuckDBPyConnection, catalog: str, dataset: str, alias: str, rebuilt: Collection[str]
 ) -> tuple[str, ...]:
-    """Copies anew every relation of the warehouse's `marts` schema named in `rebuilt` (a model
-    of another schema, or one that built no relation, is not published); a view becomes a
-    table, as in a whole copy."""
-    names = con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_catalog = ?"
-        " AND table_schema = ? AND list_contains(?, table_name) ORDER BY table_name",
-        [catalog, marts, sorted(rebuilt)],
-    ).fetchall()
+    """Copies anew every relation of the warehouse's marts named in `rebuilt` (a model of
+    another schema, or one that built no relation, is not published); a view becomes a table,
+    as in a whole copy."""
+    marts = marts_schema(dataset)
+    names = [
+        n for _, n in published_relations(con, catalog, dataset, include_raw=False) if n in rebuilt
+    ]
     if names:
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {alias}.{quote(marts)}")
-    for (name,) in names:
+    for name in names:
         con.execute(
             f"CREATE OR REPLACE TABLE {alias}.{quote(marts)}.{quote(name)} AS"
             f" SELECT * FROM {quote(catalog)}.{quote(marts)}.{quote(name)}"
         )
-    return tuple(f"{marts}.{name}" for (name,) in names)
+    return tuple(f"{marts}.{name}" for name in names)
+
+
+def published_relations(
+    con: duckdb.DuckDBPyConnection, catalog: str, dataset: str, *, include_raw: bool
+) -> list[tuple[str, str]]:
+    """(schema, name) of what is published: every table and view of the marts, and with
+    `include_raw` every table of the dataset but dlt's bookkeeping (`_dlt_loads`,
+    `_dlt_version`, `_dlt_pipeline_state`), which no report reads."""
+    schemas = [marts_schema(dataset), *([dataset] if include_raw else [])]
+    rows = con.execute(
+        "SELECT table_schema, table_name FROM information_schema.tables"
+        " WHERE table_catalog = ? AND list_contains(?, table_schema)"
+        " ORDER BY table_schema, table_name",
+        [catalog, schemas],
+    ).fetchall()
+    return [
+        (str(schema), str(name))
+        for schema, name in rows
+        if not (schema == dataset and str(name).startswith("_dlt_"))
+    ]
 
 
 def _previous_info(con: duckdb.DuckDBPyConnection, alias: str) -> dict[str, object]:
