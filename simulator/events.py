@@ -130,28 +130,53 @@ class DeliveryWorker:
         self._rng_lock = threading.Lock()
         self._lane_ids = itertools.count()
         self._stopping = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._run, name=f"webhook-delivery-{i}", daemon=True)
-            for i in range(options.workers)
-        ]
+        self._started = False
+        self._threads: list[threading.Thread] = []
         self._client: httpx.Client | None = None
+        self._lazy_lock = threading.Lock()
+        """Guards the senders and the client, each made once, on first use."""
         store.state.on_event = self.submit
 
     def start(self) -> None:
-        self._client = httpx.Client(timeout=self.timeout, trust_env=False)
-        for thread in self._threads:
-            thread.start()
+        """Let the senders run. Their threads are started with the first delivery, and the HTTP
+        client with the first attempt to a loopback receiver: a server of hundreds of
+        workspaces, most of which never send anything, would otherwise hold each one's threads
+        and a client with its own TLS context (the system's certificates, loaded per client)."""
+        self._started = True
+        if self.queue.pending:
+            self._start_senders()
+
+    def _start_senders(self) -> None:
+        """The sender threads, started once, on the first delivery after `start`."""
+        with self._lazy_lock:
+            if self._threads or not self._started or self._stopping.is_set():
+                return
+            self._threads = [
+                threading.Thread(target=self._run, name=f"webhook-delivery-{i}", daemon=True)
+                for i in range(self.options.workers)
+            ]
+            for thread in self._threads:
+                thread.start()
+
+    def _http(self) -> httpx.Client:
+        with self._lazy_lock:
+            if self._client is None:
+                self._client = httpx.Client(timeout=self.timeout, trust_env=False)
+            return self._client
 
     def stop(self) -> None:
         """Stop the senders (what is still queued is abandoned), bounded by the timeout."""
-        self._stopping.set()
+        with self._lazy_lock:
+            self._stopping.set()
+            threads = list(self._threads)
         self.queue.stop()
         deadline = time.monotonic() + self.timeout + 3
-        for thread in self._threads:
+        for thread in threads:
             if thread.is_alive():
                 thread.join(timeout=max(deadline - time.monotonic(), 0.1))
-        if self._client is not None:
-            self._client.close()
+        with self._lazy_lock:
+            if self._client is not None:
+                self._client.close()
 
     def set_retry_delays(self, delays: tuple[float, ...]) -> None:
         """Replace the retry schedule: each attempt that fails from now on (of a delivery already
@@ -190,6 +215,7 @@ class DeliveryWorker:
                 copies.append(second)
             self.journal.opened(first, drawn.labels(), len(copies))
             self._enqueue(copies, drawn, now + drawn.delay_ms / 1000)
+            self._start_senders()
 
     def _enqueue(self, copies: list[Delivery], drawn: Drawn, due: float) -> None:
         for delivery in copies:
@@ -269,7 +295,7 @@ class DeliveryWorker:
         return f"Timed out after {int(self.timeout * 1000)} ms"
 
     def _post(self, delivery: Delivery) -> Outcome:
-        assert self._client is not None
+        client = self._http()
         body = delivery.payload.encode()
         headers = {
             "Content-Type": "application/json",
@@ -282,7 +308,7 @@ class DeliveryWorker:
         started = time.perf_counter()
         status, text, error = 0, "", None
         try:
-            r = self._client.post(delivery.url, content=body, headers=headers)
+            r = client.post(delivery.url, content=body, headers=headers)
             status, text = r.status_code, r.text[:2000]
             if not 200 <= status < 300:
                 error = f"Receiver responded with HTTP {status}"
