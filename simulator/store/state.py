@@ -129,7 +129,6 @@ class Workspace:
         self.webhooks: dict[str, dict[str, Any]] = {}
         self.logs: dict[str, dict[str, dict[str, Any] | LazyLog]] = {}
         self.log_index: dict[str, KeyIndex] = {}
-        self.log_enc: dict[str, bytes] = {}
         self.webhook_by_index: list[dict[str, Any]] = []
         for wh, keys in self.gen.webhooks():
             self.webhook_by_index.append(copy.deepcopy(wh))

@@ -6,7 +6,6 @@ Deleting a webhook drops its delivery log with it; what gets delivered and logge
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import orjson
@@ -14,7 +13,7 @@ import orjson
 from ..deliveries import LazyLog
 from ..names import LOGS, WEBHOOKS
 from ..validation import validate_webhook
-from .keyset import cached, decode_cursor, list_body
+from .keyset import decode_cursor, list_body
 from .state import Workspace, now_ms
 
 
@@ -37,7 +36,9 @@ class Webhooks:
         with ws.lock:
             wh = ws.webhook(webhook_id)
             ids, last = ws.log_index[webhook_id].page(after, reverse=True)
-            encs = [cached(ws.log_enc, i, partial(self._log_row, webhook_id, i)) for i in ids]
+            # built on every read, never cached: a first sync reads each entry once and later
+            # ones only the newest page, so a cache would hold the whole log for one read
+            encs = [orjson.dumps(self._log_row(webhook_id, i)) for i in ids]
             head = b'"webhook":' + orjson.dumps(wh) + b","
         return list_body(LOGS, encs, last, head=head, count="log_count")
 
@@ -82,6 +83,5 @@ class Webhooks:
             wh = ws.webhook(webhook_id)
             ws.webhook_index.remove((wh["created"], webhook_id))
             del ws.webhooks[webhook_id]
-            for lid in ws.logs.pop(webhook_id, {}):
-                ws.log_enc.pop(lid, None)
+            ws.logs.pop(webhook_id, None)
             ws.log_index.pop(webhook_id, None)
