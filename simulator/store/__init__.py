@@ -8,6 +8,7 @@ per resource over it, each in its own module:
     projects.py      Projects        jobs.py      Jobs (and pilot assignments)
     job_types.py     JobTypes        team.py      Team
     webhooks.py      Webhooks        delivery_log.py  DeliveryLog (payloads, log entries)
+    webhook_log.py   WebhookLog: one webhook's log entries (generated ones as columns)
     churn.py         Churn: deterministic background change for the admin API
     edits.py         Edits: one record changed as in the dashboard, for the admin API
 

@@ -51,19 +51,20 @@ class DeliveryLog:
             ok = error is None and 200 <= response_status < 300
             t = ws.now() if created is None else created
             lid = ws.new_id("whl_")
-            ws.logs[webhook_id][lid] = {
-                "id": lid,
-                "event_type": event,
-                "url": url,
-                "status": "success" if ok else "failed",
-                "response_status": response_status,
-                "response_body": response_body,
-                "request_payload": payload,
-                "duration_ms": duration_ms,
-                "error_message": error,
-                "created": t,
-            }
-            ws.log_index[webhook_id].add((t, lid))
+            ws.logs[webhook_id].record(
+                {
+                    "id": lid,
+                    "event_type": event,
+                    "url": url,
+                    "status": "success" if ok else "failed",
+                    "response_status": response_status,
+                    "response_body": response_body,
+                    "request_payload": payload,
+                    "duration_ms": duration_ms,
+                    "error_message": error,
+                    "created": t,
+                }
+            )
             if not ok:
                 wh["failure_count"] += 1
             wh["last_triggered_at"] = t

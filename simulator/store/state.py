@@ -19,13 +19,13 @@ from typing import Any
 
 import orjson
 
-from ..deliveries import LazyLog
 from ..generator import SCALES, Counts, Generator
 from ..jobs import LazyJob
 from ..names import JOB_TYPES, JOBS, LOGS, PROJECTS, TEAM, WEBHOOKS
 from ..occurrences import DEFAULT_HORIZON_DAYS
 from ..validation import ApiError, today_utc
 from .keyset import KeyIndex, decode_cursor, list_body
+from .webhook_log import WebhookLog
 
 
 def now_ms() -> int:
@@ -127,14 +127,12 @@ class Workspace:
 
     def _load_webhooks(self) -> None:
         self.webhooks: dict[str, dict[str, Any]] = {}
-        self.logs: dict[str, dict[str, dict[str, Any] | LazyLog]] = {}
-        self.log_index: dict[str, KeyIndex] = {}
+        self.logs: dict[str, WebhookLog] = {}
         self.webhook_by_index: list[dict[str, Any]] = []
         for wh, keys in self.gen.webhooks():
+            self.logs[wh["id"]] = WebhookLog(len(self.webhook_by_index), keys)
             self.webhook_by_index.append(copy.deepcopy(wh))
             self.add_webhook_row(wh)
-            self.logs[wh["id"]] = dict(keys)
-            self.log_index[wh["id"]].keys = sorted((lk.created, lid) for lid, lk in keys)
             wh["failure_count"] = sum(1 for _, lk in keys if lk.failed)
             if keys:
                 wh["last_triggered_at"] = keys[-1][1].created
@@ -157,8 +155,7 @@ class Workspace:
 
     def add_webhook_row(self, wh: dict[str, Any]) -> None:
         self.webhooks[wh["id"]] = wh
-        self.logs.setdefault(wh["id"], {})
-        self.log_index.setdefault(wh["id"], KeyIndex())
+        self.logs.setdefault(wh["id"], WebhookLog())
 
     def project(self, project_id: str) -> dict[str, Any]:
         p = self.projects.get(project_id)

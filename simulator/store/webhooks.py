@@ -23,22 +23,19 @@ class Webhooks:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
 
-    def _log_row(self, webhook_id: str, log_id: str) -> dict[str, Any]:
-        """A delivery-log entry, generated on the fly when it came with the workspace."""
-        entry = self.ws.logs[webhook_id][log_id]
-        if isinstance(entry, LazyLog):
-            return self.ws.gen.log(entry, log_id, self.ws.webhook_by_index[entry.webhook_index])
-        return entry
+    def _generated_log(self, log_id: str, key: LazyLog) -> dict[str, Any]:
+        """A delivery-log entry that came with the workspace, generated from its key."""
+        return self.ws.gen.log(key, log_id, self.ws.webhook_by_index[key.webhook_index])
 
     def get(self, webhook_id: str, cursor: str | None) -> bytes:
         after = decode_cursor(LOGS, cursor)
         ws = self.ws
         with ws.lock:
             wh = ws.webhook(webhook_id)
-            ids, last = ws.log_index[webhook_id].page(after, reverse=True)
+            rows, last = ws.logs[webhook_id].page(after, self._generated_log)
             # built on every read, never cached: a first sync reads each entry once and later
             # ones only the newest page, so a cache would hold the whole log for one read
-            encs = [orjson.dumps(self._log_row(webhook_id, i)) for i in ids]
+            encs = [orjson.dumps(row) for row in rows]
             head = b'"webhook":' + orjson.dumps(wh) + b","
         return list_body(LOGS, encs, last, head=head, count="log_count")
 
@@ -84,4 +81,3 @@ class Webhooks:
             ws.webhook_index.remove((wh["created"], webhook_id))
             del ws.webhooks[webhook_id]
             ws.logs.pop(webhook_id, None)
-            ws.log_index.pop(webhook_id, None)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
 import sys
+from typing import Any
 
 import orjson
 import pytest
 
+from drone_ops_sync.simulator.deliveries import LazyLog
 from drone_ops_sync.simulator.store import (
     PAGE_SIZE,
     KeyIndex,
@@ -15,6 +18,7 @@ from drone_ops_sync.simulator.store import (
     decode_cursor,
     encode_row,
 )
+from drone_ops_sync.simulator.store.webhook_log import WebhookLog
 from drone_ops_sync.simulator.validation import ApiError
 
 
@@ -52,6 +56,43 @@ def test_keyindex_pages_forward_and_reverse() -> None:
     # exactly a full page leaves no cursor
     ids, last = KeyIndex(keys[:PAGE_SIZE]).page(None)
     assert len(ids) == PAGE_SIZE and last is None
+
+
+def _log_pages(log: WebhookLog) -> list[tuple[list[str], Any]]:
+    pages, after = [], None
+    while True:
+        rows, after = log.page(after, lambda log_id, key: {"id": log_id, "created": key.created})
+        pages.append(([row["id"] for row in rows], after))
+        if after is None:
+            return pages
+
+
+def test_webhook_log_pages_as_a_key_index_over_generated_and_recorded_entries() -> None:
+    """Generated entries kept as columns page exactly as their keys would in a `KeyIndex`,
+    newest first, with recorded entries merged in between them and ties on `created` ordered
+    by id (generated times are clamped to the anchor, so several can share one)."""
+    rng = random.Random(3)
+    generated = [
+        (f"whl_{rng.getrandbits(64):016x}", LazyLog(e, 0, min(1000 + 7 * e, 1500), False))
+        for e in range(130)
+    ]
+    rng.shuffle(generated)
+    log = WebhookLog(0, generated)
+    index = KeyIndex((key.created, log_id) for log_id, key in generated)
+    for created in (999, 1203, 1500, 1500, 1600, 1203):
+        log_id = f"whl_{rng.getrandbits(64):016x}"
+        log.record({"id": log_id, "created": created})
+        index.add((created, log_id))
+    expected, after = [], None
+    while True:
+        ids, after = index.page(after, reverse=True)
+        expected.append((ids, after))
+        if after is None:
+            break
+    assert len(expected) == 3 and len(log) == 136
+    assert _log_pages(log) == expected
+    with pytest.raises(ValueError, match="generated delivery-log id"):
+        WebhookLog(0, [("whl_ABC", LazyLog(0, 0, 1, False))])
 
 
 def test_cursor_tags_are_checked() -> None:
