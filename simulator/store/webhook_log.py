@@ -2,9 +2,9 @@
 recorded since as rows, and pages of both, newest first.
 
 The generated entries are most of a workspace's rows, and each is only a key until it is read
-(`deliveries.py` builds it); kept as objects (an id string, a key tuple, a `LazyLog`, dict slots)
-each key cost some 250 bytes, which a server of hundreds of workspaces pays hundreds of thousands
-of times. As columns it costs 25.
+(`deliveries.py` builds it). Kept as objects (an id string, a key tuple, a `LazyLog`, dict
+slots), those keys were most of what a server of hundreds of workspaces held; as columns they
+are a few machine words each (docs/performance.md, "Five hundred workspaces").
 """
 
 from __future__ import annotations
