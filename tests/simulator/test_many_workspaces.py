@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from drone_ops_sync.simulator.events import DEFAULT_WORKERS
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 pytestmark = pytest.mark.e2e
@@ -63,3 +64,28 @@ def test_admin_state_is_per_workspace(many: SimulatorHandle) -> None:
     zero.reset_stats()
     project_ids(one)
     assert zero.stats()["total"] == 0 and one.stats()["total"] > 0
+
+
+def threads_of(sim: SimulatorHandle) -> int:
+    with open(f"/proc/{sim.process.pid}/status") as f:
+        return int(next(line for line in f if line.startswith("Threads:")).split()[1])
+
+
+def test_a_workspace_starts_its_senders_at_its_first_delivery() -> None:
+    """Created and read, a workspace runs no thread of its own; its first event starts its
+    senders, which deliver it (the generated webhook's receiver is simulated)."""
+    extra = ["--workspaces", "3"]
+    with running_simulator(seed=8, scale="tiny", admin=True, extra_args=extra) as sim:
+        started = threads_of(sim)
+        workspaces = [sim.workspace(n) for n in range(3)]
+        for ws in workspaces:
+            project_ids(ws)
+        assert threads_of(sim) == started
+        with workspaces[1].client() as client:
+            body = {"name": "Senders", "description": "d", "start_date": "2030-01-01"}
+            client.post("/v1/projects", json=body).raise_for_status()
+        workspaces[1].wait_for_deliveries(timeout=30)
+        assert threads_of(sim) == started + DEFAULT_WORKERS
+        (delivery,) = workspaces[1].deliveries()
+        assert delivery["event"] == "project.created" and len(delivery["attempts"]) == 1
+        assert workspaces[0].deliveries() == [] == workspaces[2].deliveries()
