@@ -1,6 +1,7 @@
 """What the dashboard page's map shows, read from its DOM in a browser session of
-`headless_browser.browser_page`: separate job markers, and clusters with the jobs and the jobs
-with technical issues each holds."""
+`headless_browser.browser_page`: separate job markers, clusters with the jobs and the jobs
+with technical issues each holds, and the jobs listed by a cluster opened at the closest zoom.
+The page draws the clusters and jobs of its view only, so these count what is in view."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ MAP_STATE = """JSON.stringify({
   issueJobs: document.querySelectorAll('#map-canvas .job.status-technical_issues').length,
   clusters: [...document.querySelectorAll('#map-canvas .cluster [data-count]')].map(
     c => [Number(c.dataset.count), Number(c.dataset.issues)]),
+  opened: [...document.querySelectorAll('#map-canvas .leaflet-popup [data-job-id]')].map(
+    job => job.dataset.jobId),
   count: document.getElementById('map-count').textContent})"""
 
 
