@@ -29,6 +29,9 @@ from tests.pipelines.headless_browser import CHROMIUM, browser_page
 
 PROJECTS_PER_WORKSPACE = 60
 STATUSES = ("planned", "in_progress", "completed", "technical_issues", "cancelled")
+POLL_SECONDS = 0.05
+"""How often the page is looked at: each figure is late by up to this (the tests' half a
+second would hide most of a 3-second target)."""
 
 
 def fleet_data(workspaces: int, jobs_each: int, seed: int = 39) -> dict[str, Any]:
@@ -93,9 +96,9 @@ def open_once(page: Path, profile: Path, located: int) -> dict[str, float]:
         browser.call("Network.enable")
         started = time.monotonic()
         browser.call("Page.navigate", url=page.as_uri())
-        wait_ready(browser)
+        wait_ready(browser, POLL_SECONDS)
         ready = time.monotonic() - started
-        settled_map(browser, lambda state: jobs_shown(state) == located)
+        settled_map(browser, lambda state: jobs_shown(state) == located, POLL_SECONDS)
         settled = time.monotonic() - started
         urls = browser.requested_urls()
     if urls != [page.as_uri()]:

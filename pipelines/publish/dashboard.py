@@ -5,11 +5,11 @@ Why a static file: a manager opens it from disk (file://) with no server to run,
 install and no request leaving the machine. The page is the template
 `dashboard_assets/dashboard.html` (inline CSS and a small script) with everything it uses
 inlined: the data read here from the snapshot, the base map's country outlines
-(`world_outlines.json`, Natural Earth, public domain) and the map library (Leaflet with
-Leaflet.markercluster, shipped in `dashboard_assets/` with their licences). It reads the snapshot,
-never the warehouse, so writing it never waits for or blocks a sync (docs/bi.md). Every number
-on its tiles comes from the metrics mart (`metrics.py`); the lists and charts are rows of the
-marts, grouped.
+(`world_outlines.json`, Natural Earth, public domain) and the map libraries (Leaflet, and
+Supercluster with the KDBush it bundles, shipped in `dashboard_assets/` with their licences).
+It reads the snapshot, never the warehouse, so writing it never waits for or blocks a sync
+(docs/bi.md). Every number on its tiles comes from the metrics mart (`metrics.py`); the lists
+and charts are rows of the marts, grouped.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ TEMPLATE = "dashboard.html"
 INLINED = (
     "world_outlines.json",
     "leaflet.css",
-    "MarkerCluster.css",
     "leaflet.js",
-    "leaflet.markercluster.js",
+    "supercluster.min.js",
     "LICENSE-leaflet.txt",
-    "LICENSE-leaflet.markercluster.txt",
+    "LICENSE-supercluster.txt",
+    "LICENSE-kdbush.txt",
 )
 DASHBOARD_SUFFIX = "_dashboard.html"
 HISTORY_DAYS = 30

@@ -435,7 +435,8 @@ def test_installed_drone_sync_runs_from_an_empty_folder(
     # the dashboard page, made of the package's template, base map and map library (package data)
     page = (project / "drone_ops_warehouse_bi_dashboard.html").read_text(encoding="utf-8")
     assert "Natural Earth" in page and "fct_metrics" in page
-    assert "Leaflet 1.9.4" in page and "MarkerClusterGroup" in page
+    assert "Leaflet 1.9.4" in page and "Data does not appear to be in a KDBush format" in page
+    assert "Copyright (c) 2024, Mapbox" in page and "Vladimir Agafonkin" in page
     assert _tree(installed.package) == before, "something wrote into the installed package"
     assert not {"target", "logs", "dbt_packages"} & {p.name for p in project.iterdir()}
     assert_every_place_written_is_documented(tmp_path, project, temporary)

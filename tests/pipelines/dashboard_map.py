@@ -1,6 +1,7 @@
 """What the dashboard page's map shows, read from its DOM in a browser session of
-`headless_browser.browser_page`: separate job markers, and clusters with the jobs and the jobs
-with technical issues each holds."""
+`headless_browser.browser_page`: separate job markers, clusters with the jobs and the jobs
+with technical issues each holds, and the jobs listed by a cluster opened at the closest zoom.
+The page draws the clusters and jobs of its view only, so these count what is in view."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ MAP_STATE = """JSON.stringify({
   issueJobs: document.querySelectorAll('#map-canvas .job.status-technical_issues').length,
   clusters: [...document.querySelectorAll('#map-canvas .cluster [data-count]')].map(
     c => [Number(c.dataset.count), Number(c.dataset.issues)]),
+  opened: [...document.querySelectorAll('#map-canvas .leaflet-popup [data-job-id]')].map(
+    job => job.dataset.jobId),
   count: document.getElementById('map-count').textContent})"""
 
 
@@ -23,9 +26,11 @@ def jobs_shown(state: dict[str, Any]) -> int:
     return int(state["jobs"]) + sum(count for count, _ in state["clusters"])
 
 
-def settled_map(browser: Any, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    """The map's state once `done` holds for it and it reads the same twice in a row (a
-    zoom's animation is over), within a generous bound."""
+def settled_map(
+    browser: Any, done: Callable[[dict[str, Any]], bool], poll: float = 0.5
+) -> dict[str, Any]:
+    """The map's state once `done` holds for it and it reads the same twice in a row, `poll`
+    seconds apart (a zoom's animation is over), within a generous bound."""
     deadline = time.monotonic() + 120  # a bound for a map that never settles, not a pace
     before = None
     while True:
@@ -34,12 +39,13 @@ def settled_map(browser: Any, done: Callable[[dict[str, Any]], bool]) -> dict[st
             return state
         assert time.monotonic() < deadline, state
         before = state
-        time.sleep(0.5)
+        time.sleep(poll)
 
 
-def wait_ready(browser: Any) -> None:
-    """Waits until the page has rendered (it marks its body `data-ready`)."""
+def wait_ready(browser: Any, poll: float = 0.5) -> None:
+    """Waits until the page has rendered (it marks its body `data-ready`), looking every
+    `poll` seconds."""
     deadline = time.monotonic() + 300  # a bound for a page that never renders, not a pace
     while browser.evaluate("document.body && document.body.dataset.ready") != "true":
         assert time.monotonic() < deadline, browser.evaluate("document.body.innerText")
-        time.sleep(0.5)
+        time.sleep(poll)

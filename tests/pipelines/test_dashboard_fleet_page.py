@@ -87,9 +87,19 @@ def test_the_world_is_clustered_and_a_cluster_opens_into_its_jobs(fleet_page: An
     assert max((count for count, _ in opened["clusters"]), default=0) < biggest, opened
 
 
+def test_only_the_view_is_drawn_and_a_move_draws_the_next(fleet_page: Any) -> None:
+    """Zoomed in on one place, the map holds the jobs about it, not the world's; moved to
+    another, it holds that one's."""
+    located = len(_fleet()["jobs"]["job_id"])
+    for (lat, lon), (_, _, jobs) in (((35.05, 139.05), ISSUES), ((-33.9, 151.2), STACKED)):
+        fleet_page.evaluate(f"map.setView([{lat}, {lon}], 8); true")
+        view = settled_map(fleet_page, lambda s, jobs=jobs: jobs <= jobs_shown(s) < located / 10)
+        assert view["zoom"] == 8, view
+
+
 def test_a_project_is_zoomed_into_until_its_jobs_are_apart(fleet_page: Any) -> None:
     """One project: the map zooms to it and each of its jobs is a marker of its own; jobs at
-    one point stay a cluster at any zoom, and a click spreads them out (spiderfy)."""
+    one point stay a cluster at any zoom, and a click opens it into the list of its jobs."""
     workspace, project, jobs = SURVEY
     fleet_page.evaluate(PICK.format(id="project", value=f"Survey 7 ({project}, {workspace})"))
     survey = settled_map(fleet_page, lambda s: s["jobs"] == jobs and not s["clusters"])
@@ -97,9 +107,13 @@ def test_a_project_is_zoomed_into_until_its_jobs_are_apart(fleet_page: Any) -> N
 
     workspace, project, jobs = STACKED
     fleet_page.evaluate(PICK.format(id="project", value=f"Survey 300 ({project}, {workspace})"))
-    settled_map(fleet_page, lambda s: s["clusters"] == [[jobs, 0]] and s["jobs"] == 0)
+    stacked = settled_map(fleet_page, lambda s: s["clusters"] == [[jobs, 0]] and s["jobs"] == 0)
     fleet_page.evaluate(CLICK_CLUSTER.format(count=jobs))
-    settled_map(fleet_page, lambda s: s["jobs"] == jobs)
+    number = WORKSPACES.index(workspace)
+    listed = [f"J-{number}-{index}" for index in range(jobs)]
+    opened = settled_map(fleet_page, lambda s: sorted(s["opened"]) == listed)
+    # no zoom would split them, so none is made
+    assert {**opened, "opened": []} == stacked, opened
 
 
 def test_one_of_500_workspaces_is_chosen_by_typing(fleet_page: Any) -> None:
