@@ -17,11 +17,11 @@ from dlt.common.configuration.exceptions import (
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
 from drone_ops_sync.sources.drone_ops import ConfigError
-from drone_ops_sync.sources.drone_ops.internal import missing_setting, redact
+from drone_ops_sync.sources.drone_ops.internal import missing_setting, redact, require_dlt_settings
 
 from ..defaults import DUCKDB_MEMORY_LIMIT_KEY, DUCKDB_THREADS_KEY
 from .credentials import CONNECTION_STRING_EXAMPLES, destination_credentials, missing_fields
-from .target import Target, apply_runtime_defaults
+from .target import Target
 
 DEFAULT_DUCKDB_MEMORY_LIMIT = "64MB"
 """DuckDB's working memory for loads and merges unless `destination.duckdb.memory_limit` says:
@@ -156,7 +156,7 @@ def make_pipeline(target: Target) -> dlt.Pipeline:
     key dlt itself reads when a pipeline is attached without credentials), so dlt's tooling and
     dashboard open this warehouse instead of creating `<pipeline>.duckdb` in the folder they
     were started from."""
-    apply_runtime_defaults()
+    require_dlt_settings()
     pipelines_dir = target.resolved_pipelines_dir()
     if target.destination == "duckdb":
         database = target.resolved_database().resolve()
