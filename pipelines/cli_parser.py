@@ -76,7 +76,6 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database",
         type=Path,
-        default=None,
         help="DuckDB file (default: DESTINATION__DUCKDB__CREDENTIALS or"
         " ./drone_ops_warehouse.duckdb)",
     )
@@ -86,7 +85,6 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
 def _workspace_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workspace",
-        default=None,
         metavar="NAME[,NAME...]",
         help="the workspaces to use: `default` (the top-level settings) or names under"
         " [sources.drone_ops.workspaces.<name>]; default: all configured (docs/fleet.md)",
@@ -98,7 +96,6 @@ def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--snapshot",
         type=Path,
-        default=None,
         metavar="PATH",
         help="where to publish the read-only BI snapshot after success (default:"
         f" {SNAPSHOT_CONFIG_KEY} or <warehouse stem>_bi.duckdb beside the warehouse)",
@@ -166,7 +163,6 @@ def _observe_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--metrics-file",
         type=Path,
-        default=None,
         metavar="PATH",
         help="write a Prometheus textfile (*.prom) after the run (default: runtime.metrics_file;"
         " docs/operations.md)",
@@ -197,7 +193,6 @@ def _status_parser(commands: Any) -> None:
     )
     status.add_argument(
         "--resources",
-        default=None,
         help="comma-separated tables to check (default: every table; `drone-sync check`"
         " lists them)",
     )
@@ -222,7 +217,6 @@ def _listen_parser(commands: Any) -> None:
     listen.add_argument(
         "--spool",
         type=Path,
-        default=None,
         metavar="DIR",
         help="folder of the spool's segments events.<n>.jsonl (default: .drone_sync/"
         "<warehouse file>/events/ beside the warehouse)",
@@ -278,7 +272,6 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--resources",
-        default=None,
         help="comma-separated tables to sync (default: every table; `drone-sync check` lists them)",
     )
     run.add_argument(
@@ -364,14 +357,12 @@ def _report_parsers(commands: Any) -> None:
         parser.add_argument(
             "--snapshot",
             type=Path,
-            default=None,
             metavar="PATH",
             help="the BI snapshot to read (default: the one the warehouse's runs publish)",
         )
     dashboard.add_argument(
         "--output",
         type=Path,
-        default=None,
         metavar="PATH",
         help="where to write the page (default: <snapshot stem>_dashboard.html beside it)",
     )
