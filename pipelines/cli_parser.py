@@ -44,23 +44,20 @@ def _global_arguments(parser: argparse.ArgumentParser, *, top_level: bool = Fals
     """`--log-format`, `-v` and `--strict-settings`, before the command and after it. Only the
     top level has defaults: argparse copies a sub-command's defaults over what the top level
     parsed, which would undo `drone-sync --log-format json run`."""
+    unset: dict[str, Any] = {} if top_level else {"default": argparse.SUPPRESS}
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),
-        default=None if top_level else argparse.SUPPRESS,
         help="text (default) or json: one JSON object per event and a final summary object",
+        **unset,
     )
     parser.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=False if top_level else argparse.SUPPRESS,
-        help="log requests and retries",
+        "-v", "--verbose", action="store_true", help="log requests and retries", **unset
     )
     parser.add_argument(
         "--strict-settings",
         action="store_true",
-        default=False if top_level else argparse.SUPPRESS,
+        **unset,
         help="refuse to run (exit 2) when a key or section in .dlt/*.toml or a variable in"
         " the environment is one nothing reads (a misspelling, otherwise a warning naming the"
         f" closest valid name, and ignored); for CI and deploys; also {STRICT_SETTINGS_ENV}=1",
