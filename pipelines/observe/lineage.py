@@ -3,12 +3,8 @@ FAIL or ABORT (interrupted) when the command ends.
 
 Why plain JSON over httpx and not the openlineage-python client: the events are a few fields,
 and the client brings a dependency tree for them. The settings are OpenLineage's own
-environment variables, so a team that runs Marquez or DataHub has them set already:
-`OPENLINEAGE_URL` (POST to `<url>/api/v1/lineage`, or `OPENLINEAGE_ENDPOINT`), an optional
-`OPENLINEAGE_API_KEY` (sent as a Bearer token, never written anywhere), and, ours,
-`OPENLINEAGE_FILE`, a file that gets one event per line. Inputs are the API's list endpoints,
-outputs one dataset per table with its row counts; no event carries the key or any setting but
-these names.
+environment variables, so a team that runs Marquez or DataHub has them set already
+(docs/operations.md, "OpenLineage", lists them and the events); no event carries a secret.
 """
 
 from __future__ import annotations
