@@ -43,22 +43,17 @@ def record_run(
     """Records the run: by SQL when it can (`write_record`), else through the source's
     run-state resources in one dlt load. Returns why it could not be recorded, or None."""
     run.record = record
-    if _written_by_sql(loads, record):
-        return None
+    try:
+        if loads.write(lambda client: write_record(client, record)):
+            return None
+    except DestinationException as exc:
+        # rolled back: the dlt load writes the record, or says why it cannot
+        log.info("the run record goes through a dlt load: %s", redact(str(exc)))
     try:
         loads.run(source().with_resources(*RECORD_RESOURCES))
     except PipelineStepFailed as exc:
         return f"could not record the run in {source_settings.RUNS_TABLE}: {root_cause(exc)}"
     return None
-
-
-def _written_by_sql(loads: RunLoads, record: RunRecord) -> bool:
-    try:
-        return loads.write(lambda client: write_record(client, record))
-    except DestinationException as exc:
-        # rolled back: the dlt load writes the record, or says why it cannot
-        log.info("the run record goes through a dlt load: %s", redact(str(exc)))
-        return False
 
 
 def write_record(sql_client: SqlClientBase[Any], record: RunRecord) -> bool:
