@@ -35,13 +35,6 @@ DUCKDB_STATE_KEY = "duckdb_database"
 
 
 DATASET_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-# dlt package each destination needs beyond the base install, for the message when it is missing
-DESTINATION_EXTRAS = {
-    "postgres": "dlt[postgres]",
-    "bigquery": "dlt[bigquery]",
-    "snowflake": "dlt[snowflake]",
-    "motherduck": "dlt[motherduck]",
-}
 
 
 def check_target(target: Target, *, read_only: bool = False) -> None:
@@ -109,11 +102,11 @@ def _check_destination(name: str) -> None:
     try:
         factory.client_class  # noqa: B018 (imports the destination's driver)
     except ImportError as exc:
-        extra = DESTINATION_EXTRAS.get(name, f"dlt[{name}]")
+        # dlt names the extra that installs a destination's driver after the destination
         raise ConfigError(
             "--destination",
             f"{name} needs a driver that is not installed ({exc.name or exc}):"
-            f" pip install '{extra}'",
+            f" pip install 'dlt[{name}]'",
         ) from None
     env = f"DESTINATION__{name.upper()}__CREDENTIALS"
     if dlt.secrets.get(f"destination.{name}.credentials") is None:
