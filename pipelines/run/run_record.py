@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from dlt.common.storages.load_package import create_load_id
 from dlt.destinations.exceptions import DestinationException
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.exceptions import PipelineStepFailed
@@ -32,7 +33,7 @@ from drone_ops_sync.sources.drone_ops.internal import settings as source_setting
 
 from .errors import root_cause
 from .run_trace import RunLoads
-from .sql_load import fits, insert_rows, new_load_id, record_load, table_columns
+from .sql_load import fits, insert_rows, record_load, table_columns
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def write_record(sql_client: SqlClientBase[Any], record: RunRecord) -> bool:
             return False
         if not all(fits(rows, columns[name]) for name, rows in tables.items()):
             return False
-        load_id = new_load_id()
+        load_id = create_load_id()
         with client.begin_transaction():
             for name, rows in tables.items():
                 insert_rows(client, name, rows, columns[name] or (), load_id)
