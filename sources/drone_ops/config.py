@@ -237,9 +237,7 @@ def _webhook_ids(raw: Any) -> tuple[str, ...] | None:
             parsed = json.loads(raw)
         except ValueError:
             raise ConfigError(name, f"{_shown(raw)} is not a list; {expected}") from None
-    if isinstance(parsed, tuple):
-        parsed = list(parsed)
-    if not isinstance(parsed, list) or not all(isinstance(i, str) and i for i in parsed):
+    if not isinstance(parsed, list | tuple) or not all(isinstance(i, str) and i for i in parsed):
         raise ConfigError(name, f"{_shown(raw)} is not a list of id strings; {expected}")
     return tuple(parsed) if parsed else None
 
