@@ -32,6 +32,7 @@ OUTPUT_STATISTICS_SCHEMA = (
 ROWS_FACET_SCHEMA = f"{PRODUCER}/blob/main/docs/operations.md#openlineage"
 DEFAULT_ENDPOINT = "api/v1/lineage"
 DEFAULT_NAMESPACE = "drone-ops-sync"
+ROW_FACET_FIELDS = ("status", "rows_seen", "new", "changed", "retired")  # drone_sync_rows
 
 
 @dataclass(frozen=True)
@@ -133,13 +134,7 @@ class LineageEmitter:
                     "_schemaURL": OUTPUT_STATISTICS_SCHEMA,
                     "rowCount": written,
                 },
-                "drone_sync_rows": self._facet(
-                    status=row["status"],
-                    rows_seen=row["rows_seen"],
-                    new=row["new"],
-                    changed=row["changed"],
-                    retired=row["retired"],
-                ),
+                "drone_sync_rows": self._facet(**{key: row[key] for key in ROW_FACET_FIELDS}),
             }
         return output
 
