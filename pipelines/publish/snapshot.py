@@ -151,9 +151,16 @@ def publish_snapshot(
     except OSError as exc:
         # published and visible; only whether the rename survives a power cut is in doubt
         log.warning("could not flush %s after publishing the BI snapshot: %s", folder, exc)
-    seconds, size = time.monotonic() - started, snapshot.stat().st_size
-    refreshed, replaced = replaced is not None, replaced or ()
-    return SnapshotResult(snapshot, seconds, size, tables, run_id, include_raw, refreshed, replaced)
+    return SnapshotResult(
+        path=snapshot,
+        seconds=time.monotonic() - started,
+        bytes=snapshot.stat().st_size,
+        tables=tables,
+        run_id=run_id,
+        include_raw=include_raw,
+        refreshed=replaced is not None,
+        replaced=replaced or (),
+    )
 
 
 def remove_leftovers(snapshot: Path) -> list[Path]:
