@@ -109,10 +109,16 @@ def read_status(target: Target, tables: Sequence[str], max_age_seconds: float) -
         last = successes.get(name)
         age = (now - last).total_seconds() if last is not None else None
         attempt = latest.get(name, Attempt(None, None, None))
-        stale = age is None or age > max_age_seconds
-        error = redact(attempt.error) if attempt.error else None
         report.tables.append(
-            TableFreshness(name, last, age, stale, attempt.run_id, attempt.status, error)
+            TableFreshness(
+                table=name,
+                last_success=last,
+                age_seconds=age,
+                stale=age is None or age > max_age_seconds,
+                last_run_id=attempt.run_id,
+                last_status=attempt.status,
+                last_error=redact(attempt.error) if attempt.error else None,
+            )
         )
     return report
 
