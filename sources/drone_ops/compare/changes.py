@@ -101,5 +101,10 @@ def diff(walked: Walked, current: pa.Table | None) -> ChangeSet:
     current_ids = current.column("id").combine_chunks()
     changed = pc.sum(pc.is_in(load_ids, value_set=current_ids).cast("int64")).as_py() or 0
     gone = pc.invert(pc.is_in(current_ids, value_set=walked.ids))
-    retire_ids = [str(i) for i in current_ids.filter(gone).to_pylist()]
-    return ChangeSet(load_ids, len(load_ids) - changed, changed, retire_ids, current.num_rows)
+    return ChangeSet(
+        load_ids=load_ids,
+        new=len(load_ids) - changed,
+        changed=changed,
+        retire_ids=[str(i) for i in current_ids.filter(gone).to_pylist()],
+        current=current.num_rows,
+    )
