@@ -123,9 +123,14 @@ def remember_build(
     if data_version is None:
         return
     built_at = (now or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds")
-    last_full = built_at if full else (previous.full_built_at if previous else None)
-    fingerprint = project_fingerprint()
-    record = BuildRecord(data_version, fingerprint, dataset, built_at, full_built_at=last_full)
+    full_built_at = built_at if full else (previous.full_built_at if previous else None)
+    record = BuildRecord(
+        data_version=data_version,
+        project=project_fingerprint(),
+        dataset=dataset,
+        built_at=built_at,
+        full_built_at=full_built_at,
+    )
     _write(folder, record)
 
 
