@@ -149,7 +149,14 @@ def _summarise(
             message = str(node_result.message or status)
             if notes and node.unique_id in notes:
                 message = f"{message}: {notes[node.unique_id]}"
-            summary.failures.append(NodeFailure(node.unique_id, resource_type, status, message))
+            summary.failures.append(
+                NodeFailure(
+                    node=node.unique_id,
+                    resource_type=resource_type,
+                    status=status,
+                    message=message,
+                )
+            )
     summary.ok = ok and not summary.failures
     return summary
 
