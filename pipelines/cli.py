@@ -38,14 +38,15 @@ def main(argv: Sequence[str] | None = None, stop: SignalStop | None = None) -> i
         from .project_init import init_command
 
         return init_command(args.dir, force=args.force, as_json=log_format == "json")
+    from drone_ops_sync.sources.drone_ops.internal import require_dlt_settings
+
     from .console.json_output import JsonOutput
     from .console.logs import setup_logging
     from .console.output import TextOutput, make_console
     from .observe.watch import RunWatch
     from .run.signals import SignalStop
-    from .run.target import apply_runtime_defaults
 
-    apply_runtime_defaults()
+    require_dlt_settings()
     console = make_console()
     beat = getattr(args, "heartbeat", DEFAULT_HEARTBEAT_SECONDS)
     output: Output = (

@@ -44,23 +44,20 @@ def _global_arguments(parser: argparse.ArgumentParser, *, top_level: bool = Fals
     """`--log-format`, `-v` and `--strict-settings`, before the command and after it. Only the
     top level has defaults: argparse copies a sub-command's defaults over what the top level
     parsed, which would undo `drone-sync --log-format json run`."""
+    unset: dict[str, Any] = {} if top_level else {"default": argparse.SUPPRESS}
     parser.add_argument(
         "--log-format",
         choices=("text", "json"),
-        default=None if top_level else argparse.SUPPRESS,
         help="text (default) or json: one JSON object per event and a final summary object",
+        **unset,
     )
     parser.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=False if top_level else argparse.SUPPRESS,
-        help="log requests and retries",
+        "-v", "--verbose", action="store_true", help="log requests and retries", **unset
     )
     parser.add_argument(
         "--strict-settings",
         action="store_true",
-        default=False if top_level else argparse.SUPPRESS,
+        **unset,
         help="refuse to run (exit 2) when a key or section in .dlt/*.toml or a variable in"
         " the environment is one nothing reads (a misspelling, otherwise a warning naming the"
         f" closest valid name, and ignored); for CI and deploys; also {STRICT_SETTINGS_ENV}=1",
@@ -76,7 +73,6 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database",
         type=Path,
-        default=None,
         help="DuckDB file (default: DESTINATION__DUCKDB__CREDENTIALS or"
         " ./drone_ops_warehouse.duckdb)",
     )
@@ -86,7 +82,6 @@ def _target_arguments(parser: argparse.ArgumentParser) -> None:
 def _workspace_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workspace",
-        default=None,
         metavar="NAME[,NAME...]",
         help="the workspaces to use: `default` (the top-level settings) or names under"
         " [sources.drone_ops.workspaces.<name>]; default: all configured (docs/fleet.md)",
@@ -98,7 +93,6 @@ def _snapshot_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--snapshot",
         type=Path,
-        default=None,
         metavar="PATH",
         help="where to publish the read-only BI snapshot after success (default:"
         f" {SNAPSHOT_CONFIG_KEY} or <warehouse stem>_bi.duckdb beside the warehouse)",
@@ -166,7 +160,6 @@ def _observe_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--metrics-file",
         type=Path,
-        default=None,
         metavar="PATH",
         help="write a Prometheus textfile (*.prom) after the run (default: runtime.metrics_file;"
         " docs/operations.md)",
@@ -197,7 +190,6 @@ def _status_parser(commands: Any) -> None:
     )
     status.add_argument(
         "--resources",
-        default=None,
         help="comma-separated tables to check (default: every table; `drone-sync check`"
         " lists them)",
     )
@@ -222,7 +214,6 @@ def _listen_parser(commands: Any) -> None:
     listen.add_argument(
         "--spool",
         type=Path,
-        default=None,
         metavar="DIR",
         help="folder of the spool's segments events.<n>.jsonl (default: .drone_sync/"
         "<warehouse file>/events/ beside the warehouse)",
@@ -278,7 +269,6 @@ def build_parser(*, with_sim: bool = True) -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--resources",
-        default=None,
         help="comma-separated tables to sync (default: every table; `drone-sync check` lists them)",
     )
     run.add_argument(
@@ -364,14 +354,12 @@ def _report_parsers(commands: Any) -> None:
         parser.add_argument(
             "--snapshot",
             type=Path,
-            default=None,
             metavar="PATH",
             help="the BI snapshot to read (default: the one the warehouse's runs publish)",
         )
     dashboard.add_argument(
         "--output",
         type=Path,
-        default=None,
         metavar="PATH",
         help="where to write the page (default: <snapshot stem>_dashboard.html beside it)",
     )

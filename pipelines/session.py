@@ -29,6 +29,7 @@ from drone_ops_sync.sources.drone_ops.internal import (
     Seams,
     SyncRun,
     checked_tables,
+    require_dlt_settings,
 )
 
 from .run.destination import check_target
@@ -42,7 +43,7 @@ from .run.recovery import (
     remove_leftovers,
 )
 from .run.sync import RunObserver, SyncOutcome, sync_in_turn
-from .run.target import Target, apply_runtime_defaults
+from .run.target import Target
 from .run.warehouse import remove_replayed_rows
 
 
@@ -169,7 +170,7 @@ def run_sync(
     Raises `ConfigError` for a bad setting and `WarehouseBusy` when another run or process
     holds the warehouse, in both cases before anything is changed, and `DiskFull` when a disk
     refused a write (`run/disk_full.py`: the run stopped there, nothing half-loaded)."""
-    apply_runtime_defaults()
+    require_dlt_settings()
     config = config if config is not None else read_source_config()
     options = RunOptions(checked_tables(tables), allow_mass_delete, full_refresh)
     check_target(target)

@@ -104,17 +104,8 @@ class JsonOutput(Output):
         self._emit("snapshot", **snapshot_fields(result))
 
     def snapshot_failed(self, path: Path, message: str) -> None:
-        self._emit(
-            "snapshot",
-            ok=False,
-            path=str(path),
-            tables=[],
-            bytes=None,
-            seconds=None,
-            run_id=None,
-            include_raw=None,
-            error=message,
-        )
+        unknown = dict.fromkeys(("bytes", "seconds", "run_id", "include_raw"))
+        self._emit("snapshot", ok=False, path=str(path), tables=[], **unknown, error=message)
 
     def _failed(self, kind: str, message: str) -> None:
         self._emit("error", kind=kind, message=message)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from collections import Counter
@@ -46,7 +45,7 @@ from ..run.recovery import open_pipeline
 from ..run.target import Target
 from .marts import MartsFollower
 from .quarantine import Quarantine, sort_lines
-from .spool import Position, Spool, read_from
+from .spool import Position, Spool, read_from, write_durably
 from .write import write_batch
 
 APPLIED_FILE = "applied.json"
@@ -80,12 +79,7 @@ class AppliedMark:
             return Position()
 
     def save(self, position: Position) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as file:
-            json.dump({**asdict(position), "saved_at": time.time()}, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, self.path)
+        write_durably(self.path, json.dumps({**asdict(position), "saved_at": time.time()}))
 
 
 class Router:

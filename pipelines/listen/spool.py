@@ -192,8 +192,8 @@ class Spool:
             if number >= min(before, self._active):
                 break
             segment = self.directory / segment_name(number)
-            ids = read_spool_ids(segment)
-            _write_durably(self.directory / f"events.{number:08d}.ids", ids)
+            ids = "".join(json.dumps(i) + "\n" for i in read_spool_ids(segment))
+            write_durably(self.directory / f"events.{number:08d}.ids", ids)
             segment.unlink()
             removed += 1
         if removed:
@@ -270,12 +270,12 @@ def read_spool_ids(segment: Path) -> list[str]:
         return [r["event"]["delivery_id"] for r in map(decode_record, file) if r is not None]
 
 
-def _write_durably(path: Path, ids: list[str]) -> None:
-    """Writes the ids (one JSON string a line) to a new file and makes it durable, before the
-    segment they come from is removed."""
+def write_durably(path: Path, text: str) -> None:
+    """Replaces `path` with `text` durably (a `.tmp` beside it, fsynced, then renamed): a
+    segment's ids before the segment is removed, and the applier's mark."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as file:
-        file.writelines(json.dumps(i) + "\n" for i in ids)
+        file.write(text)
         file.flush()
         os.fsync(file.fileno())
     os.replace(tmp, path)

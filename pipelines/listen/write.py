@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
+from dlt.common.storages.load_package import create_load_id
 from dlt.destinations.sql_client import SqlClientBase
 
 from drone_ops_sync.sources.drone_ops.internal import (
@@ -34,7 +35,6 @@ from drone_ops_sync.sources.drone_ops.internal import settings as source_setting
 from ..run.sql_load import (
     fits,
     insert_rows,
-    new_load_id,
     placeholders,
     record_load,
     table_columns,
@@ -61,7 +61,7 @@ def write_batch(
     events = event_rows(batch, outcomes)
     if not fits(versions, projects_columns) or not fits(events, events_columns):
         return None
-    load_id = new_load_id()
+    load_id = create_load_id()
     boundary = datetime.now(UTC)
     with client.begin_transaction():
         if versions.num_rows:

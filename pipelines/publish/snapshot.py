@@ -8,14 +8,8 @@ written under another name and renamed over the previous snapshot in one step, s
 never waits and never sees a half-written file. A reader that holds the old file keeps reading
 the old file (its inode lives on until it lets go) and sees the new data when it reconnects.
 
-What it holds (docs/bi.md): every table and view of the dbt marts schema `<dataset>_marts`,
-the run records `<dataset>._sync_runs` (unless turned off: `include_runs`), optionally every raw
-table of `<dataset>` (`include_raw`), all as real tables in schemas of the same names, so the
-SQL written against the warehouse runs unchanged against the snapshot; and a one-row
-`_snapshot_info` table in schema `main` that says what was published and how fresh it is.
-When the marts are those of the previous snapshot but for the models rebuilt since
-(`rebuilt`, none after a quiet run), only those marts, `_sync_runs` and `_snapshot_info` are
-replaced, in a copy of that file (`snapshot_freshness.py`).
+What it holds: docs/bi.md, "What it contains". A publish after a partial build or a quiet run
+replaces only what changed, in a copy of the previous file (`snapshot_freshness.py`).
 """
 
 from __future__ import annotations

@@ -17,11 +17,11 @@ from dlt.common.configuration.exceptions import (
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
 from drone_ops_sync.sources.drone_ops import ConfigError
-from drone_ops_sync.sources.drone_ops.internal import missing_setting, redact
+from drone_ops_sync.sources.drone_ops.internal import missing_setting, redact, require_dlt_settings
 
 from ..defaults import DUCKDB_MEMORY_LIMIT_KEY, DUCKDB_THREADS_KEY
 from .credentials import CONNECTION_STRING_EXAMPLES, destination_credentials, missing_fields
-from .target import Target, apply_runtime_defaults
+from .target import Target
 
 DEFAULT_DUCKDB_MEMORY_LIMIT = "64MB"
 """DuckDB's working memory for loads and merges unless `destination.duckdb.memory_limit` says:
@@ -35,13 +35,6 @@ DUCKDB_STATE_KEY = "duckdb_database"
 
 
 DATASET_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-# dlt package each destination needs beyond the base install, for the message when it is missing
-DESTINATION_EXTRAS = {
-    "postgres": "dlt[postgres]",
-    "bigquery": "dlt[bigquery]",
-    "snowflake": "dlt[snowflake]",
-    "motherduck": "dlt[motherduck]",
-}
 
 
 def check_target(target: Target, *, read_only: bool = False) -> None:
@@ -109,11 +102,11 @@ def _check_destination(name: str) -> None:
     try:
         factory.client_class  # noqa: B018 (imports the destination's driver)
     except ImportError as exc:
-        extra = DESTINATION_EXTRAS.get(name, f"dlt[{name}]")
+        # dlt names the extra that installs a destination's driver after the destination
         raise ConfigError(
             "--destination",
             f"{name} needs a driver that is not installed ({exc.name or exc}):"
-            f" pip install '{extra}'",
+            f" pip install 'dlt[{name}]'",
         ) from None
     env = f"DESTINATION__{name.upper()}__CREDENTIALS"
     if dlt.secrets.get(f"destination.{name}.credentials") is None:
@@ -156,7 +149,7 @@ def make_pipeline(target: Target) -> dlt.Pipeline:
     key dlt itself reads when a pipeline is attached without credentials), so dlt's tooling and
     dashboard open this warehouse instead of creating `<pipeline>.duckdb` in the folder they
     were started from."""
-    apply_runtime_defaults()
+    require_dlt_settings()
     pipelines_dir = target.resolved_pipelines_dir()
     if target.destination == "duckdb":
         database = target.resolved_database().resolve()

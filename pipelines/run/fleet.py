@@ -86,12 +86,8 @@ def child_arguments(args: argparse.Namespace) -> list[str]:
         child += ["--database", str(args.database.resolve())]
     if args.resources is not None:
         child += ["--resources", args.resources]
-    if args.full_refresh:
-        child.append("--full-refresh")
-    if args.allow_mass_delete:
-        child.append("--allow-mass-delete")
-    if args.verbose:
-        child.append("--verbose")
+    switches = ("full_refresh", "allow_mass_delete", "verbose")
+    child += [f"--{name.replace('_', '-')}" for name in switches if getattr(args, name)]
     return [*child, "--no-models", "--no-snapshot"]
 
 

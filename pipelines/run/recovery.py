@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 DAMAGED_SUFFIX = ".damaged"
 """dlt's working folder is set aside under its own name plus this when it cannot be read."""
 LOCAL_STATE_ERRORS = (SchemaException, InStorageSchemaModified, CannotRestorePipelineException)
+PENDING_QUEUES = ("normalize/extracted", "load/normalized", "load/new")
+"""dlt's queues of packages not yet loaded, in its working folder."""
 
 
 SCRATCH_PREFIX = "drone-ops-dbt-"
@@ -98,9 +100,9 @@ def finish_pending(pipeline: dlt.Pipeline) -> str | None:
     try:
         pipeline.abort_packages()
     except Exception:
-        _remove_pending_folders(working)
+        _remove_entries(working, PENDING_QUEUES)
     # a normalize that failed half-way leaves its output in load/new, which no abort removes
-    _remove_pending_folders(working, queues=("load/new",))
+    _remove_entries(working, ("load/new",))
     found = "1 load package" if packages == 1 else f"{packages} load packages"
     it, its = ("it", "its") if packages == 1 else ("them", "their")
     note = (
@@ -116,7 +118,7 @@ def _pending_load_ids(working_dir: Path) -> set[str]:
     """The load ids of packages in dlt's queues of work not yet loaded."""
     return {
         package.name
-        for queue in ("normalize/extracted", "load/normalized", "load/new")
+        for queue in PENDING_QUEUES
         if (working_dir / queue).is_dir()
         for package in (working_dir / queue).iterdir()
     }
@@ -132,22 +134,22 @@ def _why_unfinished(error: BaseException) -> str:
     return "dlt could not normalize or load what it holds"
 
 
-def _remove_pending_folders(
-    working_dir: Path,
-    queues: Sequence[str] = ("normalize/extracted", "load/normalized", "load/new"),
+def _remove_entries(
+    working_dir: Path, folders: Sequence[str], only: re.Pattern[str] | None = None
 ) -> list[str]:
-    """Empties dlt's queues of packages not yet loaded; returns what it removed."""
+    """Removes every file and folder in each of `folders` of dlt's working folder (with
+    `only`, those whose name it matches); returns what it removed."""
     removed: list[str] = []
-    for queue in queues:
-        folder = working_dir / queue
-        if not folder.is_dir():
-            continue
-        for package in folder.iterdir():
-            if package.is_dir():
-                shutil.rmtree(package, ignore_errors=True)
+    for name in folders:
+        folder = working_dir / name
+        for entry in folder.iterdir() if folder.is_dir() else ():
+            if only is not None and not only.fullmatch(entry.name):
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
             else:
-                package.unlink(missing_ok=True)
-            removed.append(f"{queue}/{package.name}")
+                entry.unlink(missing_ok=True)
+            removed.append(f"{name}/{entry.name}")
     return removed
 
 
@@ -164,14 +166,14 @@ def remove_leftovers(target: Target, pipeline: dlt.Pipeline) -> list[str]:
                 removed.append(leftover.name)
     working = Path(pipeline.working_dir)
     remove_unfinished_saves(working)
-    return removed + _remove_pending_folders(working, queues=("load/new",))
+    return removed + _remove_entries(working, ("load/new",))
 
 
 def drop_unloaded(pipeline: dlt.Pipeline) -> None:
     """Deletes every package not yet loaded and dlt's unfinished saves without dlt's abort,
     which writes (after a full disk nothing may); the next run re-derives their changes."""
     working = Path(pipeline.working_dir)
-    _remove_pending_folders(working)
+    _remove_entries(working, PENDING_QUEUES)
     remove_unfinished_saves(working)
 
 
@@ -183,15 +185,5 @@ UNFINISHED_SAVE = re.compile(r"[0-9a-f]{16}|[0-9a-f]{32}")
 def remove_unfinished_saves(working_dir: Path) -> None:
     """Removes the temporary files and package folders of dlt's saves that never finished,
     in the working folder, its schema folder and its queues' roots (packages in the queues go
-    whole, `_remove_pending_folders`)."""
-    for name in ("", "schemas", "normalize", "load"):
-        folder = working_dir / name
-        if not folder.is_dir():
-            continue
-        for path in folder.iterdir():
-            if not UNFINISHED_SAVE.fullmatch(path.name):
-                continue
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+    whole, `PENDING_QUEUES`)."""
+    _remove_entries(working_dir, ("", "schemas", "normalize", "load"), UNFINISHED_SAVE)

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from dlt.common.storages.load_package import create_load_id
 from dlt.destinations.exceptions import DestinationException
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.exceptions import PipelineStepFailed
@@ -32,7 +33,7 @@ from drone_ops_sync.sources.drone_ops.internal import settings as source_setting
 
 from .errors import root_cause
 from .run_trace import RunLoads
-from .sql_load import fits, insert_rows, new_load_id, record_load, table_columns
+from .sql_load import fits, insert_rows, record_load, table_columns
 
 log = logging.getLogger(__name__)
 
@@ -43,22 +44,17 @@ def record_run(
     """Records the run: by SQL when it can (`write_record`), else through the source's
     run-state resources in one dlt load. Returns why it could not be recorded, or None."""
     run.record = record
-    if _written_by_sql(loads, record):
-        return None
+    try:
+        if loads.write(lambda client: write_record(client, record)):
+            return None
+    except DestinationException as exc:
+        # rolled back: the dlt load writes the record, or says why it cannot
+        log.info("the run record goes through a dlt load: %s", redact(str(exc)))
     try:
         loads.run(source().with_resources(*RECORD_RESOURCES))
     except PipelineStepFailed as exc:
         return f"could not record the run in {source_settings.RUNS_TABLE}: {root_cause(exc)}"
     return None
-
-
-def _written_by_sql(loads: RunLoads, record: RunRecord) -> bool:
-    try:
-        return loads.write(lambda client: write_record(client, record))
-    except DestinationException as exc:
-        # rolled back: the dlt load writes the record, or says why it cannot
-        log.info("the run record goes through a dlt load: %s", redact(str(exc)))
-        return False
 
 
 def write_record(sql_client: SqlClientBase[Any], record: RunRecord) -> bool:
@@ -72,7 +68,7 @@ def write_record(sql_client: SqlClientBase[Any], record: RunRecord) -> bool:
             return False
         if not all(fits(rows, columns[name]) for name, rows in tables.items()):
             return False
-        load_id = new_load_id()
+        load_id = create_load_id()
         with client.begin_transaction():
             for name, rows in tables.items():
                 insert_rows(client, name, rows, columns[name] or (), load_id)

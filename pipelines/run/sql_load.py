@@ -14,7 +14,7 @@ it. DuckDB and PostgreSQL take the same statements.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -49,12 +49,6 @@ def table_columns(client: Any, table: str) -> list[str] | None:
 def fits(rows: pa.Table, columns: Sequence[str] | None) -> bool:
     """Whether the table exists and holds every column the rows carry."""
     return columns is not None and set(rows.column_names) <= set(columns)
-
-
-def new_load_id() -> str:
-    """A load id in dlt's form (unix seconds with microseconds, as text), so load ids keep
-    sorting by time whichever path wrote a row."""
-    return str(datetime.now(UTC).timestamp())
 
 
 def insert_rows(

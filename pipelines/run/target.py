@@ -14,11 +14,7 @@ from typing import Any
 
 import dlt
 
-from drone_ops_sync.sources.drone_ops.internal import (
-    DEFAULT_WORKSPACE,
-    require_dlt_settings,
-    workspace_dataset,
-)
+from drone_ops_sync.sources.drone_ops.internal import DEFAULT_WORKSPACE, workspace_dataset
 
 from ..defaults import DEFAULT_DATASET
 from . import lock
@@ -155,12 +151,3 @@ class Target:
         if self.workspace != DEFAULT_WORKSPACE:
             return self.sync_dir() / f"spill-{self.workspace}"
         return self.sync_dir() / "spill"
-
-
-# Settings the sync's correctness depends on, applied wherever the CLI runs from. They are
-# requirements, not choices, so they live here only (not in .dlt/config.toml).
-def apply_runtime_defaults() -> None:
-    """Settings every run needs, applied wherever the sync is started from: the source's own
-    (`require_dlt_settings`). Telemetry and signal handling are set in `pipelines/__init__.py`:
-    dlt reads them when first imported."""
-    require_dlt_settings()

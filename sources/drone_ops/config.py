@@ -98,10 +98,15 @@ def checked_config(**values: Any) -> SourceConfig:
         given = values.get(name)
         return getattr(defaults, name) if given is None or given == "" else given
 
+    def whole(name: str, low: int, high: int) -> int:
+        return _integer(name, value(name), low, high)
+
+    def number(name: str, high: float = math.inf, hint: str | None = None) -> float:
+        return _number(name, value(name), low=0.0, high=high, hint=hint)
+
     def rate(name: str) -> float | None:
         """An optional ceiling: unset, no ceiling."""
-        raw = value(name)
-        return None if raw is None else _number(name, raw, low=0.0)
+        return None if value(name) is None else number(name)
 
     for required in ("base_url", "api_key"):
         if values.get(required) is None:
@@ -113,23 +118,15 @@ def checked_config(**values: Any) -> SourceConfig:
         api_key=checked_api_key(values["api_key"]),
         webhook_ids=_webhook_ids(values.get("webhook_ids")),
         jobs_path=checked_jobs_path(_text("jobs_path", value("jobs_path"))),
-        max_workers=_integer("max_workers", value("max_workers"), 1, 256),
+        max_workers=whole("max_workers", 1, 256),
         max_requests_per_second=rate("max_requests_per_second"),
         max_requests_per_second_per_host=rate("max_requests_per_second_per_host"),
-        max_retire_share=_number(
-            "max_retire_share", value("max_retire_share"), low=0.0, high=1.0, hint="0.5 = 50%"
-        ),
-        timeout_seconds=_number("timeout_seconds", value("timeout_seconds"), low=0.0, high=600.0),
-        max_attempts=_integer("max_attempts", value("max_attempts"), 1, 10_000),
-        retry_budget_seconds=_number(
-            "retry_budget_seconds", value("retry_budget_seconds"), low=0.0, high=86_400.0
-        ),
-        job_refresh_slices=_integer(
-            "job_refresh_slices", value("job_refresh_slices"), 1, settings.MAX_JOB_REFRESH_SLICES
-        ),
-        delivery_overlap_seconds=_integer(
-            "delivery_overlap_seconds", value("delivery_overlap_seconds"), 0, 86_400
-        ),
+        max_retire_share=number("max_retire_share", 1.0, hint="0.5 = 50%"),
+        timeout_seconds=number("timeout_seconds", 600.0),
+        max_attempts=whole("max_attempts", 1, 10_000),
+        retry_budget_seconds=number("retry_budget_seconds", 86_400.0),
+        job_refresh_slices=whole("job_refresh_slices", 1, settings.MAX_JOB_REFRESH_SLICES),
+        delivery_overlap_seconds=whole("delivery_overlap_seconds", 0, 86_400),
     )
 
 
@@ -240,9 +237,7 @@ def _webhook_ids(raw: Any) -> tuple[str, ...] | None:
             parsed = json.loads(raw)
         except ValueError:
             raise ConfigError(name, f"{_shown(raw)} is not a list; {expected}") from None
-    if isinstance(parsed, tuple):
-        parsed = list(parsed)
-    if not isinstance(parsed, list) or not all(isinstance(i, str) and i for i in parsed):
+    if not isinstance(parsed, list | tuple) or not all(isinstance(i, str) and i for i in parsed):
         raise ConfigError(name, f"{_shown(raw)} is not a list of id strings; {expected}")
     return tuple(parsed) if parsed else None
 

@@ -17,6 +17,7 @@ validity interval; nothing is ever deleted from a history table.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -69,13 +70,8 @@ def confirm_deletions(
         changes = diff(versions(), current)
     if kept:
         keep = set(kept)
-        changes = ChangeSet(
-            changes.load_ids,
-            changes.new,
-            changes.changed,
-            [i for i in changes.retire_ids if i not in keep],
-            changes.current,
-        )
+        gone = [i for i in changes.retire_ids if i not in keep]
+        changes = dataclasses.replace(changes, retire_ids=gone)
     return changes
 
 
