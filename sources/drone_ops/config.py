@@ -91,7 +91,8 @@ def checked_tables(tables: Sequence[str] | None) -> tuple[str, ...]:
 
 def checked_config(**values: Any) -> SourceConfig:
     """Parses raw values (strings from the environment, typed values from TOML or Python);
-    a value of None takes the default, except for the two required settings."""
+    a value of None takes the default. The two required settings are set: the one caller,
+    `read_workspace_config`, has named a missing one by the workspace's own setting."""
     defaults = SourceConfig(base_url="", api_key="")
 
     def value(name: str) -> Any:
@@ -108,11 +109,6 @@ def checked_config(**values: Any) -> SourceConfig:
         """An optional ceiling: unset, no ceiling."""
         return None if value(name) is None else number(name)
 
-    for required in ("base_url", "api_key"):
-        if values.get(required) is None:
-            raise missing_setting(
-                setting_name(required), env_name(required), secret=required == "api_key"
-            )
     return SourceConfig(
         base_url=validate_base_url(_text("base_url", values["base_url"])),
         api_key=checked_api_key(values["api_key"]),
