@@ -40,12 +40,13 @@ from drone_ops_sync.sources.drone_ops.internal import (
 )
 
 from ..run.door import KeptFile, duckdb_busy_as
+from ..run.durable import replace_durably
 from ..run.lock import WarehouseBusy
 from ..run.recovery import open_pipeline
 from ..run.target import Target
 from .marts import MartsFollower
 from .quarantine import Quarantine, sort_lines
-from .spool import Position, Spool, read_from, write_durably
+from .spool import Position, Spool, read_from
 from .write import write_batch
 
 APPLIED_FILE = "applied.json"
@@ -79,7 +80,7 @@ class AppliedMark:
             return Position()
 
     def save(self, position: Position) -> None:
-        write_durably(self.path, json.dumps({**asdict(position), "saved_at": time.time()}))
+        replace_durably(self.path, json.dumps({**asdict(position), "saved_at": time.time()}))
 
 
 class Router:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..run.durable import replace_durably
 from ..run.lock import take_flock
 
 SEGMENT_BYTES = 1024 * 1024
@@ -193,7 +194,7 @@ class Spool:
                 break
             segment = self.directory / segment_name(number)
             ids = "".join(json.dumps(i) + "\n" for i in read_spool_ids(segment))
-            write_durably(self.directory / f"events.{number:08d}.ids", ids)
+            replace_durably(self.directory / f"events.{number:08d}.ids", ids)
             segment.unlink()
             removed += 1
         if removed:
@@ -268,17 +269,6 @@ def read_spool_ids(segment: Path) -> list[str]:
         return []
     with segment.open("rb") as file:
         return [r["event"]["delivery_id"] for r in map(decode_record, file) if r is not None]
-
-
-def write_durably(path: Path, text: str) -> None:
-    """Replaces `path` with `text` durably (a `.tmp` beside it, fsynced, then renamed): a
-    segment's ids before the segment is removed, and the applier's mark."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(tmp, path)
 
 
 def _write_all(fd: int, data: bytes) -> None:

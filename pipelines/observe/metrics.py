@@ -13,7 +13,6 @@ this run, the value the previous file held, so `time() - that` is a table's real
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from drone_ops_sync.sources.drone_ops import ConfigError
 
 from ..defaults import METRICS_FILE_KEY
 from ..run.destination import check_creatable
+from ..run.durable import replace_durably
 from .transport import read_setting
 
 METRICS_SETTING = METRICS_FILE_KEY
@@ -120,15 +120,7 @@ def _number(value: float) -> str:
 
 
 def write_metrics(path: Path, summary: dict[str, Any]) -> None:
-    """Writes the textfile atomically (temporary file, fsync, rename). Raises OSError."""
+    """Writes the textfile atomically (`replace_durably`). Raises OSError."""
     text = render(summary, previous_successes(path), time.time())
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with temporary.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    replace_durably(path, text)

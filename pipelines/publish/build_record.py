@@ -14,12 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+from ..run.durable import replace_durably
 from .dbt_build import PROJECT_DIR
 
 log = logging.getLogger(__name__)
@@ -148,7 +148,4 @@ def snapshot_current(record: BuildRecord, snapshot: Path) -> bool:
 
 def _write(folder: Path, record: BuildRecord) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / RECORD_NAME
-    partial = path.with_name(f"{RECORD_NAME}.tmp-{os.getpid()}")
-    partial.write_text(json.dumps(asdict(record), indent=2) + "\n")
-    os.replace(partial, path)
+    replace_durably(folder / RECORD_NAME, json.dumps(asdict(record), indent=2) + "\n")

@@ -15,7 +15,6 @@ and charts are rows of the marts, grouped.
 from __future__ import annotations
 
 import json
-import os
 from datetime import date, datetime
 from importlib import resources
 from pathlib import Path
@@ -26,6 +25,7 @@ import duckdb
 from drone_ops_sync.sources.drone_ops import DroneOpsError
 
 from ..run.door import SNAPSHOT_SETTING, read_only
+from ..run.durable import replace_durably
 from .metrics import has_metrics, quoted_marts, read_metrics
 
 ASSETS = "dashboard_assets"
@@ -111,17 +111,12 @@ def write_dashboard(snapshot: Path, dataset: str, output: Path | None = None) ->
             f"no BI snapshot at {snapshot}: run `drone-sync run` or `drone-sync models` first"
             " (docs/bi.md)"
         )
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
     try:
-        page = render_page(collect(snapshot, dataset))
-        tmp.write_text(page, encoding="utf-8")
-        tmp.replace(target)
+        replace_durably(target, render_page(collect(snapshot, dataset)))
     except (OSError, duckdb.Error, DroneOpsError) as exc:
         raise DashboardError(
             f"could not write the dashboard {target}: {type(exc).__name__}: {exc}"
         ) from None
-    finally:
-        tmp.unlink(missing_ok=True)  # a failed or interrupted write leaves no half page
     return target
 
 
