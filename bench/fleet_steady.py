@@ -282,7 +282,7 @@ def _line(row: dict[str, Any]) -> str:
         f"{row['destination']:<8} {row['step']:<8} {row['workspaces']:>4} workspaces"
         f" {row['wall_seconds']:8.1f} s  CPU {row['cpu_seconds']:7.1f} s"
         f" ({row['cpu_per_workspace']:.3f} s each)  peak RSS {_mb(row['peak_rss_mb'])} MB"
-        f" (tree {_mb(row['tree_peak_rss_mb'])} MB: simulator"
+        f" (tree {_mb(row['tree_peak_rss_mb'])} MB, PSS {_mb(row['tree_peak_pss_mb'])}: simulator"
         f" {_mb(row['simulator_peak_rss_mb'])}, server {_mb(row['server_peak_rss_mb'])})"
         f"  simulator {row['simulator_cpu_seconds']:6.1f} s  {row['workspaces_ok']} ok"
         f"  {row['workers']} workers  {row['rows_written']} rows  {row['requests']} requests"
