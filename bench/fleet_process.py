@@ -13,7 +13,10 @@ process, not the sum) say what the fleet costs. Here:
   `smaps_rollup`), which splits them, is summed beside it.
 
 Processes that are not ours (the simulators, the PostgreSQL server) are measured apart by
-`cpu_seconds_of`, before and after.
+`cpu_seconds_of`, before and after. Their memory can be sampled with the command's: each is
+named with the root of its own tree (`beside`), walked at the same instants, so the peak of the
+sum over the same samples is what the machine held at once, not a sum of peaks taken at
+different times.
 """
 
 from __future__ import annotations
@@ -77,9 +80,10 @@ def _children_map() -> dict[int, list[int]]:
     return children
 
 
-def tree_pids(root: int) -> list[int]:
-    """The root and every live descendant."""
-    children = _children_map()
+def tree_pids(root: int, children: Mapping[int, list[int]] | None = None) -> list[int]:
+    """The root and every live descendant (from `children`, one reading of `/proc` that several
+    trees may share, or a fresh one)."""
+    children = _children_map() if children is None else children
     pids, queue = [], [root]
     while queue:
         pid = queue.pop()
@@ -109,7 +113,7 @@ def _pss_kb(pid: int) -> int:
 
 @dataclass
 class TreePeak:
-    """The highest sums seen over the tree's samples."""
+    """The highest sums seen over the tree's samples, and over it with the trees beside it."""
 
     rss_kb: int = 0
     pss_kb: int = 0
@@ -119,13 +123,29 @@ class TreePeak:
     """The root process's own peak (the fleet's coordinator, or the single run itself)."""
     root_cpu_seconds: float = 0.0
     """The root's own CPU at its last sample (without its children's)."""
+    beside_rss_kb: dict[str, int] = field(default_factory=dict)
+    """Each tree beside the command's (by its name): its own peak RSS."""
+    whole_rss_kb: int = 0
+    """The peak of the command's tree plus every tree beside it, summed at each sample."""
+    whole_pss_kb: int = 0
 
-    def sample(self, root: int) -> None:
-        pids = tree_pids(root)
+    def sample(self, root: int, beside: Mapping[str, int] | None = None) -> None:
+        children = _children_map()
+        pids = tree_pids(root, children)
         self.root_rss_kb = max(self.root_rss_kb, _rss_kb(root))
         self.root_cpu_seconds = max(self.root_cpu_seconds, cpu_seconds_of(root))
-        self.rss_kb = max(self.rss_kb, sum(_rss_kb(pid) for pid in pids))
-        self.pss_kb = max(self.pss_kb, sum(_pss_kb(pid) for pid in pids))
+        rss = sum(_rss_kb(pid) for pid in pids)
+        pss = sum(_pss_kb(pid) for pid in pids)
+        self.rss_kb = max(self.rss_kb, rss)
+        self.pss_kb = max(self.pss_kb, pss)
+        for name, other in (beside or {}).items():
+            other_pids = [pid for pid in tree_pids(other, children) if pid not in pids]
+            other_rss = sum(_rss_kb(pid) for pid in other_pids)
+            self.beside_rss_kb[name] = max(self.beside_rss_kb.get(name, 0), other_rss)
+            rss += other_rss
+            pss += sum(_pss_kb(pid) for pid in other_pids)
+        self.whole_rss_kb = max(self.whole_rss_kb, rss)
+        self.whole_pss_kb = max(self.whole_pss_kb, pss)
         self.processes = max(self.processes, len(pids))
         self.samples += 1
 
@@ -144,6 +164,10 @@ class Measured:
     samples: int
     root_peak_rss_mb: float
     root_cpu_seconds: float
+    tree_peak_rss_mb: float
+    """The command's tree and the trees beside it, summed at each sample: the peak sum."""
+    tree_peak_pss_mb: float
+    beside_peak_rss_mb: dict[str, float] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     output_tail: str = ""
 
@@ -153,10 +177,16 @@ class Measured:
 
 
 def measure_command(
-    command: Sequence[str], env: Mapping[str, str], cwd: Path, timeout: float = 7200.0
+    command: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    timeout: float = 7200.0,
+    *,
+    beside: Mapping[str, int] | None = None,
 ) -> Measured:
-    """Runs `command` to its end, sampling its process tree; JSON lines on its stdout are kept
-    as events, everything else (stderr too) as the output's tail."""
+    """Runs `command` to its end, sampling its process tree (and the trees rooted at `beside`'s
+    pids with it); JSON lines on its stdout are kept as events, everything else (stderr too) as
+    the output's tail."""
     cwd.mkdir(parents=True, exist_ok=True)
     lines: list[str] = []
     started = time.monotonic()
@@ -181,7 +211,7 @@ def measure_command(
         if time.monotonic() - started > timeout:
             process.kill()
             continue
-        peak.sample(process.pid)
+        peak.sample(process.pid, beside)
         time.sleep(SAMPLE_SECONDS)
     wall = time.monotonic() - started
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -203,6 +233,9 @@ def measure_command(
         samples=peak.samples,
         root_peak_rss_mb=round(peak.root_rss_kb / 1024, 1),
         root_cpu_seconds=round(peak.root_cpu_seconds, 2),
+        tree_peak_rss_mb=round(peak.whole_rss_kb / 1024, 1),
+        tree_peak_pss_mb=round(peak.whole_pss_kb / 1024, 1),
+        beside_peak_rss_mb={k: round(v / 1024, 1) for k, v in peak.beside_rss_kb.items()},
         events=events,
         output_tail="".join(line for line in lines if not line.startswith("{"))[-3000:],
     )

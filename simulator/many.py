@@ -9,7 +9,8 @@ starting 500 costs nothing until they are used, and one never asked for costs no
 
 The server is one API host, as a platform's customers share one: `GET /_host/arrivals` says how
 many API requests (admin routes apart) arrived in all and the most that arrived within any
-`window` seconds, so a test or benchmark can hold a fleet to a per-host request budget.
+`window` seconds, so a test or benchmark can hold a fleet to a per-host request budget;
+`POST /_host/arrivals/reset` forgets them, so a benchmark counts each of its steps alone.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .server import ServeConfig, build_runtime
 WORKSPACE_PATH = re.compile(r"^/w/(\d{1,6})(/.*)?$")
 MAX_WORKSPACES = 100_000
 ARRIVALS_PATH = "/_host/arrivals"
+ARRIVALS_RESET_PATH = "/_host/arrivals/reset"
 MAX_ARRIVALS = 1_000_000
 
 
@@ -84,11 +86,23 @@ class ManyWorkspaces:
             peak = max(peak, last - first + 1)
         return {"total": len(times), "peak": peak}
 
+    def reset_arrivals(self) -> dict[str, int]:
+        """Forgets every arrival so far; returns how many."""
+        forgotten = len(self._arrivals)
+        self._arrivals.clear()
+        return {"forgotten": forgotten}
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope.get("path") == ARRIVALS_PATH:
             query = parse_qs(scope.get("query_string", b"").decode())
             window = float(query.get("window", ["1"])[0])
             await json_response(self.arrivals(window))(scope, receive, send)
+            return
+        if scope["type"] == "http" and scope.get("path") == ARRIVALS_RESET_PATH:
+            if scope.get("method") != "POST":
+                await error(405, "POST to forget the arrivals")(scope, receive, send)
+                return
+            await json_response(self.reset_arrivals())(scope, receive, send)
             return
         match = WORKSPACE_PATH.match(scope.get("path", ""))
         if scope["type"] != "http" or match is None or int(match[1]) >= self.count:

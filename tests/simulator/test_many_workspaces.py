@@ -89,3 +89,22 @@ def test_a_workspace_starts_its_senders_at_its_first_delivery() -> None:
         (delivery,) = workspaces[1].deliveries()
         assert delivery["event"] == "project.created" and len(delivery["attempts"]) == 1
         assert workspaces[0].deliveries() == [] == workspaces[2].deliveries()
+
+
+def test_arrivals_count_api_requests_until_reset(many: SimulatorHandle) -> None:
+    """The host's arrivals count every workspace's API requests and no admin request; a reset
+    forgets them, so what is read next is what came after it."""
+    host = many.base_url.split("/w/")[0]
+    with httpx.Client(base_url=host, trust_env=False, timeout=10) as client:
+        assert client.get("/_host/arrivals/reset").status_code == 405
+        client.post("/_host/arrivals/reset").raise_for_status()
+        for n in (0, 1, 1):
+            project_ids(many.workspace(n))
+        many.workspace(2).counts()
+        assert client.get("/_host/arrivals", params={"window": 60}).json() == {
+            "total": 3,
+            "peak": 3,
+        }
+        assert client.post("/_host/arrivals/reset").json() == {"forgotten": 3}
+        project_ids(many.workspace(2))
+        assert client.get("/_host/arrivals", params={"window": 60}).json()["total"] == 1
