@@ -23,7 +23,11 @@ def build_definitions(
     executor: dg.ExecutorDefinition | None = None,
 ) -> dg.Definitions:
     """Everything of the code location, for the warehouse given (default: the CLI's), with
-    Dagster's multiprocess executor unless another is given: a process per workspace's run."""
+    Dagster's in-process executor unless another is given.
+
+    Why in-process: the run launcher already starts each run in a process of its own, and each
+    job here is one step (the sync's multi-asset, the dbt build), so the multiprocess executor
+    would only start a second process that loads the whole code location again to run it."""
     partitions = workspace_partitions()
     sync = build_sync_assets(partitions)
     models = build_models_assets(prepared_project())
@@ -39,7 +43,7 @@ def build_definitions(
         schedules=[sync_schedule(partitions)],
         sensors=[models_sensor(models), run_failed_alert],
         resources={"warehouse": warehouse or DroneSyncWarehouse(), "dbt": dbt_resource()},
-        executor=executor or dg.multiprocess_executor,
+        executor=executor or dg.in_process_executor,
     )
 
 

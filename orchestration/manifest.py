@@ -35,8 +35,8 @@ CACHE_FOLDER = Path("drone-ops-sync") / "dagster-manifest"
 """Below the user's cache folder: where each project's manifest folder is."""
 FINGERPRINT_FILE = "project_fingerprint"
 PREPARE_WAIT_SECONDS = 300.0
-"""Several processes may load the definitions at once (the multiprocess executor starts one per
-step); the first parses, the others wait this long at most."""
+"""Several processes may load the definitions at once (the runs a tick starts, the webserver,
+the daemon); the first parses, the others wait this long at most."""
 
 
 class ManifestError(RuntimeError):

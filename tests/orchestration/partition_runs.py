@@ -1,6 +1,6 @@
 """Runs of the sync's partitions as Dagster runs them when deployed: each run in a process of its
-own (the run launcher starts one per run, the multiprocess executor one per step), all writing
-to one Dagster instance on disk.
+own (the run launcher starts one per run, and the in-process executor runs its step there), all
+writing to one Dagster instance on disk.
 
 Why processes and not threads: Dagster's in-process execution is not thread-safe. Two
 `dagster.materialize` calls in two threads of one process deadlocked here on the logging

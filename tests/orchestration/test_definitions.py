@@ -56,6 +56,13 @@ def test_the_definitions_load_with_one_partition_per_workspace(defs: dg.Definiti
     assert job.partitions_def == sync.partitions_def
 
 
+def test_a_run_executes_its_one_step_in_its_own_process(defs: dg.Definitions) -> None:
+    """The run launcher's process runs the step: no second process loads the code location."""
+    job = defs.resolve_job_def(SYNC_JOB_NAME)
+    assert job.executor_def is dg.in_process_executor
+    assert len(job.graph.node_defs) == 1, "one step a run: nothing for other processes to share"
+
+
 def test_the_models_depend_on_the_sync_and_their_tests_are_checks(defs: dg.Definitions) -> None:
     """Every dbt source is one of the sync's assets (the translator's keys), so the asset graph
     runs the models after the partitions; dbt's data tests are asset checks."""
