@@ -28,15 +28,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from drone_ops_sync.orchestration.automation import WORKSPACES_PER_RUN, batches
 from testkit.postgres import create_database, running_postgres
 from testkit.simulator_process import running_simulator
 
 from .runner import POSTGRES_CREDENTIALS_ENV, REPO_ROOT, code_version, simulator_scale
 
-LAYOUTS = {"per_workspace": 1, "per_batch": WORKSPACES_PER_RUN}
-"""Workspaces per run at most: a run each, or the schedule's batches; `batch_<n>` names
-batches of at most n (`--layouts per_batch,batch_25`), cut as the schedule cuts them."""
+LAYOUTS = {"per_workspace": 1, "per_batch": 25}
+"""Workspaces per run at most: a run each, or the schedule's batches."""
 DESTINATION_ENV = "BENCH_DAGSTER_DESTINATION"
 """Tells a run's process which destination its code location's warehouse resource names."""
 
@@ -97,16 +95,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--scale", choices=("tiny", "small"), default="small")
     p.add_argument("--latency-ms", type=int, default=50)
     p.add_argument("--concurrent", type=int, default=4)
-    p.add_argument(
-        "--layouts", default=",".join(LAYOUTS), help="per_workspace, per_batch, batch_<n>"
-    )
+    p.add_argument("--layouts", default=",".join(LAYOUTS), help="per_workspace, per_batch or both")
     p.add_argument("--destination", choices=("duckdb", "postgres"), default="duckdb")
     p.add_argument("--output", type=Path, default=REPO_ROOT / "bench/results/dagster-runs.json")
     a = p.parse_args(args)
+    from drone_ops_sync.orchestration.automation import batches
+
     names = [f"w{n:04d}" for n in range(a.workspaces)]
     scale, extra = simulator_scale(a.scale)
     extra = [*extra, "--workspaces", str(a.workspaces), "--latency-ms", str(a.latency_ms)]
-    layouts = {name: _per_run(name) for name in a.layouts.split(",")}
+    layouts = {name: LAYOUTS[name] for name in a.layouts.split(",")}
     results: dict[str, Any] = {}
     with (
         running_simulator(seed=42, scale=scale, admin=True, extra_args=extra) as sim,
@@ -145,12 +143,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     a.output.write_text(json.dumps(document, indent=2))
     print(json.dumps(results, indent=2))
     return 0
-
-
-def _per_run(layout: str) -> int:
-    if layout.startswith("batch_"):
-        return int(layout.removeprefix("batch_"))
-    return LAYOUTS[layout]
 
 
 def _environment(sim: Any, names: list[str], folder: Path) -> dict[str, str]:

@@ -23,12 +23,11 @@ SYNC_SCHEDULE_NAME = "drone_ops_every_30_minutes"
 SYNC_CRON = "*/30 * * * *"
 MODELS_SENSOR_NAME = "drone_ops_models_follow_syncs"
 MODELS_SENSOR_INTERVAL_SECONDS = 30
-WORKSPACES_PER_RUN = 125
-"""The most workspaces one run syncs, in turn (`raw_assets.py`): a run's start is paid once per
-batch, and a busy workspace retries its batch (docs/fleet.md#how-workspaces-map-onto-runs)."""
+WORKSPACES_PER_RUN = 25
+"""The most workspaces one run syncs, in turn (`raw_assets.py`; docs/fleet.md#dagster)."""
 PARALLEL_RUNS = 4
-"""The instance's `max_concurrent_runs` (`.dagster/dagster.yaml`): a tick starts a multiple of
-this many runs, as long as there are workspaces enough."""
+"""The fewest runs a tick starts when there are that many workspaces: the instance's
+`max_concurrent_runs` (`.dagster/dagster.yaml`)."""
 
 
 def models_follow_syncs() -> dg.AutomationCondition:
@@ -41,15 +40,10 @@ def models_follow_syncs() -> dg.AutomationCondition:
     ).with_label("after the workspace syncs")
 
 
-def batches(workspaces: Sequence[str], per_run: int, slots: int) -> list[list[str]]:
-    """The workspaces cut into consecutive batches of at most `per_run`, of sizes that differ
-    by one at most, in a multiple of `slots` runs (the runs the instance runs at once) while
-    there are workspaces enough, else a run each.
-
-    Why a multiple: the queue starts `slots` runs at a time, so 5 runs on 4 slots would take
-    twice as long as 4 runs of the same workspaces, or 8 of smaller batches."""
-    runs = math.ceil(len(workspaces) / per_run)
-    runs = min(len(workspaces), math.ceil(runs / slots) * slots)
+def batches(workspaces: Sequence[str], per_run: int, runs_at_least: int) -> list[list[str]]:
+    """The workspaces cut into consecutive batches of at most `per_run`, and into at least
+    `runs_at_least` (when there are that many), of sizes that differ by one at most."""
+    runs = max(min(len(workspaces), runs_at_least), math.ceil(len(workspaces) / per_run))
     size, extra = divmod(len(workspaces), runs) if runs else (0, 0)
     cut, start = [], 0
     for n in range(runs):
@@ -77,8 +71,8 @@ def batch_request(batch: Sequence[str], run_key: str) -> dg.RunRequest:
 
 
 def sync_schedule(partitions: dg.PartitionsDefinition) -> dg.ScheduleDefinition:
-    """Every 30 minutes (UTC), the workspaces in batches of at most `WORKSPACES_PER_RUN`, in a
-    multiple of `PARALLEL_RUNS` runs, so a small fleet still syncs in parallel and a large one
+    """Every 30 minutes (UTC), the workspaces in batches of at most `WORKSPACES_PER_RUN`, in
+    at least `PARALLEL_RUNS` runs, so a small fleet still syncs in parallel and a large one
     pays a run's start once per batch. Stopped until turned on, so starting `dagster dev` to
     look around calls no API."""
 
