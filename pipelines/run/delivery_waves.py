@@ -81,7 +81,6 @@ class DeliveryWaves:
                 self.run.deliveries_failed(DroneOpsError(self.error))
                 log.error("%s", self.error)
                 return
-            self.loads.let_go()  # the walk goes on
             self.count += 1
             window.restart()
 

@@ -4,7 +4,6 @@ DuckDB's working memory and threads, and the dlt pipeline that loads into it (`m
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 from pathlib import Path
@@ -15,8 +14,6 @@ from dlt.common.configuration.exceptions import (
     ConfigFieldMissingException,
     ConfigurationValueError,
 )
-from dlt.common.destination import DestinationCapabilitiesContext, DestinationReference
-from dlt.common.normalizers.naming import NamingConvention
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
 from drone_ops_sync.sources.drone_ops import ConfigError
@@ -164,10 +161,10 @@ def make_pipeline(target: Target) -> dlt.Pipeline:
             global_config={"memory_limit": memory_limit, "threads": duckdb_threads()}
         )
         credentials.database = str(database)
-        destination: Any = _DuckDb(credentials=credentials)
+        destination: Any = dlt.destinations.duckdb(credentials=credentials)
     elif target.destination == "postgres":
         # resolved here so a connection string without a password works (see above)
-        destination = _Postgres(credentials=destination_credentials("postgres"))
+        destination = dlt.destinations.postgres(credentials=destination_credentials("postgres"))
     else:
         destination = target.destination
     pipeline = dlt.pipeline(
@@ -179,43 +176,3 @@ def make_pipeline(target: Target) -> dlt.Pipeline:
     if target.destination == "duckdb":
         pipeline.set_local_state_val(DUCKDB_STATE_KEY, str(target.resolved_database().resolve()))
     return pipeline
-
-
-class _CapabilitiesOnce:
-    """A destination factory that works out its capabilities once per naming convention.
-
-    Why: dlt asks a pipeline's factory for its capabilities at every step and for every client
-    (dozens of times in a run that loads), and each time it resolves the whole destination
-    configuration again from every provider, only to adjust the capabilities to a naming
-    convention. That configuration is the factory's explicit arguments and the process's
-    settings, which a run does not change; the factory is made per pipeline (`make_pipeline`),
-    so nothing is kept from one workspace's run for another's. Each caller gets its own copy
-    (dlt sets fields on it); one that passes a configuration gets dlt's answer for it."""
-
-    _capabilities: dict[tuple[str, bool] | None, DestinationCapabilitiesContext]
-
-    def capabilities(
-        self, config: Any = None, naming: NamingConvention | None = None
-    ) -> DestinationCapabilitiesContext:
-        factory: Any = super()
-        if config is not None:
-            return factory.capabilities(config, naming)
-        key = None if naming is None else (naming.name(), naming.is_case_sensitive)
-        known = self.__dict__.setdefault("_capabilities", {})
-        if key not in known:
-            known[key] = factory.capabilities(None, naming)
-        return copy.deepcopy(known[key])
-
-    @property
-    def destination_type(self) -> str:
-        """dlt's own factory's type, which the pipeline's state and the load records name."""
-        factory = type(self).__bases__[-1]
-        return DestinationReference.normalize_type(f"{factory.__module__}.{factory.__qualname__}")
-
-
-class _DuckDb(_CapabilitiesOnce, dlt.destinations.duckdb):
-    pass
-
-
-class _Postgres(_CapabilitiesOnce, dlt.destinations.postgres):
-    pass

@@ -10,7 +10,6 @@ no dlt load and have no step in it.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -22,23 +21,18 @@ from dlt.pipeline.trace import PipelineStepTrace, PipelineTrace, save_trace
 
 from drone_ops_sync.sources.drone_ops.internal import settings as source_settings
 
-from .door import KeptFile, writing
-from .door import step as file_step
+from .door import writing
 from .target import Target
 
 T = TypeVar("T")
 
 
 class RunLoads:
-    """The loads of one run into one pipeline, in the target's loader file format; each load
-    a step of the turn's kept DuckDB file (`file`) when there is one."""
+    """The loads of one run into one pipeline, in the target's loader file format."""
 
-    def __init__(
-        self, target: Target, pipeline: dlt.Pipeline, file: KeptFile | None = None
-    ) -> None:
+    def __init__(self, target: Target, pipeline: dlt.Pipeline) -> None:
         self.target = target
         self.pipeline = pipeline
-        self.file = file
         self.traces: list[PipelineTrace] = []
         self._synced = False
 
@@ -55,11 +49,8 @@ class RunLoads:
         file_format: Any = self.target.loader_file_format()
         # the whole call: dlt opens the destination to sync its state and again to load, and a
         # group's extract reads what its walk stage already spilled; the write lock (the file's
-        # access lock on DuckDB) is the event receiver's too. A step of the kept file, so every
-        # connection dlt opens meanwhile is a handle on the file held open, not an open of its own
-        file = self.file
-        kept = file_step(self.target, file, pipeline) if file else contextlib.nullcontext()
-        with kept, writing(self.target, pipeline):
+        # access lock on DuckDB) is the event receiver's too
+        with writing(self.target, pipeline):
             if not self._synced and pipeline.config.restore_from_destination:
                 pipeline.sync_destination()
             self._synced = True
@@ -77,12 +68,6 @@ class RunLoads:
                     step()
                 finally:
                     self._keep_trace()
-
-    def let_go(self) -> None:
-        """After a load while the walk goes on: the file is nobody's until the next step (a
-        step waiting meanwhile would otherwise wait for the walk)."""
-        if self.file is not None:
-            self.file.release()
 
     def write(self, write: Callable[[SqlClientBase[Any]], T]) -> T:
         """A write by SQL through the pipeline's SQL client, in the lock a load takes (the write

@@ -90,7 +90,7 @@ def sync_in_turn(
     report = run.report
     outcome = SyncOutcome(report=report, database=target.duckdb_file())
     outcome.pipeline_name = pipeline.pipeline_name
-    loads = RunLoads(target, pipeline, file)
+    loads = RunLoads(target, pipeline)
     load_started = time.monotonic()
     tables = run.options.tables
     # the run's dlt source, made the first time a group has something to load: building it
@@ -159,8 +159,6 @@ def _load_groups(
             loaded = True
         else:
             loaded = _load(loads, source().with_resources(*selected), report, selected, outcome)
-            if group is not LOAD_GROUPS[-1]:
-                loads.let_go()  # the chains still walk; after the last group the record follows
         if observer is not None:  # each table of the group, as the group ends
             for name in selected:
                 observer.table_finished(report.table(name))

@@ -1,7 +1,6 @@
 """A quiet turn: a run that finds nothing changed makes no dlt extract (its groups are finished
 without dlt: `finish_quiet_tables`), and the turn keeps the DuckDB file open across the steps
-that follow one another, each load among them, handing it over to a step that waits
-(`pipelines/run/door.py`).
+that follow one another, handing it over to a step that waits (`pipelines/run/door.py`).
 
 What is checked, from dlt's working folder, the warehouse and other processes, not from the
 code under test: a quiet run leaves dlt's schema, trace and package folders exactly as the
@@ -14,15 +13,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any
 
-import dlt
 import pytest
 
 from drone_ops_sync.pipelines.run.destination import make_pipeline
 from drone_ops_sync.pipelines.run.door import KeptFile
 from drone_ops_sync.pipelines.run.lock import access_lock_path, holds_lock, lock_wanted
-from drone_ops_sync.pipelines.run.run_trace import RunLoads
 from drone_ops_sync.pipelines.run.target import Target
 from testkit.simulator_process import SimulatorHandle
 
@@ -126,58 +122,3 @@ def test_a_step_inside_an_outer_holders_lock_keeps_nothing(
         assert not file.is_open
     # the outer holder let go: nothing of this process holds the file or its lock
     assert not holds_lock(access_lock_path(database)) and _opens(database)
-
-
-def test_a_load_is_a_step_of_the_turns_kept_file(tiny_sim: SimulatorHandle, target: Target) -> None:
-    """A load opens the turn's file once for the whole load (dlt's connections meanwhile are
-    handles on it), keeps it after the load for the step that follows, and lets it go when
-    told (the walk goes on): then a program ignoring the lock can open it again."""
-    sync(target, tiny_sim)
-    database = target.database
-    assert database is not None
-    file = KeptFile(target.duckdb_file())
-    loads = RunLoads(target, make_pipeline(target), file)
-
-    loads.run(dlt.resource([{"id": 1}, {"id": 2}], name="kept_probe"))
-
-    assert file.is_open and not _opens(database)
-    loads.let_go()
-    assert not file.is_open and _opens(database)
-    rows = query(warehouse(target), f"SELECT count(*) AS n FROM {target.dataset}.kept_probe")
-    assert rows[0]["n"] == 2
-
-
-def test_a_load_hands_the_file_to_a_waiter_when_it_ends(
-    tiny_sim: SimulatorHandle, target: Target
-) -> None:
-    sync(target, tiny_sim)
-    database = target.database
-    assert database is not None
-    file = KeptFile(target.duckdb_file())
-    loads = RunLoads(target, make_pipeline(target), file)
-    waiter: subprocess.Popen[str] | None = None
-
-    def rows() -> Any:
-        nonlocal waiter
-        # another process's step starts waiting for the file while the load extracts
-        waiter = subprocess.Popen(
-            [sys.executable, "-c", READ_IN_TURN, str(database)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert wait_until(lambda: lock_wanted(access_lock_path(database)), WAIT_S)
-        yield {"id": 1}
-
-    try:
-        loads.run(dlt.resource(rows, name="kept_probe"))
-        assert not file.is_open
-        assert waiter is not None
-        out, err = waiter.communicate(timeout=WAIT_S)
-        assert waiter.returncode == 0, err[-2000:]
-        assert int(out) > 0
-    finally:
-        if waiter is not None and waiter.poll() is None:
-            waiter.kill()
-            waiter.wait()
-        file.release()
