@@ -7,12 +7,16 @@ code under test: a quiet run leaves dlt's schema, trace and package folders exac
 run before left them (dlt's tooling still shows that run's loads) while its record is
 written; the turn's file is kept open after a step (a program ignoring the lock cannot open
 it) and is let go as soon as another process waits for it, or when the turn releases it.
+A run that ends while its walk's thread still winds down (its stages all done) is not taken
+for an interrupted one: it records its delivery marks, and the next quiet run walks no log
+again.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -20,6 +24,7 @@ from drone_ops_sync.pipelines.run.destination import make_pipeline
 from drone_ops_sync.pipelines.run.door import KeptFile
 from drone_ops_sync.pipelines.run.lock import access_lock_path, holds_lock, lock_wanted
 from drone_ops_sync.pipelines.run.target import Target
+from drone_ops_sync.sources.drone_ops.walk import WorkspaceWalk
 from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import wait_until
@@ -29,6 +34,8 @@ from .test_run_record_e2e import record_loads, sync
 from .warehouse_check import query
 
 pytestmark = pytest.mark.e2e
+LINGER_S = 0.5
+"""How long the walk's thread outlives its stages in `lingering_walk`."""
 
 
 def _working_files(target: Target) -> dict[str, bytes]:
@@ -68,6 +75,47 @@ def test_a_quiet_run_makes_no_dlt_extract(tiny_sim: SimulatorHandle, any_target:
     )
     assert rows[0]["n"] == len(quiet.report.tables)
     assert quiet.data_version is not None
+
+
+@pytest.fixture
+def lingering_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk's thread outlives its stages by `LINGER_S`, as on a busy machine it may while
+    it shuts its pools down: the run then ends (its last table finished) with the thread
+    alive, whichever way its last group finished (a dlt extract, or none when quiet)."""
+    walk_then_linger = WorkspaceWalk._run
+
+    def lingering(self: WorkspaceWalk) -> None:
+        walk_then_linger(self)
+        time.sleep(LINGER_S)
+
+    monkeypatch.setattr(WorkspaceWalk, "_run", lingering)
+
+
+def test_a_run_ending_as_its_walk_winds_down_moves_its_delivery_marks(
+    tiny_sim: SimulatorHandle, target: Target, lingering_walk: None
+) -> None:
+    first = sync(target, tiny_sim)
+    quiet = sync(target, tiny_sim)
+
+    hooks = query(
+        warehouse(target),
+        f"SELECT id FROM {target.dataset}.webhooks WHERE _dlt_valid_to IS NULL",
+    )
+    assert hooks
+    for outcome in (first, quiet):
+        marked = query(
+            warehouse(target),
+            f"SELECT webhook_id FROM {target.dataset}._sync_delivery_marks"
+            f" WHERE run_id = '{outcome.report.run_id}'",
+        )
+        assert sorted(row["webhook_id"] for row in marked) == sorted(row["id"] for row in hooks)
+    # the first run's marks held: the quiet run stopped at known ground in every log
+    written = query(
+        warehouse(target),
+        f"SELECT rows_seen, rows_new, requests FROM {target.dataset}._sync_runs"
+        f" WHERE run_id = '{quiet.report.run_id}' AND resource = 'webhook_deliveries'",
+    )
+    assert written == [{"rows_seen": 0, "rows_new": 0, "requests": len(hooks)}]
 
 
 def test_the_turns_file_is_kept_between_steps_and_handed_to_a_waiter(

@@ -96,9 +96,15 @@ class WorkspaceWalk:
         return self.context.issues
 
     def close(self) -> None:
-        """Stops a walk still under way, then removes the spill files and closes the client."""
+        """Stops a walk still under way, then removes the spill files and closes the client.
+
+        A walk whose stages have all finished is only waited for: its thread may still be
+        shutting its pools down as the run ends, and the token is the run's, so setting it then
+        would make a finished run look interrupted (`SyncRun.interrupted`), and such a run
+        records no delivery marks: the next one walks every log whole again."""
         if self._thread is not None and self._thread.is_alive():
-            self.context.cancel.set()
+            if not all(done.is_set() for done in self._stage_done.values()):
+                self.context.cancel.set()
             self._thread.join()
         self._tmp.cleanup()
         self.context.client.close()
