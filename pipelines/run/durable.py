@@ -1,6 +1,6 @@
-"""Replacing a small file so that a reader sees the old text or the new, never half of one,
-even across a power cut: the one way the spool's marks, the metrics textfile, the model build
-record and the dashboard page are written."""
+"""Replacing a file written whole so that a reader sees the old text or the new, never half
+of one, even across a power cut: the one way the spool's marks, the metrics textfile, the model
+build record and the dashboard page are written."""
 
 from __future__ import annotations
 
