@@ -17,19 +17,11 @@ import pyarrow.compute as pc
 
 from .breaches import Issue
 from .lines import LineBuffer, read_lines, typed_batch
-from .rows import MAX_TIMESTAMP_MS, Record, delivery_row, with_required_fields
+from .rows import MAX_TIMESTAMP_MS, PAYLOAD_COLUMNS, Record, delivery_row, with_required_fields
 from .schema import ARROW_TYPES, Contract
 
 log = logging.getLogger(__name__)
 
-# Columns of a delivery row read from its request payload (the rest come from the log entry).
-PAYLOAD_COLUMNS: dict[str, str] = {
-    "delivery_id": "delivery_id",
-    "event": "event",
-    "event_timestamp": "timestamp",
-    "workspace_id": "workspace_id",
-    "data": "data",
-}
 _PAYLOAD_SQL = f"""
 WITH parsed AS (
     SELECT CASE WHEN json_valid(request_payload) THEN request_payload END AS payload

@@ -8,6 +8,7 @@ value and reports it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date
@@ -28,6 +29,15 @@ when the caller computed it already, `parent_id` the id of the record it was lis
 MAX_INT64 = 2**63 - 1
 # Timestamps are stored in microseconds: the largest millisecond value that still fits.
 MAX_TIMESTAMP_MS = MAX_INT64 // 1000
+# Columns of a delivery row read from its request payload (the rest come from the log entry),
+# each with the payload field it is read from.
+PAYLOAD_COLUMNS: dict[str, str] = {
+    "delivery_id": "delivery_id",
+    "event": "event",
+    "event_timestamp": "timestamp",
+    "workspace_id": "workspace_id",
+    "data": "data",
+}
 
 
 def record_line(record: Mapping[str, Any]) -> bytes:
@@ -104,19 +114,11 @@ def delivery_row(record: Mapping[str, Any], webhook_id: str) -> Record:
     payload_text = row.get("request_payload")
     payload: Any = None
     if isinstance(payload_text, str):
-        try:
+        with contextlib.suppress(orjson.JSONDecodeError):
             payload = orjson.loads(payload_text)
-        except orjson.JSONDecodeError:
-            payload = None
-    if isinstance(payload, dict):
-        row["delivery_id"] = payload.get("delivery_id")
-        row["event"] = payload.get("event")
-        row["event_timestamp"] = payload.get("timestamp")
-        row["workspace_id"] = payload.get("workspace_id")
-        row["data"] = payload.get("data")
-    else:
-        row["delivery_id"] = row["event"] = row["event_timestamp"] = None
-        row["workspace_id"] = row["data"] = None
+    fields = payload if isinstance(payload, dict) else {}
+    for column, key in PAYLOAD_COLUMNS.items():
+        row[column] = fields.get(key)
     return row
 
 
