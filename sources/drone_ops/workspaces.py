@@ -67,7 +67,7 @@ def workspace_env(name: str, setting: str) -> str:
 
 def configured_names() -> tuple[str, ...]:
     """The workspaces the config names, `default` first when the top level has a base URL (or
-    when no named workspace exists, so today's config and its errors stay as they were)."""
+    when no named workspace exists: a config without workspaces is the `default` one)."""
     named = _named_workspaces()
     has_default = not named or _top_level_value("base_url") is not None
     return ((DEFAULT_WORKSPACE,) if has_default else ()) + tuple(sorted(named))

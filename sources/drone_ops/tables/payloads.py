@@ -1,8 +1,8 @@
 """The fast path for webhook deliveries: request payloads parsed by DuckDB, in batches.
 
 A delivery's `request_payload` is JSON text whose fields become columns; DuckDB's JSON
-functions parse it outside the GIL, where one `orjson.loads` per entry competed with every
-request. The one process-wide engine in `sources/`: a small, capped, single-threaded
+functions parse it outside the GIL, where one `orjson.loads` per entry would compete with
+every request. The one process-wide engine in `sources/`: a small, capped, single-threaded
 in-memory DuckDB (no file, no network).
 """
 
@@ -111,7 +111,7 @@ def _delivery_table_fast(contract: Contract, lines: LineBuffer, webhook_id: str)
         connection = _duckdb.connection = _payload_engine().cursor()
     parts = []
     try:
-        # in chunks: DuckDB holds each chunk's parsed JSON whole, about 25x its text
+        # in chunks: DuckDB holds each chunk's parsed JSON whole, many times its text
         for start in range(0, len(payloads), PAYLOAD_CHUNK_ROWS):
             chunk = payloads.slice(start, PAYLOAD_CHUNK_ROWS)
             connection.register("payloads", pa.table({"request_payload": chunk}))

@@ -325,7 +325,7 @@ def _coerce(column: Column, value: Any) -> tuple[Any, str | None]:
 
 def _inferred_array(values: list[Any]) -> pa.Array:
     """A column the spec does not know is text, whatever one batch holds: a string as it is,
-    any other value as its JSON text. Inferring a type per batch made the same field an
+    any other value as its JSON text. Inferring a type per batch would make the same field an
     integer in one load and JSON-quoted text (`"eu-west"`) in the next."""
     return pa.array(
         [v if v is None or isinstance(v, str) else orjson.dumps(v).decode() for v in values],

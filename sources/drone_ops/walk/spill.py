@@ -74,7 +74,7 @@ class TableSnapshot:
         self._pending_held_ids: list[str] = []
         self._pending_held_hashes: list[str] = []
         self._held_batches: list[SpilledBatch] = []
-        """Held records moved from Python lists into Arrow arrays (a quarter of the memory)."""
+        """Held records moved from Python lists into Arrow arrays, which take less memory."""
         self.error: DroneOpsError | None = None
         self.rows_seen = 0
         self._spill_dir = spill_dir
