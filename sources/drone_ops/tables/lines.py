@@ -76,13 +76,8 @@ class LineBuffer:
 def read_lines(columns: Sequence[Column], lines: LineBuffer) -> dict[str, pa.Array] | None:
     """The declared columns of JSON-line records, typed as the contract says; None when any
     value (or an unknown field) would need the reporting path."""
-    schema = _read_schema(tuple(columns), ())
-    if schema is None:
-        return None
-    read = _read(schema, lines)
-    if read is None:
-        return None
-    return _converted(columns, read)
+    read = _read(tuple(columns), (), lines)
+    return None if read is None else _converted(columns, read)
 
 
 def typed_lines(
@@ -103,10 +98,7 @@ def typed_lines(
     flattened = tuple(sorted(contract.flattened))
     derived = {f"{name}_id" for name in flattened}
     read_columns = tuple(c for c in contract.columns if c.name not in derived)
-    schema = _read_schema(read_columns, flattened)
-    if schema is None:
-        return None
-    read = _read(schema, lines)
+    read = _read(read_columns, flattened, lines)
     if read is None:
         return None
     arrays = _converted(read_columns, read)
@@ -215,9 +207,13 @@ def _read_schema(columns: tuple[Column, ...], flattened: tuple[str, ...]) -> pa.
     return pa.schema(fields)
 
 
-def _read(schema: pa.Schema, lines: LineBuffer) -> pa.Table | None:
-    """Arrow's JSON reader over the lines, in one block, strict about types and fields."""
-    if not lines.count:
+def _read(
+    columns: tuple[Column, ...], flattened: tuple[str, ...], lines: LineBuffer
+) -> pa.Table | None:
+    """Arrow's JSON reader over the lines, in one block, strict about types and fields; None
+    when it declines them, or the columns have no strict reading (`_read_schema`)."""
+    schema = _read_schema(columns, flattened)
+    if schema is None or not lines.count:
         return None
     try:
         read = pa_json.read_json(
