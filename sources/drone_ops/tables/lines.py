@@ -34,7 +34,7 @@ from .rows import (
 )
 from .schema import ARROW_TYPES, READ_TYPES, Column, Contract
 
-# The objects a row builder flattens to their id (`rows.project_row`): a person or an API
+# The objects a row builder flattens to their id (`rows.creator_flattened_row`): a person or an API
 # key, every field optional; `<name>_id` is the column it becomes.
 FLATTENED_SHAPES: dict[str, pa.DataType] = {
     "created_by": pa.struct(

@@ -56,27 +56,17 @@ def row_hash(record: Mapping[str, Any]) -> str:
     return line_hash(record_line(record))
 
 
-def project_row(
-    record: Mapping[str, Any], version: str | None = None
-) -> tuple[Record, Record | None]:
-    """A projects (or webhooks) row plus its creator: the nested `created_by` object becomes
-    `created_by_id`, the creator itself a `users` row. `version` is the row hash if known."""
+def creator_flattened_row(
+    record: Mapping[str, Any], *, version: str | None = None, parent_id: str | None = None
+) -> Record:
+    """The row builder of projects and webhooks: the nested `created_by` object becomes
+    `created_by_id` (the walk gathers the creators themselves: `walk/creators.py`)."""
     row = dict(record)
     creator = row.pop("created_by", None)
     creator_id = creator.get("id") if isinstance(creator, dict) else None
     row["created_by_id"] = str(creator_id) if creator_id is not None else None
     row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
-    return row, creator if creator_id is not None else None
-
-
-webhook_row = project_row
-
-
-def creator_flattened_row(
-    record: Mapping[str, Any], *, version: str | None = None, parent_id: str | None = None
-) -> Record:
-    """The row builder of projects and webhooks (the walk gathers creators itself)."""
-    return project_row(record, version)[0]
+    return row
 
 
 def job_row(
