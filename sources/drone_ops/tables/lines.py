@@ -110,12 +110,11 @@ def typed_lines(
     if parent_column is not None and parent_ids:
         listed_under = pa.array(parent_ids, pa.string())
         arrays[parent_column] = pc.coalesce(arrays[parent_column], listed_under)
+    columns = {c.name: arrays[c.name] for c in contract.columns}
     if contract.history:
-        arrays[settings.ROW_HASH_COLUMN] = pa.array(versions, pa.string())
-        arrays[settings.TOMBSTONE_COLUMN] = pa.array([False] * lines.count, pa.bool_())
-    built = pa.table(
-        {name: arrays[name] for name in [c.name for c in contract.columns] + _extra(contract)}
-    )
+        columns[settings.ROW_HASH_COLUMN] = pa.array(versions, pa.string())
+        columns[settings.TOMBSTONE_COLUMN] = pa.array([False] * lines.count, pa.bool_())
+    built = pa.table(columns)
     record_breaches(contract, built, run_id, issues, set())
     return with_required_fields(built)
 
@@ -184,10 +183,6 @@ def record_lines(records: Iterable[Mapping[str, object]]) -> tuple[LineBuffer, l
         lines.append(line)
         versions.append(line_hash(line))
     return lines, versions
-
-
-def _extra(contract: Contract) -> list[str]:
-    return [settings.ROW_HASH_COLUMN, settings.TOMBSTONE_COLUMN] if contract.history else []
 
 
 @cache
