@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.feather as feather
 
 from .. import settings
-from ..compare.changes import Walked, first_look
+from ..compare.changes import Walked, first_look, repeated_ids
 from ..compare.deletions import Fetched
 from ..exceptions import DroneOpsError, Interrupted
 from ..tables.breaches import Issue
@@ -219,10 +219,6 @@ class TableSnapshot:
         every = [*self._batches, *self._held_batches, self._pending_held()]
         return [(batch, self._not_replaced(batch, batch.ids)) for batch in every]
 
-    def _all_ids(self) -> pa.Array:
-        sightings = self._sightings()
-        return pa.concat_arrays([b.ids if k is None else b.ids.filter(k) for b, k in sightings])
-
     def versions(self) -> Walked:
         """Each id once, with the first look's decision for its version: `changes.diff`'s input."""
         versions = self._versions()
@@ -309,8 +305,10 @@ class TableSnapshot:
                 yield table
 
     def _repeated_ids(self) -> pa.Array:
-        counts = pc.value_counts(self._all_ids())
-        return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+        """Ids still in the snapshot more than once (the walk saw them twice)."""
+        sightings = self._sightings()
+        ids = pa.concat_arrays([b.ids if k is None else b.ids.filter(k) for b, k in sightings])
+        return repeated_ids(ids)
 
 
 def _read(batch: SpilledBatch) -> pa.Table:
