@@ -56,16 +56,25 @@ def row_hash(record: Mapping[str, Any]) -> str:
     return line_hash(record_line(record))
 
 
+def entity_row(
+    record: Mapping[str, Any], version: str | None = None, parent_id: str | None = None
+) -> Record:
+    """A row of a table whose records need no reshaping (team members, job types), and what
+    the other builders start from: the record with its row hash (`version`, if known)."""
+    row = dict(record)
+    row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
+    return row
+
+
 def creator_flattened_row(
     record: Mapping[str, Any], *, version: str | None = None, parent_id: str | None = None
 ) -> Record:
     """The row builder of projects and webhooks: the nested `created_by` object becomes
     `created_by_id` (the walk gathers the creators themselves: `walk/creators.py`)."""
-    row = dict(record)
+    row = entity_row(record, version)
     creator = row.pop("created_by", None)
     creator_id = creator.get("id") if isinstance(creator, dict) else None
     row["created_by_id"] = str(creator_id) if creator_id is not None else None
-    row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
     return row
 
 
@@ -73,19 +82,9 @@ def job_row(
     record: Mapping[str, Any], parent_id: str | None = None, version: str | None = None
 ) -> Record:
     """A jobs row; the owning project (`parent_id`) comes from the walk if the record lacks it."""
-    row = dict(record)
+    row = entity_row(record, version)
     if row.get("project_id") is None:
         row["project_id"] = parent_id
-    row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
-    return row
-
-
-def entity_row(
-    record: Mapping[str, Any], version: str | None = None, parent_id: str | None = None
-) -> Record:
-    """A row of a table whose records need no reshaping (team members, job types)."""
-    row = dict(record)
-    row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
     return row
 
 
