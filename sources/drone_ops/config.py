@@ -144,8 +144,7 @@ def checked_api_key(raw: Any) -> str:
             f' key in .dlt/secrets.toml (api_key = "..." under [{SECTION}]) or set'
             f" {env_name('api_key')}",
         )
-    register_secret(raw)
-    register_secret(key)
+    register_secret(raw)  # and its stripped forms: `key` among them
     if not key:
         raise ConfigError(name, f"is empty; put it in .dlt/secrets.toml or {env_name('api_key')}")
     if any(not ("!" <= char <= "~") for char in key):
