@@ -103,7 +103,7 @@ def checked_config(**values: Any) -> SourceConfig:
         return _integer(name, value(name), low, high)
 
     def number(name: str, high: float = math.inf, hint: str | None = None) -> float:
-        return _number(name, value(name), low=0.0, high=high, hint=hint)
+        return _number(name, value(name), high=high, hint=hint)
 
     def rate(name: str) -> float | None:
         """An optional ceiling: unset, no ceiling."""
@@ -144,8 +144,7 @@ def checked_api_key(raw: Any) -> str:
             f' key in .dlt/secrets.toml (api_key = "..." under [{SECTION}]) or set'
             f" {env_name('api_key')}",
         )
-    register_secret(raw)
-    register_secret(key)
+    register_secret(raw)  # and its stripped forms: `key` among them
     if not key:
         raise ConfigError(name, f"is empty; put it in .dlt/secrets.toml or {env_name('api_key')}")
     if any(not ("!" <= char <= "~") for char in key):
@@ -177,7 +176,7 @@ def checked_jobs_path(path: str) -> str:
 def validate_base_url(base_url: str) -> str:
     """Returns the base URL without a trailing slash; plain http is for loopback only. A bad
     value is shown only as scheme, host and path (it may be a key pasted in the wrong place)."""
-    setting = f"{settings.CONFIG_SECTION}.base_url"
+    setting = setting_name("base_url")
     if not base_url:
         raise ConfigError(
             setting, "is empty; set it to the API's address, e.g. https://api.example.com"
@@ -259,12 +258,10 @@ def _integer(name: str, raw: Any, low: int, high: int) -> int:
     return number
 
 
-def _number(
-    name: str, raw: Any, *, low: float, high: float = math.inf, hint: str | None = None
-) -> float:
-    """A finite number with low < value <= high."""
+def _number(name: str, raw: Any, *, high: float, hint: str | None) -> float:
+    """A finite number with 0 < value <= high (every such setting is a positive amount)."""
     upper = "" if math.isinf(high) else f" and at most {high:g}"
-    expected = f"expected a number above {low:g}{upper}" + (f" ({hint})" if hint else "")
+    expected = f"expected a number above 0{upper}" + (f" ({hint})" if hint else "")
     if isinstance(raw, bool):
         raise ConfigError(setting_name(name), f"{_shown(raw)} is not a number; {expected}")
     try:
@@ -273,7 +270,7 @@ def _number(
         raise ConfigError(
             setting_name(name), f"{_shown(raw)} is not a number; {expected}"
         ) from None
-    if not math.isfinite(number) or not low < number <= high:
+    if not math.isfinite(number) or not 0 < number <= high:
         raise ConfigError(setting_name(name), f"{_shown(raw)} is out of range; {expected}")
     return number
 

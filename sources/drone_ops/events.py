@@ -22,6 +22,7 @@ from dlt.common.schema.typing import TColumnSchema
 from .tables.entities import ENTITIES
 from .tables.lines import typed_records
 from .tables.rows import Issue, creator_flattened_row
+from .tables.schema import TIMESTAMP_HINT
 
 EVENTS_TABLE = "_webhook_events"
 PROJECT_EVENTS = frozenset({"project.created", "project.updated"})
@@ -177,7 +178,7 @@ EVENTS_SCHEMA = pa.schema(
 
 EVENTS_COLUMNS: dict[str, TColumnSchema] = {
     field.name: (
-        {"data_type": "timestamp", "timezone": True, "precision": 6, "nullable": True}
+        {**TIMESTAMP_HINT, "nullable": True}
         if pa.types.is_timestamp(field.type)
         else {"data_type": "bool" if pa.types.is_boolean(field.type) else "text", "nullable": True}
     )

@@ -43,10 +43,9 @@ class KnownState:
     """Per entity table: the `Entity.current_columns` of its current rows."""
     delivery_marks: dict[str, DeliveryMark] = field(default_factory=dict)
     marks_recorded: bool = True
-    """Whether the marks come from `_sync_delivery_marks`. False for a warehouse last synced
-    before deliveries loaded in waves: its marks are read from the deliveries themselves, and
-    recorded before anything else is loaded, so no wave ever runs on marks that a partial
-    load could move."""
+    """Whether the marks come from `_sync_delivery_marks`. False for a warehouse without that
+    table: its marks are read from the deliveries themselves, and recorded before anything
+    else is loaded, so no wave ever runs on marks that a partial load could move."""
     users: pa.Table | None = None
     """`id`, `_row_hash` of the users table."""
     existing: set[str] = field(default_factory=set)
@@ -119,7 +118,7 @@ def read_known_state(
 
 def _newest_per_webhook(recorded: dict[str, int] | None, loaded: pa.Table) -> dict[str, int]:
     """Each webhook's mark in ms: recorded in `_sync_delivery_marks` when that table exists
-    (the only trustworthy source once deliveries load in waves); else, for a warehouse whose
+    (the only trustworthy source, as deliveries load in waves); else, for a warehouse whose
     marks were never recorded, the newest delivery loaded."""
     if recorded is not None:
         return recorded

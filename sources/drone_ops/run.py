@@ -16,12 +16,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import dlt
 import httpx
 
 from . import settings
+from .compare.changes import ChangeSet
 from .config import SourceConfig
 from .exceptions import DroneOpsError
 from .http import DroneOpsClient
@@ -32,9 +32,6 @@ from .tables.breaches import Issue
 from .tables.entities import ALL_TABLES
 from .walk import ProgressCallback, WalkPlan, WorkspaceWalk
 from .workspaces import DEFAULT_WORKSPACE
-
-if TYPE_CHECKING:
-    from .compare.changes import ChangeSet
 
 
 def new_run_id() -> str:

@@ -35,7 +35,7 @@ from .run import RunOptions, SyncRun
 from .run_state import RUN_STATE_TABLES, record_resources
 from .table_loads import TableLoads
 from .tables.entities import ENTITIES, Entity
-from .tables.schema import dlt_columns
+from .tables.schema import TIMESTAMP_HINT, dlt_columns
 from .workspaces import DEFAULT_WORKSPACE, read_workspace_config
 
 RECORD_RESOURCES: tuple[str, ...] = (*RUN_STATE_TABLES, EVENTS_TABLE)
@@ -56,8 +56,7 @@ MERGE_ON_ID: TDeleteInsertStrategyDict = {"disposition": "merge", "strategy": "d
 # declared as the scd2 merge declares them, so a table first loaded by append is the table the
 # merge would have created, and later runs merge into it
 VALIDITY_COLUMNS: dict[str, TColumnSchema] = {
-    name: {"data_type": "timestamp", "timezone": True, "precision": 6, "nullable": True}
-    for name in DEFAULT_VALIDITY_COLUMN_NAMES
+    name: {**TIMESTAMP_HINT, "nullable": True} for name in DEFAULT_VALIDITY_COLUMN_NAMES
 }
 
 

@@ -67,9 +67,9 @@ def workspace_env(name: str, setting: str) -> str:
 
 def configured_names() -> tuple[str, ...]:
     """The workspaces the config names, `default` first when the top level has a base URL (or
-    when no named workspace exists, so today's config and its errors stay as they were)."""
+    when no named workspace exists: a config without workspaces is the `default` one)."""
     named = _named_workspaces()
-    has_default = not named or _top_level_value("base_url") is not None
+    has_default = not named or _provided(setting_name("base_url")) is not None
     return ((DEFAULT_WORKSPACE,) if has_default else ()) + tuple(sorted(named))
 
 
@@ -160,20 +160,17 @@ def check_name(name: str) -> None:
 def _workspace_value(name: str, setting: str, nested: Any) -> Any:
     """A named workspace's own value (dlt's lookup, else `nested`: its table as the providers
     hold it, read once per workspace), else (except for its identity) the top-level one."""
-    if name == DEFAULT_WORKSPACE:
-        return _top_level_value(setting)
-    key = f"{settings.CONFIG_SECTION}.{WORKSPACES_SETTING}.{name}.{setting}"
-    own: Any = dlt.secrets.get(key) if setting == "api_key" else dlt.config.get(key)
-    if own is None:
-        own = nested.get(setting) if isinstance(nested, Mapping) else None
-    if own is not None or setting in IDENTITY_SETTINGS:
+    own = _provided(workspace_setting(name, setting))
+    if own is None and isinstance(nested, Mapping):
+        own = nested.get(setting)
+    if own is not None or setting in IDENTITY_SETTINGS or name == DEFAULT_WORKSPACE:
         return own
-    return _top_level_value(setting)
+    return _provided(setting_name(setting))
 
 
-def _top_level_value(setting: str) -> Any:
-    key = setting_name(setting)
-    return dlt.secrets.get(key) if setting == "api_key" else dlt.config.get(key)
+def _provided(key: str) -> Any:
+    """What dlt's providers hold for a setting's full name (the key is read from secrets)."""
+    return dlt.secrets.get(key) if key.endswith(".api_key") else dlt.config.get(key)
 
 
 def _named_workspaces() -> dict[str, Any]:

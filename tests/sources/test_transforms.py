@@ -22,15 +22,14 @@ from drone_ops_sync.sources.drone_ops.tables.payloads import _delivery_table_fas
 from drone_ops_sync.sources.drone_ops.tables.rows import (
     Issue,
     built_row,
+    creator_flattened_row,
     delivery_row,
     entity_row,
     issue_table,
     job_row,
-    project_row,
     row_hash,
     typed_row_by_row,
     user_row,
-    webhook_row,
 )
 from drone_ops_sync.sources.drone_ops.tables.schema import ISSUES
 from tests.sources.fake_api import FakeApi, job, project
@@ -305,7 +304,7 @@ def test_row_hash_changes_when_any_field_changes() -> None:
 def test_entity_row_hash_is_of_the_api_record() -> None:
     """The row hash is the API record's hash, not of the reshaped row."""
     record = project("p1", 1)
-    row, _ = project_row(record)
+    row = creator_flattened_row(record)
     assert row[settings.ROW_HASH_COLUMN] == row_hash(record)
     member = {"id": "m1", "email": "x@y"}
     assert entity_row(member)[settings.ROW_HASH_COLUMN] == row_hash(member)
@@ -317,38 +316,35 @@ def test_entity_row_hash_is_of_the_api_record() -> None:
 # --- creators ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make_row", [project_row, webhook_row], ids=["project", "webhook"])
 @pytest.mark.parametrize(
-    ("creator", "expected_id", "returns_creator"),
+    ("creator", "expected_id"),
     [
-        (PERSON, "u1", True),
-        (API_KEY_CREATOR, "apikey_1", True),
-        ({"email": "noid@example.com"}, None, False),
-        (None, None, False),
+        (PERSON, "u1"),
+        (API_KEY_CREATOR, "apikey_1"),
+        ({"email": "noid@example.com"}, None),
+        (None, None),
     ],
     ids=["person", "api-key", "no-id", "null"],
 )
 def test_creator_becomes_created_by_id(
-    make_row: Any, creator: dict[str, Any] | None, expected_id: str | None, returns_creator: bool
+    creator: dict[str, Any] | None, expected_id: str | None
 ) -> None:
-    """`created_by` becomes `created_by_id` plus the creator for `users`; odd creators are
-    tolerated (no id or null: no creator, null id) and the row still types cleanly."""
+    """`created_by` becomes `created_by_id` (the walk gathers the creators for `users`); odd
+    creators are tolerated (no id or null: a null id) and the row still types cleanly."""
     record = project("p1", 1, created_by=creator)
-    row, found = make_row(record)
+    row = creator_flattened_row(record)
     assert "created_by" not in row
     assert row["created_by_id"] == expected_id
-    assert (found == creator) if returns_creator else found is None
-    if make_row is project_row:
-        issues: list[Issue] = []
-        table = typed("projects", [record], issues)
-        assert table.column("created_by_id").to_pylist() == [expected_id]
-        assert "created_by" not in table.column_names
-        assert issues == []
+    issues: list[Issue] = []
+    table = typed("projects", [record], issues)
+    assert table.column("created_by_id").to_pylist() == [expected_id]
+    assert "created_by" not in table.column_names
+    assert issues == []
 
 
 def test_numeric_creator_id_becomes_text() -> None:
     """A numeric creator id is stored as a string."""
-    row, _ = project_row(project("p1", 1, created_by={"id": 7, "email": "x@y"}))
+    row = creator_flattened_row(project("p1", 1, created_by={"id": 7, "email": "x@y"}))
     assert row["created_by_id"] == "7"
 
 

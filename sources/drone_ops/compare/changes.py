@@ -47,17 +47,18 @@ def first_look(records: Iterable[Record], held: frozenset[str]) -> FirstLook:
     return look
 
 
-def doubled_ids(current: pa.Table) -> pa.Array:
-    """Ids with more than one current version (only an older version's repeats wrote those)."""
-    counts = pc.value_counts(current.column("id").combine_chunks())
+def repeated_ids(ids: pa.Array) -> pa.Array:
+    """The ids that occur more than once in `ids`."""
+    counts = pc.value_counts(ids)
     return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
 
 
 def held_hashes(current: pa.Table) -> frozenset[str]:
     """The row hashes the first look counts as held: every current version except those of
-    doubled ids, whose rows must be loaded again so the scd2 merge retires the extra version
-    (a doubled id is never held, so its rows are always typed and spilled)."""
-    doubled = doubled_ids(current)
+    doubled ids (more than one current version), whose rows must be loaded again so the scd2
+    merge retires the extra version (a doubled id is never held, so its rows are always typed
+    and spilled)."""
+    doubled = repeated_ids(current.column("id").combine_chunks())
     if len(doubled):
         current = current.filter(pc.invert(pc.is_in(current.column("id"), value_set=doubled)))
     return frozenset(current.column(settings.ROW_HASH_COLUMN).to_pylist())

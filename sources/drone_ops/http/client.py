@@ -86,9 +86,9 @@ class DroneOpsClient:
             auth=BearerAuth(api_key),
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             headers={"User-Agent": settings.USER_AGENT, "Accept": "application/json"},
-            # urllib3 behind httpx's interface (transport.py): three quarters of the CPU per
-            # request of httpx's own engine, and a pool with no keep-alive timer that never
-            # closes a connection a thread holds (encode/httpcore#1110, test_client_pool.py)
+            # urllib3 behind httpx's interface (transport.py): less CPU per request than
+            # httpx's own engine, and a pool with no keep-alive timer that never closes a
+            # connection a thread holds (encode/httpcore#1110, test_client_pool.py)
             transport=transport or Urllib3Transport(pool, timeout=timeout),
             cookies=NoCookies(),
             follow_redirects=False,

@@ -43,8 +43,6 @@ def record_breaches(
         bad = pc.and_(pc.is_valid(values), pc.invert(pc.is_in(values, pa.array(allowed))))
         _report(table, name, ids, values, bad, f"not one of {', '.join(allowed)}", run_id, issues)
     for name, (shortest, longest) in contract.lengths.items():
-        if name not in built.column_names:
-            continue
         values = built.column(name)
         lengths = pc.utf8_length(values)
         bad = pc.or_(pc.less(lengths, shortest), pc.greater(lengths, longest))

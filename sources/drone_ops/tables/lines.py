@@ -34,7 +34,7 @@ from .rows import (
 )
 from .schema import ARROW_TYPES, READ_TYPES, Column, Contract
 
-# The objects a row builder flattens to their id (`rows.project_row`): a person or an API
+# The objects a row builder flattens to their id (`rows.creator_flattened_row`): a person or an API
 # key, every field optional; `<name>_id` is the column it becomes.
 FLATTENED_SHAPES: dict[str, pa.DataType] = {
     "created_by": pa.struct(
@@ -76,13 +76,8 @@ class LineBuffer:
 def read_lines(columns: Sequence[Column], lines: LineBuffer) -> dict[str, pa.Array] | None:
     """The declared columns of JSON-line records, typed as the contract says; None when any
     value (or an unknown field) would need the reporting path."""
-    schema = _read_schema(tuple(columns), ())
-    if schema is None:
-        return None
-    read = _read(schema, lines)
-    if read is None:
-        return None
-    return _converted(columns, read)
+    read = _read(tuple(columns), (), lines)
+    return None if read is None else _converted(columns, read)
 
 
 def typed_lines(
@@ -103,10 +98,7 @@ def typed_lines(
     flattened = tuple(sorted(contract.flattened))
     derived = {f"{name}_id" for name in flattened}
     read_columns = tuple(c for c in contract.columns if c.name not in derived)
-    schema = _read_schema(read_columns, flattened)
-    if schema is None:
-        return None
-    read = _read(schema, lines)
+    read = _read(read_columns, flattened, lines)
     if read is None:
         return None
     arrays = _converted(read_columns, read)
@@ -118,12 +110,11 @@ def typed_lines(
     if parent_column is not None and parent_ids:
         listed_under = pa.array(parent_ids, pa.string())
         arrays[parent_column] = pc.coalesce(arrays[parent_column], listed_under)
+    columns = {c.name: arrays[c.name] for c in contract.columns}
     if contract.history:
-        arrays[settings.ROW_HASH_COLUMN] = pa.array(versions, pa.string())
-        arrays[settings.TOMBSTONE_COLUMN] = pa.array([False] * lines.count, pa.bool_())
-    built = pa.table(
-        {name: arrays[name] for name in [c.name for c in contract.columns] + _extra(contract)}
-    )
+        columns[settings.ROW_HASH_COLUMN] = pa.array(versions, pa.string())
+        columns[settings.TOMBSTONE_COLUMN] = pa.array([False] * lines.count, pa.bool_())
+    built = pa.table(columns)
     record_breaches(contract, built, run_id, issues, set())
     return with_required_fields(built)
 
@@ -194,10 +185,6 @@ def record_lines(records: Iterable[Mapping[str, object]]) -> tuple[LineBuffer, l
     return lines, versions
 
 
-def _extra(contract: Contract) -> list[str]:
-    return [settings.ROW_HASH_COLUMN, settings.TOMBSTONE_COLUMN] if contract.history else []
-
-
 @cache
 def _read_schema(columns: tuple[Column, ...], flattened: tuple[str, ...]) -> pa.Schema | None:
     fields = []
@@ -215,9 +202,13 @@ def _read_schema(columns: tuple[Column, ...], flattened: tuple[str, ...]) -> pa.
     return pa.schema(fields)
 
 
-def _read(schema: pa.Schema, lines: LineBuffer) -> pa.Table | None:
-    """Arrow's JSON reader over the lines, in one block, strict about types and fields."""
-    if not lines.count:
+def _read(
+    columns: tuple[Column, ...], flattened: tuple[str, ...], lines: LineBuffer
+) -> pa.Table | None:
+    """Arrow's JSON reader over the lines, in one block, strict about types and fields; None
+    when it declines them, or the columns have no strict reading (`_read_schema`)."""
+    schema = _read_schema(columns, flattened)
+    if schema is None or not lines.count:
         return None
     try:
         read = pa_json.read_json(

@@ -1,8 +1,8 @@
 """The fast path for webhook deliveries: request payloads parsed by DuckDB, in batches.
 
 A delivery's `request_payload` is JSON text whose fields become columns; DuckDB's JSON
-functions parse it outside the GIL, where one `orjson.loads` per entry competed with every
-request. The one process-wide engine in `sources/`: a small, capped, single-threaded
+functions parse it outside the GIL, where one `orjson.loads` per entry would compete with
+every request. The one process-wide engine in `sources/`: a small, capped, single-threaded
 in-memory DuckDB (no file, no network).
 """
 
@@ -17,19 +17,11 @@ import pyarrow.compute as pc
 
 from .breaches import Issue
 from .lines import LineBuffer, read_lines, typed_batch
-from .rows import MAX_TIMESTAMP_MS, Record, delivery_row, with_required_fields
+from .rows import MAX_TIMESTAMP_MS, PAYLOAD_COLUMNS, Record, delivery_row, with_required_fields
 from .schema import ARROW_TYPES, Contract
 
 log = logging.getLogger(__name__)
 
-# Columns of a delivery row read from its request payload (the rest come from the log entry).
-PAYLOAD_COLUMNS: dict[str, str] = {
-    "delivery_id": "delivery_id",
-    "event": "event",
-    "event_timestamp": "timestamp",
-    "workspace_id": "workspace_id",
-    "data": "data",
-}
 _PAYLOAD_SQL = f"""
 WITH parsed AS (
     SELECT CASE WHEN json_valid(request_payload) THEN request_payload END AS payload
@@ -119,7 +111,7 @@ def _delivery_table_fast(contract: Contract, lines: LineBuffer, webhook_id: str)
         connection = _duckdb.connection = _payload_engine().cursor()
     parts = []
     try:
-        # in chunks: DuckDB holds each chunk's parsed JSON whole, about 25x its text
+        # in chunks: DuckDB holds each chunk's parsed JSON whole, many times its text
         for start in range(0, len(payloads), PAYLOAD_CHUNK_ROWS):
             chunk = payloads.slice(start, PAYLOAD_CHUNK_ROWS)
             connection.register("payloads", pa.table({"request_payload": chunk}))

@@ -8,6 +8,7 @@ value and reports it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date
@@ -28,6 +29,15 @@ when the caller computed it already, `parent_id` the id of the record it was lis
 MAX_INT64 = 2**63 - 1
 # Timestamps are stored in microseconds: the largest millisecond value that still fits.
 MAX_TIMESTAMP_MS = MAX_INT64 // 1000
+# Columns of a delivery row read from its request payload (the rest come from the log entry),
+# each with the payload field it is read from.
+PAYLOAD_COLUMNS: dict[str, str] = {
+    "delivery_id": "delivery_id",
+    "event": "event",
+    "event_timestamp": "timestamp",
+    "workspace_id": "workspace_id",
+    "data": "data",
+}
 
 
 def record_line(record: Mapping[str, Any]) -> bytes:
@@ -46,46 +56,35 @@ def row_hash(record: Mapping[str, Any]) -> str:
     return line_hash(record_line(record))
 
 
-def project_row(
-    record: Mapping[str, Any], version: str | None = None
-) -> tuple[Record, Record | None]:
-    """A projects (or webhooks) row plus its creator: the nested `created_by` object becomes
-    `created_by_id`, the creator itself a `users` row. `version` is the row hash if known."""
+def entity_row(
+    record: Mapping[str, Any], version: str | None = None, parent_id: str | None = None
+) -> Record:
+    """A row of a table whose records need no reshaping (team members, job types), and what
+    the other builders start from: the record with its row hash (`version`, if known)."""
     row = dict(record)
-    creator = row.pop("created_by", None)
-    creator_id = creator.get("id") if isinstance(creator, dict) else None
-    row["created_by_id"] = str(creator_id) if creator_id is not None else None
     row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
-    return row, creator if creator_id is not None else None
-
-
-webhook_row = project_row
+    return row
 
 
 def creator_flattened_row(
     record: Mapping[str, Any], *, version: str | None = None, parent_id: str | None = None
 ) -> Record:
-    """The row builder of projects and webhooks (the walk gathers creators itself)."""
-    return project_row(record, version)[0]
+    """The row builder of projects and webhooks: the nested `created_by` object becomes
+    `created_by_id` (the walk gathers the creators themselves: `walk/creators.py`)."""
+    row = entity_row(record, version)
+    creator = row.pop("created_by", None)
+    creator_id = creator.get("id") if isinstance(creator, dict) else None
+    row["created_by_id"] = str(creator_id) if creator_id is not None else None
+    return row
 
 
 def job_row(
     record: Mapping[str, Any], parent_id: str | None = None, version: str | None = None
 ) -> Record:
     """A jobs row; the owning project (`parent_id`) comes from the walk if the record lacks it."""
-    row = dict(record)
+    row = entity_row(record, version)
     if row.get("project_id") is None:
         row["project_id"] = parent_id
-    row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
-    return row
-
-
-def entity_row(
-    record: Mapping[str, Any], version: str | None = None, parent_id: str | None = None
-) -> Record:
-    """A row of a table whose records need no reshaping (team members, job types)."""
-    row = dict(record)
-    row[settings.ROW_HASH_COLUMN] = version or row_hash(record)
     return row
 
 
@@ -104,19 +103,11 @@ def delivery_row(record: Mapping[str, Any], webhook_id: str) -> Record:
     payload_text = row.get("request_payload")
     payload: Any = None
     if isinstance(payload_text, str):
-        try:
+        with contextlib.suppress(orjson.JSONDecodeError):
             payload = orjson.loads(payload_text)
-        except orjson.JSONDecodeError:
-            payload = None
-    if isinstance(payload, dict):
-        row["delivery_id"] = payload.get("delivery_id")
-        row["event"] = payload.get("event")
-        row["event_timestamp"] = payload.get("timestamp")
-        row["workspace_id"] = payload.get("workspace_id")
-        row["data"] = payload.get("data")
-    else:
-        row["delivery_id"] = row["event"] = row["event_timestamp"] = None
-        row["workspace_id"] = row["data"] = None
+    fields = payload if isinstance(payload, dict) else {}
+    for column, key in PAYLOAD_COLUMNS.items():
+        row[column] = fields.get(key)
     return row
 
 
@@ -323,7 +314,7 @@ def _coerce(column: Column, value: Any) -> tuple[Any, str | None]:
 
 def _inferred_array(values: list[Any]) -> pa.Array:
     """A column the spec does not know is text, whatever one batch holds: a string as it is,
-    any other value as its JSON text. Inferring a type per batch made the same field an
+    any other value as its JSON text. Inferring a type per batch would make the same field an
     integer in one load and JSON-quoted text (`"eu-west"`) in the next."""
     return pa.array(
         [v if v is None or isinstance(v, str) else orjson.dumps(v).decode() for v in values],

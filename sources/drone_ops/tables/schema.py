@@ -39,6 +39,10 @@ READ_TYPES: dict[ColumnKind, pa.DataType] = {
 """How a value of each kind is read from JSON, before timestamps and dates are converted to
 their `ARROW_TYPES` (json columns have no single reading: see `Column.items`)."""
 
+TIMESTAMP_HINT: TColumnSchema = {"data_type": "timestamp", "timezone": True, "precision": 6}
+"""dlt's hint for every timestamp column the source declares (`ARROW_TYPES["ts"]`), copied
+into each column's hints (dlt writes into them)."""
+
 
 @dataclass(frozen=True)
 class Column:
@@ -97,12 +101,7 @@ def dlt_columns(contract: Contract) -> dict[str, TColumnSchema]:
         if column.kind == "json":
             hints[column.name] = {"data_type": "json", "nullable": True}
         elif column.kind == "ts":
-            hints[column.name] = {
-                "data_type": "timestamp",
-                "timezone": True,
-                "precision": 6,
-                "nullable": True,
-            }
+            hints[column.name] = {**TIMESTAMP_HINT, "nullable": True}
         elif column.name == "id":
             hints[column.name] = {"data_type": "text", "nullable": False}
     return hints

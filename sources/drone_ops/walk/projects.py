@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 JOB_QUEUE_PER_WORKER = 4
 """Job walks queued or under way at most, per worker: the project lists wait for the job walks
-instead of queueing one task per project (20,000 at `large`)."""
+instead of queueing one task per project."""
 
 
 class ProjectWalker:
@@ -44,7 +44,7 @@ class ProjectWalker:
         self._slots = JOB_QUEUE_PER_WORKER * max_workers
         self._job_slots = threading.BoundedSemaphore(self._slots)
         """Job walks queued or under way: a project list waits for a slot before it queues
-        another, so the pool never holds one task per project (20,000 at `large`)."""
+        another (`JOB_QUEUE_PER_WORKER`)."""
 
     def walk_projects(self, params: Mapping[str, str]) -> None:
         """Walks one project list (active or archived); both feed the `projects` snapshot, so

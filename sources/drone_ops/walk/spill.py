@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.feather as feather
 
 from .. import settings
-from ..compare.changes import Walked, first_look
+from ..compare.changes import FirstLook, Walked, first_look, repeated_ids
 from ..compare.deletions import Fetched
 from ..exceptions import DroneOpsError, Interrupted
 from ..tables.breaches import Issue
@@ -55,6 +55,13 @@ class PendingLines:
     versions: list[str] = field(default_factory=list)
     parents: list[str | None] = field(default_factory=list)
 
+    def add(self, look: FirstLook, parent_id: str | None) -> None:
+        """The records the first look did not find held, listed under `parent_id`."""
+        for line in look.lines:
+            self.lines.append(line)
+        self.versions.extend(look.hashes)
+        self.parents.extend([parent_id] * len(look.lines))
+
 
 class TableSnapshot:
     """One table's rows as this run's walk saw them, spilled in typed Arrow batches."""
@@ -74,7 +81,7 @@ class TableSnapshot:
         self._pending_held_ids: list[str] = []
         self._pending_held_hashes: list[str] = []
         self._held_batches: list[SpilledBatch] = []
-        """Held records moved from Python lists into Arrow arrays (a quarter of the memory)."""
+        """Held records moved from Python lists into Arrow arrays, which take less memory."""
         self.error: DroneOpsError | None = None
         self.rows_seen = 0
         self._spill_dir = spill_dir
@@ -116,13 +123,9 @@ class TableSnapshot:
                 self._held_batches.append(self._pending_held())
                 self._pending_held_ids, self._pending_held_hashes = [], []
             self.rows_seen += len(records)
-            pending = self._pending
-            for line in look.lines:
-                pending.lines.append(line)
-            pending.versions.extend(look.hashes)
-            pending.parents.extend([parent_id] * len(look.lines))
-            if len(pending.lines) >= settings.ARROW_BATCH_ROWS:
-                batch, self._pending = pending, PendingLines()
+            self._pending.add(look, parent_id)
+            if len(self._pending.lines) >= settings.ARROW_BATCH_ROWS:
+                batch, self._pending = self._pending, PendingLines()
         if batch is not None:
             self._type_and_keep(batch)
         return look.held_ids
@@ -137,18 +140,10 @@ class TableSnapshot:
             look = first_look([record], self.held_hashes)
             held_ids.extend(look.held_ids)
             held_hashes.extend(look.held_hashes)
-            for line in look.lines:
-                batch.lines.append(line)
-            batch.versions.extend(look.hashes)
-            batch.parents.extend([parent_id] * len(look.lines))
+            batch.add(look, parent_id)
         self._replaced = pa.concat_arrays([self._replaced, pa.array(ids, pa.string())])
         if held_ids:
-            held = SpilledBatch(
-                None,
-                pa.array(held_ids, pa.string()),
-                pa.array(held_hashes, pa.string()),
-                authoritative=True,
-            )
+            held = _held_batch(held_ids, held_hashes, authoritative=True)
             with self._lock:
                 self._held_batches.append(held)
         if batch.lines:
@@ -207,21 +202,13 @@ class TableSnapshot:
         return pc.invert(pc.is_in(ids, value_set=self._replaced))
 
     def _pending_held(self) -> SpilledBatch:
-        """Held records not moved into a batch yet, as one (never written to disk)."""
-        return SpilledBatch(
-            None,
-            pa.array(self._pending_held_ids, pa.string()),
-            pa.array(self._pending_held_hashes, pa.string()),
-        )
+        """Held records not moved into a batch yet, as one."""
+        return _held_batch(self._pending_held_ids, self._pending_held_hashes)
 
     def _sightings(self) -> list[tuple[SpilledBatch, pa.Array | None]]:
         """Every batch, held ones included, with the mask of its rows still in the snapshot."""
         every = [*self._batches, *self._held_batches, self._pending_held()]
         return [(batch, self._not_replaced(batch, batch.ids)) for batch in every]
-
-    def _all_ids(self) -> pa.Array:
-        sightings = self._sightings()
-        return pa.concat_arrays([b.ids if k is None else b.ids.filter(k) for b, k in sightings])
 
     def versions(self) -> Walked:
         """Each id once, with the first look's decision for its version: `changes.diff`'s input."""
@@ -309,8 +296,17 @@ class TableSnapshot:
                 yield table
 
     def _repeated_ids(self) -> pa.Array:
-        counts = pc.value_counts(self._all_ids())
-        return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+        """Ids still in the snapshot more than once (the walk saw them twice)."""
+        sightings = self._sightings()
+        ids = pa.concat_arrays([b.ids if k is None else b.ids.filter(k) for b, k in sightings])
+        return repeated_ids(ids)
+
+
+def _held_batch(ids: list[str], hashes: list[str], *, authoritative: bool = False) -> SpilledBatch:
+    """Records the first look found held, as one batch of ids and hashes (never written)."""
+    return SpilledBatch(
+        None, pa.array(ids, pa.string()), pa.array(hashes, pa.string()), authoritative
+    )
 
 
 def _read(batch: SpilledBatch) -> pa.Table:

@@ -28,7 +28,6 @@ class WebhookWalker:
 
     def __init__(self, context: WalkContext) -> None:
         self.context = context
-        self.completed_webhooks: set[str] = set()
         self.completed_marks: dict[str, int] = {}
         """Per webhook whose chain reached known ground: the newest entry it walked."""
         self.failures: dict[str, DroneOpsError] = {}
@@ -131,7 +130,6 @@ class WebhookWalker:
             webhooks.fail(error)
             self.failures[webhook_id] = error
             return
-        self.completed_webhooks.add(webhook_id)
         if newest is not None:
             # the mark may move here only if every entry walked is loaded: the pipeline
             # records it after the run's last delivery load succeeded
