@@ -1,7 +1,7 @@
 """The process's malloc arenas and Arrow's allocator, chosen before a run starts its threads.
 
 glibc gives threads that allocate at once arenas of their own, and each keeps what its threads
-freed; a run has about forty such threads, so its footprint followed the number of arenas
+freed; a run has dozens of such threads, so its footprint followed the number of arenas
 more than what it held (docs/performance.md). pyarrow reads `ARROW_DEFAULT_MEMORY_POOL` once,
 when imported, and its C++ code allocates from that default whatever `set_memory_pool` says
 later; the system pool keeps less than mimalloc. So both are set before anything imports
