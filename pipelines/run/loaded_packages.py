@@ -27,13 +27,12 @@ run's loads."""
 
 def prune_loaded_packages(
     pipeline: dlt.Pipeline,
-    keep: int = KEEP_LOADED_PACKAGES,
-    traced: Collection[str] = (),
+    traced: Collection[str],
 ) -> list[str]:
-    """Removes every completed package but the newest `keep` and those the run's saved trace
-    names (`traced`, which must stay openable); returns the load ids removed. Called under the
-    lock at the end of a run; a package that cannot be removed is left for the next run:
-    pruning never fails a run whose data is already in the warehouse."""
+    """Removes every completed package but the newest `KEEP_LOADED_PACKAGES` and those the
+    run's saved trace names (`traced`, which must stay openable); returns the load ids removed.
+    Called under the lock at the end of a run; a package that cannot be removed is left for the
+    next run: pruning never fails a run whose data is already in the warehouse."""
     storage = LoadStorage(
         False,
         [],
@@ -42,7 +41,7 @@ def prune_loaded_packages(
     # load ids are creation times, so their order is the order dlt made the packages in
     completed = sorted(pipeline.list_completed_load_packages(), key=_created)
     removed: list[str] = []
-    for load_id in completed[: max(0, len(completed) - keep)]:
+    for load_id in completed[: max(0, len(completed) - KEEP_LOADED_PACKAGES)]:
         if load_id in traced:
             continue
         try:
