@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import queue
 import signal
 import subprocess
@@ -158,7 +157,6 @@ class _Worker:
             stderr=subprocess.STDOUT,
             stdin=subprocess.PIPE,
             text=True,
-            env=os.environ.copy(),
             # its own process group: a Ctrl-C in the terminal reaches the fleet, which passes a
             # SIGTERM on, so each workspace stops once and the same way as under a scheduler
             start_new_session=True,
