@@ -67,11 +67,10 @@ def dbt_project() -> DbtProject:
 def prepared_project() -> DbtProject:
     """The dbt project with a manifest of its current files, parsed now if needed."""
     project = dbt_project()
-    folder = project.target_path  # absolute (manifest_folder), outside the project
+    folder = project.target_path  # made by manifest_folder, outside the project
     fingerprint = project_fingerprint(project.project_dir)
     if _current(project, folder, fingerprint):
         return project
-    folder.mkdir(parents=True, exist_ok=True)
     with waited_lock(folder / "prepare.lock", PREPARE_WAIT_SECONDS, "the dbt manifest"):
         if not _current(project, folder, fingerprint):
             _parse(folder)

@@ -2,8 +2,8 @@
 teardown.
 
 Why: once the command has finished, tearing down every module it loaded (dlt's, sqlglot's,
-pyarrow's, DuckDB's) costs about an eighth of a quiet run's CPU, and no step of ours needs it
-(docs/performance.md, "The lean run"): the `atexit` handlers run, the streams are flushed, then
+pyarrow's, DuckDB's) costs CPU that no step of ours needs (docs/performance.md, "The lean
+run"): the `atexit` handlers run, the streams are flushed, then
 the process ends, unless another thread still runs. Only the process entry points exit this
 way (this script, `python -m drone_ops_sync.pipelines.console_script`, a fleet's workers);
 `cli.main` stays what tests and in-process callers call.

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from .exit_codes import EXIT_CONFIG, EXIT_OK
 
@@ -92,18 +92,15 @@ def write_starter(folder: Path, *, force: bool = False) -> list[Path]:
     return written
 
 
-def init_command(
-    folder: Path, *, force: bool = False, as_json: bool = False, out: TextIO | None = None
-) -> int:
+def init_command(folder: Path, *, force: bool, as_json: bool) -> int:
     """`drone-sync init`: writes the starter settings, says what it wrote and what comes next;
     a refusal is one line and exit 2. `as_json`: one `init` or `error` object on stdout."""
-    out = out or sys.stdout
     try:
         written = write_starter(folder, force=force)
     except InitRefused as exc:
-        return _refused(str(exc), as_json, out)
+        return _refused(str(exc), as_json)
     except OSError as exc:
-        return _refused(f"cannot write into {folder}: {exc}", as_json, out)
+        return _refused(f"cannot write into {folder}: {exc}", as_json)
     where = "" if folder.resolve() == Path.cwd().resolve() else f"cd {folder} && "
     next_step = (
         "set sources.drone_ops.base_url in .dlt/config.toml and your API key in"
@@ -111,18 +108,18 @@ def init_command(
         f" then run: {where}drone-sync check"
     )
     if as_json:
-        out.write(_event("init", written=[str(path) for path in written], next=next_step))
+        sys.stdout.write(_event("init", written=[str(path) for path in written], next=next_step))
         return EXIT_OK
     for path in written:
         note = " (readable by you only, git-ignored)" if path.name == "secrets.toml" else ""
-        out.write(f"wrote {path}{note}\n")
-    out.write(f"next: {next_step}\n")
+        sys.stdout.write(f"wrote {path}{note}\n")
+    sys.stdout.write(f"next: {next_step}\n")
     return EXIT_OK
 
 
-def _refused(message: str, as_json: bool, out: TextIO) -> int:
+def _refused(message: str, as_json: bool) -> int:
     if as_json:
-        out.write(_event("error", kind="configuration error", message=message))
+        sys.stdout.write(_event("error", kind="configuration error", message=message))
     else:
         sys.stderr.write(f"drone-sync: configuration error: {message}\n")
     return EXIT_CONFIG

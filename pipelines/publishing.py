@@ -209,24 +209,6 @@ def publish_marts(
     return result
 
 
-def _publish_snapshot(
-    target: Target, plan: SnapshotPlan | None, output: Output, rebuilt: Collection[str] | None
-) -> str | None:
-    """Publishes the BI snapshot (when on); the one-line reason when it could not be."""
-    if plan is None:
-        return None
-    try:
-        then = "the models are built, and the next run publishes the snapshot"
-        with output.status("publishing the BI snapshot", then):
-            result = publish_marts(target, plan, rebuilt)
-    except (SnapshotError, DashboardError) as exc:
-        message = redact(str(exc))
-        output.snapshot_failed(plan.path, message)
-        return message
-    output.snapshot_summary(result)
-    return None
-
-
 def finish_success(
     target: Target,
     snapshot: SnapshotPlan | None,
@@ -239,7 +221,14 @@ def finish_success(
     """Ends a command that succeeded: publishes the BI snapshot (with `rebuilt` only those
     marts and its freshness), then the final summary; a snapshot that cannot be published fails
     the command and leaves the previous one in place."""
-    error = _publish_snapshot(target, snapshot, output, rebuilt)
-    if error is not None:
-        return output.finish(EXIT_FAILED, "failed", outcome, models, error=error)
+    if snapshot is not None:
+        try:
+            then = "the models are built, and the next run publishes the snapshot"
+            with output.status("publishing the BI snapshot", then):
+                result = publish_marts(target, snapshot, rebuilt)
+        except (SnapshotError, DashboardError) as exc:
+            error = redact(str(exc))
+            output.snapshot_failed(snapshot.path, error)
+            return output.finish(EXIT_FAILED, "failed", outcome, models, error=error)
+        output.snapshot_summary(result)
     return output.finish(EXIT_OK, "success", outcome, models)

@@ -53,9 +53,9 @@ class Session:
     ends, however it ends. Notes for the run's summary (a lock taken over, a repair) collect
     in `notes`."""
 
-    def __init__(self, target: Target, notes: list[str] | None = None) -> None:
+    def __init__(self, target: Target) -> None:
         self.target = target
-        self.notes: list[str] = notes if notes is not None else []
+        self.notes: list[str] = []
         self._stack = ExitStack()
         self._pipeline: dlt.Pipeline | None = None
         self._ready = False

@@ -18,7 +18,6 @@ from rich.console import Console
 from drone_ops_sync.sources.drone_ops import SyncReport, TableResult
 from drone_ops_sync.sources.drone_ops.internal import AccessReport, redact
 
-from ..defaults import DEFAULT_HEARTBEAT_SECONDS
 from ..run.sync import SyncOutcome
 from .output import Output
 from .progress import ProgressCounter, heartbeat
@@ -32,9 +31,7 @@ if TYPE_CHECKING:
 
 
 class JsonOutput(Output):
-    def __init__(
-        self, console: Console, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
-    ) -> None:
+    def __init__(self, console: Console, heartbeat_seconds: float) -> None:
         super().__init__(console, heartbeat_seconds)
         self._write_lock = threading.Lock()
         self._run_id: str | None = None

@@ -21,7 +21,6 @@ from rich.markup import escape
 from drone_ops_sync.sources.drone_ops import SyncReport, TableResult
 from drone_ops_sync.sources.drone_ops.internal import AccessReport, redact
 
-from ..defaults import DEFAULT_HEARTBEAT_SECONDS
 from ..run.sync import SyncOutcome
 from .progress import ProgressCounter, live_progress
 from .summary import models_fields, print_summary, root_cause, table_fields
@@ -55,9 +54,7 @@ class Output:
     """The common face of `TextOutput` and `JsonOutput`; also the run's observer
     (`sync.RunObserver`), keeping the final summary alerts, metrics and lineage read."""
 
-    def __init__(
-        self, console: Console, heartbeat_seconds: float = DEFAULT_HEARTBEAT_SECONDS
-    ) -> None:
+    def __init__(self, console: Console, heartbeat_seconds: float) -> None:
         self.console = console
         self.started = time.monotonic()
         self.heartbeat_seconds = heartbeat_seconds

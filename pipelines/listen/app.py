@@ -78,8 +78,8 @@ def build_app(receiver: Receiver) -> Starlette:
         received_at = int(time.time() * 1000)
         try:
             # in the event loop, not a worker thread: appends are one at a time under the
-            # spool's lock anyway (each waits for its fsync), so a thread bought no throughput
-            # and its hand-offs cost about 0.25 ms of CPU per event (measured at 50 events/s)
+            # spool's lock anyway (each waits for its fsync), so a thread would only add the
+            # CPU of its hand-offs (docs/events.md)
             added = receiver.spool.append(event, received_at, receiver.signed)
         except OSError as exc:  # a full disk: not acknowledged, so the sender retries it
             log.warning("event not spooled: %s %s", event["delivery_id"], exc)

@@ -60,7 +60,6 @@ def verify(
     headers: Mapping[str, str],
     body: bytes,
     now: float,
-    tolerance: float = TOLERANCE_SECONDS,
 ) -> str:
     """Returns the signed `webhook-id` when some `v1` signature matches some secret; raises
     `SignatureError` naming what is missing, stale or wrong otherwise."""
@@ -77,9 +76,9 @@ def verify(
         seconds = int(timestamp)
     except ValueError:
         raise SignatureError(f"{TIMESTAMP_HEADER} is not unix seconds") from None
-    if abs(now - seconds) > tolerance:
+    if abs(now - seconds) > TOLERANCE_SECONDS:
         raise SignatureError(
-            f"{TIMESTAMP_HEADER} is more than {tolerance:g} s from the receiver's clock"
+            f"{TIMESTAMP_HEADER} is more than {TOLERANCE_SECONDS:g} s from the receiver's clock"
         )
     candidates = _signatures(sent)
     if not candidates:

@@ -1,6 +1,6 @@
 """One batch of events written in one SQL transaction, the way dlt's scd2 merge writes it.
 
-Why not a dlt load per batch: a load's fixed cost kept a receiver seconds behind
+Why not a dlt load per batch: a load's fixed cost would keep a receiver seconds behind
 (docs/sync-design.md). The batch is a few rows, written through the workspace pipeline's own
 SQL client: only versions newer than the held ones (`held_versions`, `newest_versions`);
 each written project's current row retired at the batch's boundary unless it holds the same

@@ -25,7 +25,6 @@ from ..run.destination import check_creatable
 from ..run.durable import replace_durably
 from .transport import read_setting
 
-METRICS_SETTING = METRICS_FILE_KEY
 ROW_KINDS = ("new", "changed", "retired")
 _LAST_SUCCESS = "drone_sync_last_success_timestamp_seconds"
 _LAST_SUCCESS_LINE = re.compile(
@@ -52,8 +51,8 @@ _HELP = {
 def metrics_path(flag: Path | None) -> Path | None:
     """Where to write the textfile: `--metrics-file`, else `runtime.metrics_file`; checked
     now (a `.prom` name in a folder that can be written), before the run changes anything."""
-    setting = "--metrics-file" if flag is not None else METRICS_SETTING
-    configured = read_setting(METRICS_SETTING) if flag is None else None
+    setting = "--metrics-file" if flag is not None else METRICS_FILE_KEY
+    configured = read_setting(METRICS_FILE_KEY) if flag is None else None
     path = flag if flag is not None else Path(configured) if configured else None
     if path is None:
         return None

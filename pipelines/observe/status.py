@@ -187,13 +187,12 @@ def status_lines(report: StatusReport) -> list[str]:
     return lines
 
 
-def status_object(report: StatusReport, exit_code: int, workspace: str | None = None) -> str:
-    """The one JSON object of `drone-sync status --log-format json` (naming the workspace when
-    several are told)."""
+def status_object(report: StatusReport, exit_code: int, workspace: str) -> str:
+    """The one JSON object of `drone-sync status --log-format json`, naming the workspace."""
     return json.dumps(
         {
             "event": "status",
-            **({"workspace": workspace} if workspace is not None else {}),
+            "workspace": workspace,
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "warehouse": report.warehouse,
             "stale": bool(report.stale),
@@ -234,9 +233,9 @@ def status_command(
     tables: Sequence[str] | None,
     max_age: str,
     as_json: bool,
-    workspace: str | None = None,
+    workspace: str,
 ) -> int:
-    """`drone-sync status`: lines (or one JSON object, naming `workspace` when given) and the
+    """`drone-sync status`: lines (or one JSON object, naming `workspace`) and the
     exit code; a stale warehouse is also an alert when `runtime.slack_incoming_hook` is set."""
     try:
         hook = alert_hook()

@@ -15,15 +15,15 @@ from .snapshot_freshness import quote
 
 def copy_table_macros(
     con: duckdb.DuckDBPyConnection, catalog: str, alias: str, schema: str
-) -> tuple[str, ...]:
+) -> None:
     """Creates in the attached snapshot `alias` every table macro of `catalog`.`schema` (the
-    warehouse's marts schema), when the snapshot has that schema; returns their names."""
+    warehouse's marts schema), when the snapshot has that schema."""
     has_schema = con.execute(
         "SELECT count(*) FROM duckdb_schemas() WHERE database_name = ? AND schema_name = ?",
         [alias, schema],
     ).fetchone()
     if not has_schema or not has_schema[0]:
-        return ()
+        return
     rows = con.execute(
         "SELECT function_name, parameters, macro_definition FROM duckdb_functions()"
         " WHERE database_name = ? AND schema_name = ? AND function_type = 'table_macro'"
@@ -35,7 +35,3 @@ def copy_table_macros(
             f"CREATE MACRO {alias}.{quote(schema)}.{quote(name)}"
             f"({', '.join(quote(str(p)) for p in parameters)}) AS TABLE {body}"
         )
-    return tuple(str(name) for name, _, _ in rows)
-
-
-__all__ = ["copy_table_macros"]

@@ -163,17 +163,14 @@ def publish_snapshot(
     )
 
 
-def remove_leftovers(snapshot: Path) -> list[Path]:
+def remove_leftovers(snapshot: Path) -> None:
     """Removes what a killed publish of `snapshot` left: `<snapshot>.tmp-<pid>`, its WAL and
     its spill folder."""
-    removed: list[Path] = []
     for leftover in snapshot.parent.glob(f"{snapshot.name}{TMP_MARK}*"):
         if leftover.is_dir():
             shutil.rmtree(leftover, ignore_errors=True)
         else:
             leftover.unlink(missing_ok=True)
-        removed.append(leftover)
-    return removed
 
 
 def _write(
@@ -194,7 +191,7 @@ def _write(
     config = {
         "memory_limit": SNAPSHOT_MEMORY_LIMIT,
         # a copy needs no row order; keeping it makes DuckDB buffer whole row groups, which
-        # ran out of the memory limit on a 500,000-row mart
+        # can exceed the memory limit on a large mart
         "preserve_insertion_order": False,
         # a read-only connection has no folder of its own to spill to: give it one
         "temp_directory": str(spill),

@@ -1,7 +1,7 @@
 """Deliveries loaded while the chains still walk, and the marks that keep that safe.
 
 Why: the delivery logs are the walk's longest part, and loading them only after the last chain
-ended left the end of a run doing nothing else (docs/performance.md). A wave loads entries of
+ended would leave the end of a run doing nothing else (docs/performance.md). A wave loads entries of
 chains that may still fail; what keeps that from leaving a gap is the mark: the newest entry of
 a chain that reached known ground, recorded in `_sync_delivery_marks` only after every delivery
 load of the run succeeded. A run that fails records nothing, so the next walks from the

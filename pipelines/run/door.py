@@ -238,7 +238,6 @@ class KeptFile:
         """The longest the file is kept through steps that follow one another; None: no limit."""
         self.busy = busy
         self._held = ExitStack()
-        self._connection: duckdb.DuckDBPyConnection | None = None
         self._since: float | None = None
 
     @property
@@ -267,8 +266,7 @@ class KeptFile:
             else:
                 self._held.enter_context(access_lock(database))
                 if database.exists():
-                    self._connection = open_duckdb(database, self.busy)
-                    self._held.callback(self._close_connection)
+                    self._held.callback(open_duckdb(database, self.busy).close)
                     self._kept()
                 yield
         except BaseException:
@@ -310,11 +308,6 @@ class KeptFile:
     def _kept(self) -> None:
         if self._since is None:
             self._since = time.monotonic()
-
-    def _close_connection(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.close()
 
 
 @contextmanager

@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,7 +96,7 @@ def run_fleet(
     *,
     parallel: int,
     stop: threading.Event,
-    on_finished: Any = None,
+    on_finished: Callable[[WorkspaceRun], None],
 ) -> list[WorkspaceRun]:
     """Runs `drone-sync run --workspace <name> <run_arguments>` for each name in at most
     `parallel` workers, each taking the next waiting workspace when its last one ends;
@@ -111,8 +110,7 @@ def run_fleet(
 
     def finish(run: WorkspaceRun) -> None:
         run.finished_at = time.monotonic()
-        if on_finished is not None:
-            on_finished(run)
+        on_finished(run)
 
     while waiting or workers:
         if not stop.is_set():
@@ -159,7 +157,6 @@ class _Worker:
             stderr=subprocess.STDOUT,
             stdin=subprocess.PIPE,
             text=True,
-            env=os.environ.copy(),
             # its own process group: a Ctrl-C in the terminal reaches the fleet, which passes a
             # SIGTERM on, so each workspace stops once and the same way as under a scheduler
             start_new_session=True,

@@ -27,13 +27,12 @@ run's loads."""
 
 def prune_loaded_packages(
     pipeline: dlt.Pipeline,
-    keep: int = KEEP_LOADED_PACKAGES,
-    traced: Collection[str] = (),
-) -> list[str]:
-    """Removes every completed package but the newest `keep` and those the run's saved trace
-    names (`traced`, which must stay openable); returns the load ids removed. Called under the
-    lock at the end of a run; a package that cannot be removed is left for the next run:
-    pruning never fails a run whose data is already in the warehouse."""
+    traced: Collection[str],
+) -> None:
+    """Removes every completed package but the newest `KEEP_LOADED_PACKAGES` and those the
+    run's saved trace names (`traced`, which must stay openable). Called under the lock at the
+    end of a run; a package that cannot be removed is left for the next run: pruning never
+    fails a run whose data is already in the warehouse."""
     storage = LoadStorage(
         False,
         [],
@@ -41,17 +40,13 @@ def prune_loaded_packages(
     )
     # load ids are creation times, so their order is the order dlt made the packages in
     completed = sorted(pipeline.list_completed_load_packages(), key=_created)
-    removed: list[str] = []
-    for load_id in completed[: max(0, len(completed) - keep)]:
+    for load_id in completed[: max(0, len(completed) - KEEP_LOADED_PACKAGES)]:
         if load_id in traced:
             continue
         try:
             storage.delete_loaded_package(load_id)
         except OSError as exc:
             log.warning("could not remove the completed load package %s: %s", load_id, exc)
-            continue
-        removed.append(load_id)
-    return removed
 
 
 def _created(load_id: str) -> tuple[float, str]:

@@ -121,7 +121,7 @@ def sync_in_turn(
         outcome.notes.append(note)
     traced = loads.save_trace()
     # after every run, not only a clean one: a table failing run after run would otherwise
-    # let the packages grow as before; the newest, and every one this run's trace names, are kept
+    # let the packages grow unbounded; the newest, and every one this run's trace names, are kept
     prune_loaded_packages(pipeline, traced=traced)
     with step(target, file, pipeline):
         outcome.data_version = data_version(pipeline)

@@ -109,9 +109,9 @@ class Target:
         return pipelines_dir.parent / SYNC_FOLDER / pipelines_dir.name
 
     def lock_path(self) -> Path:
-        """The run lock: beside the DuckDB file (`<file>.lock` for the default workspace, as
-        before workspaces existed, `<file>.<dataset>.lock` for a named one), or in the
-        pipelines folder for a dataset on a server."""
+        """The run lock: beside the DuckDB file (`<file>.lock` for the default workspace,
+        `<file>.<dataset>.lock` for a named one), or in the pipelines folder for a dataset on a
+        server."""
         if self.destination == "duckdb":
             database = self.resolved_database().resolve()
             if self.workspace != DEFAULT_WORKSPACE:
