@@ -112,7 +112,9 @@ def test_fleet_steady_tiny_smoke(tmp_path: Path) -> None:
         assert step["exit_code"] == 0 and step["workspaces_ok"] == 3, step
         assert step["simulator_peak_rss_mb"] > 0 and step["server_peak_rss_mb"] is None
         assert step["tree_peak_rss_mb"] >= step["peak_rss_mb"] + step["simulator_peak_rss_mb"] / 2
-        assert step["tree_peak_rss_mb"] <= step["peak_rss_mb"] + step["simulator_peak_rss_mb"]
+        # each figure is rounded to 0.1 MB on its own, so their sum may fall 0.1 MB short
+        bound = step["peak_rss_mb"] + step["simulator_peak_rss_mb"] + 0.15
+        assert step["tree_peak_rss_mb"] <= bound, step
         # the host saw what the workspaces say they asked, nothing more (the walk came after)
         assert step["arrivals"] == step["requests"] > 0
         assert step["host_budget"] == 20 and step["requests_over_budget"] == 0
