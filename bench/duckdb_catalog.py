@@ -28,12 +28,12 @@ import duckdb
 def make_file(path: Path, schemas: int, tables: int, columns: int) -> None:
     """A file of `schemas` schemas shaped alike (the first table of each with 1,000 rows)."""
     names = ", ".join(f"c{i} varchar" for i in range(columns - 1))
+    values = ", ".join("'x'" for _ in range(columns - 1))
     with duckdb.connect(str(path)) as connection:
         for s in range(schemas):
             connection.execute(f"create schema s{s}")
             for t in range(tables):
                 connection.execute(f"create table s{s}.t{t} (id varchar, {names})")
-            values = ", ".join("'x'" for _ in range(columns - 1))
             connection.execute(
                 f"insert into s{s}.t0 select 'id' || i, {values} from range(1000) r(i)"
             )
