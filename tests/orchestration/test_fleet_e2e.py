@@ -4,10 +4,7 @@ PostgreSQL server, then the dbt models materialized by Dagster over all three.
 
 Why PostgreSQL only: what the story shows is Dagster's (partitions run at once, one workspace
 never twice at once, a refused key failing its partition alone) and does not depend on the
-warehouse. Dagster on DuckDB is tested where DuckDB's own behaviour meets it: a busy file
-retried (`test_failures.py`), a batch of workspaces in one run (`test_batches.py`), the first
-automatic build (`test_first_build.py`); processes of several workspaces sharing one DuckDB
-file, by the CLI's fleet (`tests/pipelines/test_fleet_e2e.py`).
+warehouse; where Dagster on DuckDB is tested instead: docs/development.md, "The suite's shape".
 
 The story is told once by the `story` fixture because each chapter starts from
 the warehouse the last one left (and each API is compared right after the run that read it,
@@ -54,6 +51,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 NETGUARD = REPO / "tests" / "pipelines" / "netguard"
 NETGUARD_LOG_ENV = "DRONE_SYNC_NETGUARD_LOG"
+WAREHOUSE: dict[str, Any] = {"destination": "postgres"}
+"""The warehouse resource's settings; the server's address comes from the environment."""
 HELD_LIMIT_S = 180.0
 """How long a closed gate may wait for its condition: minutes, a bound for runs that never
 come (each run is a Dagster process that may take many seconds to start on a loaded machine)."""
@@ -63,7 +62,6 @@ come (each run is a Dagster process that may take many seconds to start on a loa
 class Story:
     """The warehouse, and what each run of the story did and found."""
 
-    warehouse: dict[str, Any]
     readable: Warehouse
     netguard_log: Path
     runs: dict[str, dict[str, PartitionRun]] = field(default_factory=dict)
@@ -106,7 +104,7 @@ def story(
         patch.setenv(NETGUARD_LOG_ENV, str(netguard_log))
         dsn = fresh_database(postgres_server)
         patch.setenv("DESTINATION__POSTGRES__CREDENTIALS", dsn)
-        story = Story({"destination": "postgres"}, dsn, netguard_log)
+        story = Story(dsn, netguard_log)
         tell(story, fleet, patch)
         yield story
 
@@ -115,7 +113,7 @@ def tell(story: Story, fleet: dict[str, SimulatorHandle], patch: pytest.MonkeyPa
     names = list(fleet)
     keys = {name: handle.read_key for name, handle in fleet.items()}
     configure_fleet(patch, fleet, {**keys, "east": "drone-ops-refused-key"})
-    story.runs["refused"] = by_workspace(run_partitions(names, story.warehouse))
+    story.runs["refused"] = by_workspace(run_partitions(names, WAREHOUSE))
     compare_with_apis(story, {n: h for n, h in fleet.items() if n != "east"}, "refused")
 
     configure_fleet(patch, fleet, keys)
@@ -127,7 +125,7 @@ def tell(story: Story, fleet: dict[str, SimulatorHandle], patch: pytest.MonkeyPa
     story.runs["churned"] = by_workspace(
         run_partitions(
             names,
-            story.warehouse,
+            WAREHOUSE,
             meanwhile=held_until(both, lambda: all(h.gate()["held"] for h in both)),
         )
     )
@@ -137,7 +135,7 @@ def tell(story: Story, fleet: dict[str, SimulatorHandle], patch: pytest.MonkeyPa
     told_to_wait = held_until(
         [north], lambda: north.gate()["held"] > 0 and busy_retries("north") > retried
     )
-    quiet = run_partitions(["north", *names], story.warehouse, meanwhile=told_to_wait)
+    quiet = run_partitions(["north", *names], WAREHOUSE, meanwhile=told_to_wait)
     story.twice = [run for run in quiet if run.workspace == "north"]
     story.runs["quiet"] = by_workspace(quiet)
     compare_with_apis(story, fleet, "quiet")
@@ -268,7 +266,7 @@ def test_the_models_build_after_the_syncs_over_every_workspace(story: Story) -> 
             [sync, models],
             selection=dg.AssetSelection.assets(models),
             instance=instance,
-            resources={"warehouse": DroneSyncWarehouse(**story.warehouse), "dbt": dbt_resource()},
+            resources={"warehouse": DroneSyncWarehouse(**WAREHOUSE), "dbt": dbt_resource()},
             raise_on_error=False,
         )
         assert result.success, run_log(instance, result.run_id)
