@@ -21,6 +21,7 @@ from .console.output import Output
 from .exit_codes import EXIT_FAILED, EXIT_OK
 from .publish.build_plan import plan_build
 from .publish.build_record import (
+    DBT_TARGET,
     dbt_folder,
     forget_build,
     project_fingerprint,
@@ -130,7 +131,7 @@ def dbt_build(
         dbt_target(target),
         target.dataset,
         run_tests=run_tests,
-        target_path=dbt_folder(target.sync_dir()) / "target",
+        target_path=dbt_folder(target.sync_dir()) / DBT_TARGET,
         scratch_root=target.spill_root(),
         dbt_vars=fleet_vars(target),
         select=select,
@@ -151,7 +152,7 @@ def parse_models(target: Target, kept: tuple[str, Any | None] | None) -> tuple[s
     key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()  # the env holds a password
     if kept is not None and kept[0] == key:
         return kept
-    folder = dbt_folder(target.sync_dir()) / "target"
+    folder = dbt_folder(target.sync_dir()) / DBT_TARGET
     return key, parse_project(warehouse, target.dataset, folder, dbt_vars)
 
 

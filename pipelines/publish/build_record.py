@@ -25,6 +25,8 @@ from .dbt_build import PROJECT_DIR
 log = logging.getLogger(__name__)
 
 RECORD_NAME = "last_build.json"
+DBT_TARGET = "target"
+"""dbt's target folder (partial-parse state) in the dbt folder."""
 # what makes the dbt project; dbt's own output folders are not part of it
 PROJECT_FOLDERS = ("staging", "intermediate", "marts", "macros", "tests")
 PROJECT_FILES = ("dbt_project.yml", "profiles.yml")

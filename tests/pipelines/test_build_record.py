@@ -10,6 +10,7 @@ from pathlib import Path
 
 from drone_ops_sync.pipelines.publish.build_plan import changed_tables, plan_build
 from drone_ops_sync.pipelines.publish.build_record import (
+    DBT_TARGET,
     RECORD_NAME,
     forget_build,
     project_fingerprint,
@@ -75,7 +76,10 @@ def test_a_full_build_runs_first_when_asked_after_a_project_change_and_daily(
     tmp_path: Path,
 ) -> None:
     first = plan_build(tmp_path, versions(), "drone_ops")
-    assert (first.scope, first.unit_tests) == ("full", True), "no passing build recorded"
+    assert (first.scope, first.unit_tests) == ("full", False), "a first build: no unit tests"
+    (tmp_path / DBT_TARGET).mkdir()
+    retried = plan_build(tmp_path, versions(), "drone_ops")
+    assert (retried.scope, retried.unit_tests) == ("full", True), "a build was tried, not passed"
     now = NOW
     remember_build(tmp_path, versions(), "drone_ops", full=True, now=now)
     asked = plan_build(tmp_path, versions(), "drone_ops", full=True, now=now)
