@@ -1,10 +1,12 @@
 """The first automatic model build on a fresh warehouse, in-process: one workspace's partition
 syncs the simulator over HTTP into a new DuckDB file, Dagster's automation conditions pick the
-models to build, and that build succeeds. The receiver's `_webhook_events` is created by the
-sync, so its staging view must be among what the sync's materializations request."""
+models to build, and that build succeeds, its data tests run and dbt's unit tests left out.
+The receiver's `_webhook_events` is created by the sync, so its staging view must be among
+what the sync's materializations request."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,9 +14,10 @@ import dagster as dg
 import pytest
 
 from drone_ops_sync.orchestration.definitions import build_definitions
-from drone_ops_sync.orchestration.models import MODELS_ASSETS_NAME
+from drone_ops_sync.orchestration.models import BUILD_TARGET, MODELS_ASSETS_NAME
 from drone_ops_sync.orchestration.raw_assets import SYNC_ASSETS_NAME
 from drone_ops_sync.orchestration.warehouse import DroneSyncWarehouse
+from drone_ops_sync.pipelines.publish.build_record import dbt_folder
 from testkit.simulator_process import SimulatorHandle, running_simulator
 
 from .conftest import configure_fleet
@@ -66,3 +69,9 @@ def test_the_first_automatic_build_on_a_fresh_warehouse_succeeds(
     materialized = {event.asset_key for event in built.get_asset_materialization_events()}
     assert materialized == set(requested)
     assert "stg/stg_drone_ops__webhook_events" in names, "the sync created _webhook_events"
+    # the production build runs the data tests and leaves dbt's unit tests to development and
+    # CI (docs/models.md): dbt's own record of what it ran says which
+    folder = dbt_folder(warehouse.base_target().models_target().sync_dir()) / BUILD_TARGET
+    results = json.loads((folder / "run_results.json").read_text(encoding="utf-8"))["results"]
+    kinds = {result["unique_id"].split(".")[0] for result in results}
+    assert "test" in kinds and "unit_test" not in kinds, kinds
