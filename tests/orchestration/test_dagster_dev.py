@@ -102,7 +102,9 @@ def test_the_documented_dagster_dev_command_serves_the_code_location(tmp_path: P
         try:
             location = loaded_location(f"http://127.0.0.1:{port}", process)
         finally:
-            process.send_signal(signal.SIGINT)
+            # Ctrl-C in a terminal: SIGINT to the whole process group, the webserver and the
+            # daemon with it, not to `dagster dev` alone
+            os.killpg(process.pid, signal.SIGINT)
             try:
                 process.wait(timeout=60)
             except subprocess.TimeoutExpired:
