@@ -8,8 +8,10 @@ tests/pipelines/cli_helpers.py."""
 
 from __future__ import annotations
 
+import compileall
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -65,11 +67,24 @@ def _start_rank(item: pytest.Item) -> int:
     return len(_LONGEST_FIRST)
 
 
+_REPO = Path(__file__).resolve().parent.parent
+_OUR_CODE = ("pipelines", "sources", "orchestration", "simulator", "testkit", "bench", "tests")
+"""What the suite's own processes import from the checkout (an editable install reads it here)."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """xdist (3.x) hands `--dist loadfile` files out largest test count first unless told not
-    to, which would undo the order below and put the long few-test end-to-end files last."""
+    to, which would undo the order below and put the long few-test end-to-end files last.
+
+    Our code's bytecode is written once, before any worker starts: the suite starts hundreds
+    of processes (simulators, `drone-sync` commands, fleet workers), and where the environment
+    forbids writing bytecode (`PYTHONDONTWRITEBYTECODE`) each would compile again every module
+    of ours it imports."""
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    if not hasattr(config, "workerinput"):
+        for folder in _OUR_CODE:
+            compileall.compile_dir(_REPO / folder, quiet=1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -35,6 +35,7 @@ DEV_COMMAND = (
     " -h 127.0.0.1 -p 3000"
 )
 NETGUARD = REPO / "tests" / "pipelines" / "netguard"
+DEV_ARGUMENTS = ("dev", "-h", "127.0.0.1", "-p")
 STARTUP_SECONDS = 600.0  # a bound for a server that never comes up, not a pace
 WORKSPACE_QUERY = """{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus
   locationOrLoadError { __typename ... on PythonError { message }
@@ -91,8 +92,12 @@ def test_the_documented_dagster_dev_command_serves_the_code_location(tmp_path: P
     port = free_port()
     dagster = Path(sys.executable).with_name("dagster")
     with open(tmp_path / "dagster-dev.log", "wb") as log:
+        # started as from a terminal, where SIGINT, SIGQUIT and SIGTERM have their default
+        # meaning, not with what the worker happens to ignore as it starts the process:
+        # `dagster dev` keeps an ignored SIGINT (and maps SIGTERM onto it), so the SIGINT below
+        # would go unheard
         process = subprocess.Popen(
-            [str(dagster), "dev", "-h", "127.0.0.1", "-p", str(port)],
+            ["env", "--default-signal=INT,QUIT,TERM", str(dagster), *DEV_ARGUMENTS, str(port)],
             cwd=REPO,
             env=env,
             stdout=log,
