@@ -4,16 +4,20 @@ the thresholds in models/staging/_drone_ops__sources.yml: run against real DuckD
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
 import duckdb
 import pytest
+from dbt.cli.main import dbtRunner
 
-from drone_ops_sync.pipelines.publish.dbt_build import PROJECT_DIR
+from drone_ops_sync.pipelines.publish.dbt_build import (
+    DATASET_ENV,
+    PATH_ENV,
+    PROJECT_DIR,
+    dbt_environment,
+)
+from drone_ops_sync.pipelines.run.door import release_dbt_duckdb
 
 
 def _warehouse(path: pathlib.Path, runs: list[tuple[str, timedelta]]) -> None:
@@ -32,36 +36,31 @@ def _warehouse(path: pathlib.Path, runs: list[tuple[str, timedelta]]) -> None:
             )
 
 
-def _freshness(tmp_path: pathlib.Path, database: pathlib.Path) -> str:
-    """The freshness status dbt gives `_sync_runs` (pass, warn or error)."""
-    env = {**os.environ, "DRONE_SYNC_DUCKDB_PATH": str(database), "DRONE_SYNC_DATASET": "drone_ops"}
-    output = tmp_path / "sources.json"
-    dbt = pathlib.Path(sys.executable).with_name("dbt")
-    subprocess.run(
-        [
-            str(dbt),
-            "source",
-            "freshness",
-            "--project-dir",
-            str(PROJECT_DIR),
-            "--profiles-dir",
-            str(PROJECT_DIR),
-            "--target-path",
-            str(tmp_path / "target"),
-            "--log-path",
-            str(tmp_path / "logs"),
-            "--output",
-            str(output),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def freshness(target: pathlib.Path, database: pathlib.Path) -> str:
+    """The freshness status `dbt source freshness` gives `_sync_runs` (pass, warn or error), run
+    in this process (dbt's programmatic entry, the command line's own) with `target` as dbt's
+    target folder, which it keeps for partial parsing."""
+    output = target / "sources.json"
+    output.unlink(missing_ok=True)  # a case before this one wrote it
+    args = ["source", "freshness", "--project-dir", str(PROJECT_DIR)]
+    args += ["--profiles-dir", str(PROJECT_DIR), "--target-path", str(target)]
+    args += ["--log-path", str(target / "logs"), "--output", str(output)]
+    environment = {PATH_ENV: str(database), DATASET_ENV: "drone_ops"}
+    with dbt_environment(environment):
+        try:
+            dbtRunner().invoke(args)
+        finally:
+            release_dbt_duckdb()
     results = json.loads(output.read_text(encoding="utf-8"))["results"]
     (result,) = [r for r in results if r["unique_id"].endswith("._sync_runs")]
     return str(result["status"])
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """One folder for every case: the same warehouse path and dbt target folder, so dbt parses
+    the project fully once and partially after (a new path is a new profile to dbt)."""
+    return tmp_path_factory.mktemp("freshness")
 
 
 @pytest.mark.parametrize(
@@ -74,8 +73,9 @@ def _freshness(tmp_path: pathlib.Path, database: pathlib.Path) -> str:
     ],
 )
 def test_source_freshness_follows_the_last_successful_sync(
-    tmp_path: pathlib.Path, runs: list[tuple[str, timedelta]], expected: str
+    folder: pathlib.Path, runs: list[tuple[str, timedelta]], expected: str
 ) -> None:
-    database = tmp_path / "warehouse.duckdb"
+    database = folder / "warehouse.duckdb"
+    database.unlink(missing_ok=True)
     _warehouse(database, runs)
-    assert _freshness(tmp_path, database) == expected
+    assert freshness(folder / "target", database) == expected

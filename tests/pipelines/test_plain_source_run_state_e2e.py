@@ -16,7 +16,7 @@ import pytest
 from drone_ops_sync.sources.drone_ops import drone_ops
 from drone_ops_sync.sources.drone_ops.walk.rolling import job_slice_of
 
-from ..models.test_source_freshness import _freshness
+from ..models.test_source_freshness import freshness
 from .cli_helpers import EXIT_OK, cli_env, run_cli
 from .warehouse_check import api_snapshot, query
 
@@ -104,7 +104,7 @@ def test_status_and_source_freshness_answer_on_a_plain_warehouse(
     assert status.code == EXIT_OK, status.describe()
     assert len(status.lines()) == 7, status.describe()
     assert all(line.startswith("fresh: ") for line in status.lines()), status.describe()
-    assert _freshness(tmp_path, database) == "pass"
+    assert freshness(tmp_path / "dbt", database) == "pass"
     events = query(database, "SELECT count(*) AS n FROM drone_ops._webhook_events")
     assert events == [{"n": 0}]
     marked = query(database, "SELECT DISTINCT webhook_id FROM drone_ops._sync_delivery_marks")
