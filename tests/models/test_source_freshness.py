@@ -12,10 +12,10 @@ import pytest
 from dbt.cli.main import dbtRunner
 
 from drone_ops_sync.pipelines.publish.dbt_build import (
-    DATASET_ENV,
-    PATH_ENV,
-    PROJECT_DIR,
+    DbtTarget,
+    dbt_args,
     dbt_environment,
+    profile_env,
 )
 from drone_ops_sync.pipelines.run.door import release_dbt_duckdb
 
@@ -42,10 +42,8 @@ def freshness(target: pathlib.Path, database: pathlib.Path) -> str:
     target folder, which it keeps for partial parsing."""
     output = target / "sources.json"
     output.unlink(missing_ok=True)  # a case before this one wrote it
-    args = ["source", "freshness", "--project-dir", str(PROJECT_DIR)]
-    args += ["--profiles-dir", str(PROJECT_DIR), "--target-path", str(target)]
-    args += ["--log-path", str(target / "logs"), "--output", str(output)]
-    environment = {PATH_ENV: str(database), DATASET_ENV: "drone_ops"}
+    args = ["source", *dbt_args("freshness", target), "--output", str(output)]
+    environment = profile_env(DbtTarget.duckdb(database), "drone_ops")
     with dbt_environment(environment):
         try:
             dbtRunner().invoke(args)
