@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -64,8 +66,10 @@ def page_text_and_screenshot(
 @contextmanager
 def browser_page(profile: Path, window: str = "1400,1800") -> Iterator[_Session]:
     """Headless, network-free Chromium with one page, driven by the yielded session; the
-    browser is stopped by its own handle on the way out."""
+    browser is stopped by its own handle on the way out. Its singleton socket goes into a
+    temporary folder of its own, removed after it, as a stopped Chromium leaves it behind."""
     port = closed_loopback_port()
+    scratch = tempfile.TemporaryDirectory(prefix="chromium-")
     browser = subprocess.Popen(
         [
             str(CHROMIUM),
@@ -78,6 +82,7 @@ def browser_page(profile: Path, window: str = "1400,1800") -> Iterator[_Session]
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, "TMPDIR": scratch.name},
     )
     try:
         with connect(_page_socket(port), max_size=50_000_000) as socket:
@@ -85,6 +90,7 @@ def browser_page(profile: Path, window: str = "1400,1800") -> Iterator[_Session]
     finally:
         browser.terminate()
         browser.wait(timeout=30)
+        scratch.cleanup()
 
 
 def _page_socket(port: int) -> str:
