@@ -121,7 +121,8 @@ def _build_all(
     fleet = build_models(
         warehouse, FLEET_DATASET, target_path=root / "target-fleet", dbt_vars=WORKSPACES_VAR
     )
-    # one target folder for both: the second build parses only what the dataset changed
+    # one target folder for both; each parses the whole project, since dbt keys its partial
+    # parse on the profile, which holds the dataset
     alone = {
         name: build_models(
             warehouse, schema, run_tests=False, target_path=root / "target-alone", write_json=False
