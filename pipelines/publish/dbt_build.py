@@ -27,7 +27,7 @@ from ..run.credentials import destination_credentials
 from ..run.door import release_dbt_duckdb
 from ..run.recovery import SCRATCH_PREFIX
 from ..run.target import Target
-from .failing_rows import failed_not_null_tests, null_columns
+from .failing_rows import broken_checks, failed_check_tests
 
 PROJECT_DIR = pathlib.Path(str(importlib.resources.files("drone_ops_sync.models")))
 """The dbt project: package data in a wheel, `models/` in the repository (pyproject.toml)."""
@@ -248,7 +248,7 @@ def build_models(
             try:
                 outcome = dbtRunner(manifest=manifest).invoke(args)
                 show = [*dbt_args("show", folder, dbt_vars, log_path=log_path), *options]
-                notes = null_columns(dbtRunner(), show, failed_not_null_tests(outcome.result))
+                notes = broken_checks(dbtRunner(), show, failed_check_tests(outcome.result))
             finally:
                 if target.name == "duckdb":
                     release_dbt_duckdb()

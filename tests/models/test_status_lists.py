@@ -1,7 +1,7 @@
 """The API's value lists are written twice: once for the sync (sources/drone_ops/settings.py)
 and once for the dbt project (`vars` in models/dbt_project.yml, used by the models' macros and
-the accepted_values tests). Both must say the same, or a value the sync accepts fails a model
-test, or a count per status misses one."""
+the value lists of the model_checks tests). Both must say the same, or a value the sync
+accepts fails a model test, or a count per status misses one."""
 
 from __future__ import annotations
 

@@ -189,15 +189,15 @@ def fleet(
 
 
 def test_the_fleet_build_passes_every_model_and_test(fleet: Fleet) -> None:
-    """The data tests hold per workspace (unique_within_workspace,
-    relationships_within_workspace, ...) although every id exists in both workspaces."""
+    """The data tests hold per workspace (the keys of model_checks,
+    relationships_within_workspace) although every id exists in both workspaces."""
     result = fleet.fleet
     assert result.error is None
     assert result.failures == []
     assert result.ok
     assert result.models_built == 36
     assert (result.tests_failed, result.tests_warned) == (0, 0)
-    assert result.tests_passed >= 100
+    assert result.tests_passed >= 55
     for name, alone in fleet.alone.items():
         assert alone.ok and alone.models_built == 36, (name, alone.failures, alone.error)
 
