@@ -99,7 +99,7 @@ def test_postgres_full_churned_and_quiet_runs_with_models(
     assert summary["outcome"] == "success", summary
     models = summary["models"]
     assert models["ok"] and models["tests_failed"] == 0, models
-    assert models["models_built"] > 10 and models["tests_passed"] > 50, models
+    assert models["models_built"] > 10 and models["tests_passed"] > 30, models
     assert_equals_api(sim, target)
     marts = query(postgres_dsn, "SELECT count(*) AS n FROM drone_ops_marts.dim_projects")
     current = query(
