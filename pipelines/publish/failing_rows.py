@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 CHECKS_TEST = "model_checks"
-SHOWN_ROWS = 200
+SHOWN_ROWS = 50
 """At most this many broken checks are named (a model has fewer checks than this)."""
 WORDS = {
     "not_null": ("null in", "row"),

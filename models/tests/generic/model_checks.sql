@@ -19,9 +19,9 @@
 {%- if not (not_null or accepted or unique) %}
     {{ exceptions.raise_compiler_error("model_checks needs at least one check") }}
 {%- endif %}
-{%- set checks = [] %}
+{%- set counts = [] %}
 {%- for column in not_null %}
-    {%- do checks.append(("not_null", column, "count(*) - count(" ~ column ~ ")")) %}
+    {%- do counts.append(("not_null", column, "count(*) - count(" ~ column ~ ")")) %}
 {%- endfor %}
 {%- for column, values in accepted.items() %}
     {%- set listed = [] %}
@@ -29,38 +29,30 @@
         {%- do listed.append("'" ~ value ~ "'" if value is string else value | string) %}
     {%- endfor %}
     {%- set outside = column ~ " is not null and " ~ column ~ " not in (" ~ listed | join(", ") ~ ")" %}
-    {%- do checks.append(("accepted", column, "sum(case when " ~ outside ~ " then 1 else 0 end)")) %}
+    {%- do counts.append(("accepted", column, "sum(case when " ~ outside ~ " then 1 else 0 end)")) %}
 {%- endfor %}
 with
+{%- if counts %}
 counted as (
     select
-    {%- for check in checks %}
-        {{ check[2] }} as {{ check[0] }}_{{ loop.index }}{{ "," if not loop.last }}
+    {%- for kind, column, count in counts %}
+        {{ count }} as {{ kind }}_{{ loop.index }}{{ "," if not loop.last }}
     {%- endfor %}
-    {%- if not checks %}
-        0 as none_checked
-    {%- endif %}
     from {{ model }}
 ),
+{%- endif %}
 
 broken as (
+{%- for kind, column, count in counts %}
     select
-        cast(null as {{ dbt.type_string() }}) as check_name,
-        cast(null as {{ dbt.type_string() }}) as column_name,
-        cast(0 as {{ dbt.type_bigint() }}) as failing_rows
+        '{{ kind }}' as check_name,
+        '{{ column }}' as column_name,
+        cast({{ kind }}_{{ loop.index }} as {{ dbt.type_bigint() }}) as failing_rows
     from counted
-    where false
-{%- for check in checks %}
-    union all
-    select
-        '{{ check[0] }}' as check_name,
-        '{{ check[1] }}' as column_name,
-        cast({{ check[0] }}_{{ loop.index }} as {{ dbt.type_bigint() }}) as failing_rows
-    from counted
+    {{- "\n    union all" if not loop.last or unique }}
 {%- endfor %}
 {%- for key in unique %}
     {%- set columns = [key] if key is string else key %}
-    union all
     select
         '{{ "unique" if key is string else "grain" }}' as check_name,
         '{{ columns | join(" + ") }}' as column_name,
@@ -76,6 +68,7 @@ broken as (
         {%- endif %}
         having count(*) > 1
     ) as duplicated
+    {{- "\n    union all" if not loop.last }}
 {%- endfor %}
 )
 
