@@ -52,6 +52,7 @@ OVERFLOW = """JSON.stringify({
 WEBHOOK_DAYS = """JSON.stringify([...document.querySelectorAll('#webhooks g[data-date]')].map(
   g => [g.dataset.date, Number(g.dataset.total), g.querySelectorAll('rect.zero').length]))"""
 ASOF = "document.getElementById('asof').textContent"
+HEADERS = "[...document.querySelectorAll('#{id} th')].map(th => th.textContent).join(',')"
 TILE = "document.querySelector('.tile[data-metric=jobs_total] .value').textContent"
 
 
@@ -124,12 +125,15 @@ def test_one_of_500_workspaces_is_chosen_by_typing(fleet_page: Any) -> None:
     assert issues["issueJobs"] + sum(n for _, n in issues["clusters"]) == 3, issues
     assert fleet_page.evaluate(TILE) == str(ISSUES[2])
     assert fleet_page.evaluate(ASOF) == f"Data as of {ISSUES[0]}: 2026-11-20 08:00 UTC"
+    # the lists name a row's workspace only while rows of several can be shown
+    assert fleet_page.evaluate(HEADERS.format(id="on-hold")) == "kind,id,name,status"
     # a name that is no workspace is marked and changes nothing; empty is every workspace
     fleet_page.evaluate(PICK.format(id="workspace", value="ws-9999"))
     assert fleet_page.evaluate("document.getElementById('workspace').className") == "unknown"
     assert fleet_page.evaluate(TILE) == str(ISSUES[2])
     fleet_page.evaluate(PICK.format(id="workspace", value=""))
     settled_map(fleet_page, lambda s: jobs_shown(s) == len(_fleet()["jobs"]["job_id"]))
+    assert fleet_page.evaluate(HEADERS.format(id="on-hold")) == "kind,workspace,id,name,status"
     # the fleet's header: when the data of the workspace furthest behind was last checked
     assert fleet_page.evaluate(ASOF) == (
         f"Data as of 2026-11-18 06:30 UTC (the oldest of 500 workspaces: {LATE})"

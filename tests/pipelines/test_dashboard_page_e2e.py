@@ -84,6 +84,11 @@ def test_dashboard_page_shows_the_snapshot(tiny_sim: SimulatorHandle, tmp_path: 
             wait_ready(browser)
             browser.screenshot(tmp_path / f"dashboard-{name}.png")
             tiles = json.loads(browser.evaluate(TILES))
+            # one workspace: its lists have no workspace column
+            overdue = browser.evaluate(
+                "[...document.querySelectorAll('#overdue th')].map(th => th.textContent).join()"
+            )
+            assert overdue == "kind,id,name,status,end date", overdue
             # every located job is on the map, as a marker of its own or in a cluster
             settled_map(browser, lambda state: jobs_shown(state) == located)
             # a project chosen: the map zooms in until each of its jobs is a marker of its own
