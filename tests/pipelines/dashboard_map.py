@@ -1,7 +1,8 @@
 """What the dashboard page's map shows, read from its DOM in a browser session of
 `headless_browser.browser_page`: separate job markers, clusters with the jobs and the jobs
 with technical issues each holds, and the jobs listed by a cluster opened at the closest zoom.
-The page draws the clusters and jobs of its view only, so these count what is in view."""
+The page draws the clusters and jobs of its view only, so these count what is in view. Also
+the columns of the page's lists."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ def settled_map(
         assert time.monotonic() < deadline, state
         before = state
         time.sleep(poll)
+
+
+def list_columns(browser: Any, section: str) -> list[str]:
+    """The column headers of the list in the page's element `section` (`overdue`, `on-hold`)."""
+    script = f"[...document.querySelectorAll('#{section} th')].map(th => th.textContent)"
+    found: list[str] = json.loads(browser.evaluate(f"JSON.stringify({script})"))
+    return found
 
 
 def wait_ready(browser: Any, poll: float = 0.5) -> None:

@@ -18,7 +18,7 @@ import pytest
 from testkit.simulator_process import SimulatorHandle
 
 from .cli_helpers import EXIT_OK, cli_env, run_cli
-from .dashboard_map import jobs_shown, settled_map, wait_ready
+from .dashboard_map import jobs_shown, list_columns, settled_map, wait_ready
 from .headless_browser import CHROMIUM, browser_page
 
 pytestmark = [
@@ -85,10 +85,8 @@ def test_dashboard_page_shows_the_snapshot(tiny_sim: SimulatorHandle, tmp_path: 
             browser.screenshot(tmp_path / f"dashboard-{name}.png")
             tiles = json.loads(browser.evaluate(TILES))
             # one workspace: its lists have no workspace column
-            overdue = browser.evaluate(
-                "[...document.querySelectorAll('#overdue th')].map(th => th.textContent).join()"
-            )
-            assert overdue == "kind,id,name,status,end date", overdue
+            overdue = list_columns(browser, "overdue")
+            assert overdue == ["kind", "id", "name", "status", "end date"], overdue
             # every located job is on the map, as a marker of its own or in a cluster
             settled_map(browser, lambda state: jobs_shown(state) == located)
             # a project chosen: the map zooms in until each of its jobs is a marker of its own
