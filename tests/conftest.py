@@ -23,6 +23,16 @@ def _dlt_data_dir_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cli_zygote_closed() -> Iterator[None]:
+    """The zygote that `run_cli` forks its commands from, when a test started it, is ended
+    with the session, by its own handle."""
+    yield
+    from tests.pipelines.cli_helpers import close_cli_zygote
+
+    close_cli_zygote()
+
+
 @pytest.fixture(autouse=True)
 def _signal_handlers_restored() -> Iterator[None]:
     """SIGINT and SIGTERM as they were before each test. An in-process Dagster run leaves

@@ -16,12 +16,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from testkit.zygote import Zygote
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -67,85 +68,12 @@ def child_env(tmpdir: Path) -> dict[str, str]:
     return env
 
 
-class Zygote:
-    """Handle of a `tests.chaos.zygote` process: forks children that start their run at once.
-
-    Children are signalled and killed by their own pid; `close()` kills those still running,
-    then ends the zygote through its own process handle."""
-
-    def __init__(self, workdir: Path) -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        tmpdir = workdir / "systmp"
-        tmpdir.mkdir(exist_ok=True)
-        self._log = (workdir / "zygote.log").open("w", encoding="utf-8")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.chaos.zygote"],
-            cwd=workdir,
-            env=child_env(tmpdir),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            start_new_session=True,
-        )
-        self._cond = threading.Condition()
-        self._pids: list[int] = []
-        self._exits: dict[int, int] = {}
-        self._spawned: set[int] = set()
-        self._reader = threading.Thread(target=self._read, name="chaos-zygote", daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            message = json.loads(line)
-            with self._cond:
-                if "pid" in message:
-                    self._pids.append(int(message["pid"]))
-                elif "exit" in message:
-                    self._exits[int(message["exit"])] = int(message["code"])
-                self._cond.notify_all()
-        with self._cond:
-            self._cond.notify_all()
-
-    def spawn(self, spec_path: Path, workdir: Path, tmpdir: Path, log: Path) -> int:
-        order = {"spec": str(spec_path), "workdir": str(workdir), "tmpdir": str(tmpdir)}
-        order["log"] = str(log)
-        assert self.process.stdin is not None
-        with self._cond:
-            self.process.stdin.write(json.dumps(order) + "\n")
-            self.process.stdin.flush()
-            if not self._cond.wait_for(lambda: bool(self._pids), timeout=300):
-                raise RuntimeError("the zygote did not fork a child")
-            pid = self._pids.pop(0)
-            self._spawned.add(pid)
-        return pid
-
-    def exit_code(self, pid: int) -> int | None:
-        with self._cond:
-            return self._exits.get(pid)
-
-    def wait(self, pid: int, timeout: float) -> int | None:
-        with self._cond:
-            self._cond.wait_for(lambda: pid in self._exits, timeout=timeout)
-            return self._exits.get(pid)
-
-    def close(self) -> None:
-        with self._cond:
-            running = [pid for pid in self._spawned if pid not in self._exits]
-        for pid in running:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if self.process.stdin is not None:
-            with contextlib.suppress(OSError):
-                self.process.stdin.close()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=30)
-        self._reader.join(timeout=5)
-        self._log.close()
+def start_zygote(workdir: Path) -> Zygote:
+    """A zygote with the sync imported, whose children run a spec at once."""
+    tmpdir = workdir / "systmp"
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    preload = ["drone_ops_sync.pipelines.run.sync", "drone_ops_sync.sources.drone_ops"]
+    return Zygote(workdir, [*preload, "tests.chaos.child"], child_env(tmpdir))
 
 
 class SyncChild:
@@ -174,7 +102,17 @@ class SyncChild:
         if spec is not None:
             spec.dump(spec_path)
         if self._zygote is not None:
-            self.pid = self._zygote.spawn(spec_path, workdir, self.tmpdir, self.log)
+            self.pid = self._zygote.spawn(
+                {
+                    "entry": "tests.chaos.child:main",
+                    "argv": ["zygote", str(spec_path)],
+                    "cwd": str(workdir),
+                    "env_update": {"TMPDIR": str(self.tmpdir)},
+                    "stdout": str(self.log),
+                    "stderr": str(self.log),
+                    "setsid": True,
+                }
+            )
             return
         environment = child_env(self.tmpdir)
         environment.update(env or {})
@@ -271,7 +209,9 @@ def _is_named(exc: BaseException) -> bool:
     return isinstance(exc, DroneOpsError)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str] | None = None) -> int:
+    """Runs the spec named by `argv[1]` (the command line when not given)."""
+    argv = sys.argv if argv is None else argv
     # a child inherits an ignored SIGINT from some test runners; a user's Ctrl-C is not ignored
     signal.signal(signal.SIGINT, signal.default_int_handler)
     raw = json.loads(Path(argv[1]).read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .child import Zygote
+from .child import Zygote, start_zygote
 from .results import REPORT_ENV, RESULTS_FILE, ChaosResults, format_table, read_tries, tally
 from .results import write_report as _write_report
 
@@ -32,7 +32,7 @@ def chaos_results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChaosRes
 @pytest.fixture(scope="module")
 def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
     """Forks child syncs that skip the second of imports a fresh interpreter needs."""
-    handle = Zygote(tmp_path_factory.mktemp("zygote"))
+    handle = start_zygote(tmp_path_factory.mktemp("zygote"))
     yield handle
     handle.close()
 

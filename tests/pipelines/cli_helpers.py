@@ -1,14 +1,23 @@
-"""Running `drone-sync` as a scheduler would: a subprocess with its own environment, a clean
+"""Running `drone-sync` as a scheduler would: a process with its own environment, a clean
 working directory, a timeout, and its output captured for the assertions of
-test_unattended.py."""
+test_unattended.py.
+
+`run_cli` forks the process from a zygote that has the sync, the source and dbt imported
+(`testkit.zygote`), unless the environment differs from the zygote's in what an interpreter
+reads before a fork (then, or with `fresh=True`, it starts a new interpreter): the command, its
+environment, working directory, output and exit are the process's own either way."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -19,6 +28,7 @@ from typing import IO, Any
 import pytest
 
 from testkit.simulator_process import stop_process
+from testkit.zygote import Zygote
 
 from .warehouse_check import query
 
@@ -146,12 +156,109 @@ pace, since a runner shared with other work makes a 30-second run take several t
 
 
 def run_cli(
-    args: Sequence[str], env: Mapping[str, str], cwd: Path, *, timeout: float = HANG_GUARD_S
+    args: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    *,
+    timeout: float = HANG_GUARD_S,
+    fresh: bool = False,
 ) -> Result:
-    """Runs `drone-sync ARGS` to completion (killed at the timeout) without a terminal."""
-    result = run_command(cli_command(args), env, cwd, timeout=timeout)
-    result.args = list(args)
+    """Runs `drone-sync ARGS` to completion (killed at the timeout) without a terminal; in a
+    new interpreter when `fresh` (a behaviour of the process's start or imports)."""
+    zygote = None if fresh else _cli_zygote()
+    if zygote is None or not zygote.serves(env):
+        result = run_command(cli_command(args), env, cwd, timeout=timeout)
+        result.args = list(args)
+        return result
+    global _forks
+    _forks += 1
+    out, err = (zygote.workdir / f"{_forks}.{name}" for name in ("out", "err"))
+    started = time.monotonic()
+    pid = zygote.spawn(_cli_order(args, env, cwd, out, err))
+    code = zygote.wait(pid, timeout)
+    if code is None:
+        zygote.kill(pid)
+        raise subprocess.TimeoutExpired(cli_command(args), timeout)
+    read = lambda p: p.read_bytes().decode("utf-8", "backslashreplace")  # noqa: E731
+    result = Result(list(args), code, read(out), read(err), time.monotonic() - started)
+    out.unlink()
+    err.unlink()
     return result
+
+
+def _cli_order(
+    args: Sequence[str], env: Mapping[str, str], cwd: Path, out: Path, err: Path
+) -> dict[str, Any]:
+    """The zygote's order for `drone-sync ARGS`, run as `python -m` would run its script."""
+    return {
+        "entry": "drone_ops_sync.pipelines.console_script:main",
+        "argv": [str(_CONSOLE_SCRIPT), *args],
+        "cwd": str(cwd),
+        "env": dict(env),
+        "stdout": str(out),
+        "stderr": str(err),
+    }
+
+
+class Forked:
+    """A child of a zygote, through the part of `subprocess.Popen` that the tests use."""
+
+    def __init__(self, zygote: Zygote, pid: int) -> None:
+        self.zygote = zygote
+        self.pid = pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.zygote.exit_code(self.pid)
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self.zygote.wait(self.pid, HANG_GUARD_S if timeout is None else timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"drone-sync (pid {self.pid})", timeout or 0)
+        return code
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+_CONSOLE_SCRIPT = REPO / "pipelines" / "console_script.py"
+_CLI_PRELOAD = (
+    "drone_ops_sync.pipelines.console_script",
+    "drone_ops_sync.pipelines.cli",
+    "drone_ops_sync.pipelines.run.sync",
+    "drone_ops_sync.sources.drone_ops",
+    "dbt.cli.main",
+)
+"""What a `drone-sync run` imports before its work (dbt for the models), paid once per worker."""
+_zygote: Zygote | None = None
+_forks = 0
+
+
+def _cli_zygote() -> Zygote:
+    """This test process's CLI zygote, started at its first use (`close_cli_zygote` ends it)."""
+    global _zygote
+    if _zygote is None or _zygote.process.poll() is not None:
+        workdir = Path(tempfile.mkdtemp(prefix="drone-sync-zygote-"))
+        _zygote = Zygote(workdir, _CLI_PRELOAD, cli_env(workdir))
+    return _zygote
+
+
+def close_cli_zygote() -> None:
+    """Ends the CLI zygote through its handle (at the end of the session) and removes its
+    folder."""
+    global _zygote
+    if _zygote is not None:
+        _zygote.close()
+        shutil.rmtree(_zygote.workdir, ignore_errors=True)
+        _zygote = None
 
 
 IMPORT_DEFAULTS = {"RUNTIME__DLTHUB_TELEMETRY": "false", "RUNTIME__INTERCEPT_SIGNALS": "false"}
@@ -221,10 +328,19 @@ def run_command(
 
 
 class Background:
-    """`drone-sync ARGS` started in the background, its output going to files in `logs`."""
+    """`drone-sync ARGS` started in the background, its output going to files in `logs`: forked
+    from the CLI zygote as `run_cli` does, or a new interpreter when `fresh` (or when the zygote
+    does not serve `env`)."""
 
     def __init__(
-        self, args: Sequence[str], env: Mapping[str, str], cwd: Path, logs: Path, name: str
+        self,
+        args: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        logs: Path,
+        name: str,
+        *,
+        fresh: bool = False,
     ) -> None:
         logs.mkdir(parents=True, exist_ok=True)
         self.args = list(args)
@@ -233,6 +349,13 @@ class Background:
         self._out: IO[bytes] = self.out_path.open("wb")
         self._err: IO[bytes] = self.err_path.open("wb")
         self.started = time.monotonic()
+        zygote = None if fresh else _cli_zygote()
+        self.process: subprocess.Popen[bytes] | Forked
+        if zygote is not None and zygote.serves(env):
+            self.process = Forked(
+                zygote, zygote.spawn(_cli_order(args, env, cwd, self.out_path, self.err_path))
+            )
+            return
         self.process = subprocess.Popen(
             cli_command(args),
             cwd=cwd,

@@ -142,10 +142,12 @@ def _read(path: Path) -> str:
     return path.read_bytes().decode("utf-8", "replace")
 
 
-def start(sim: SimulatorHandle, tmp_path: Path, *flags: str) -> Background:
+def start(sim: SimulatorHandle, tmp_path: Path, *flags: str, fresh: bool = False) -> Background:
+    """`drone-sync run FLAGS` in the background; in a new interpreter when `fresh` (a signal
+    during its start and imports), else forked with the imports done (a signal later)."""
     env = cli_env(tmp_path, base_url=sim.base_url, api_key=sim.read_key)
     args = ["run", "--database", str(tmp_path / "w.duckdb"), *flags]
-    return Background(args, env, tmp_path, tmp_path / "logs", "interrupted")
+    return Background(args, env, tmp_path, tmp_path / "logs", "interrupted", fresh=fresh)
 
 
 # --- while Python imports, before the command begins ------------------------------------------
@@ -169,7 +171,7 @@ def test_a_signal_in_the_first_half_second(
 ) -> None:
     """The handler is there before the heavy imports (no DuckDB or Arrow library is loaded
     when it is seen), and a signal anywhere in them is the one line."""
-    run = start(sim, tmp_path, "--no-models")
+    run = start(sim, tmp_path, "--no-models", fresh=True)
     try:
         seen = lambda: not run.running() or handles_sigterm(run.pid)  # noqa: E731
         assert wait_until(seen, MOMENT_BOUND_S, interval=0.002)

@@ -106,10 +106,11 @@ def run_args(database: Path, *more: str) -> list[str]:
 
 def startup_probe(tmp_path: Path) -> Background:
     """A run that only starts up: no base URL is set, so it exits 2 at its configuration check,
-    after the same interpreter start and imports (dlt, DuckDB, the lock) as any run, before any
-    request or lock. Started beside a run whose speed a test bounds, it pays that start-up on
-    the same machine at the same moment, so the bound can be on the time beyond start-up (a few
-    seconds on an idle machine, many times that on a runner shared with other work)."""
+    after the same start as the run beside it (a fork of the CLI zygote, or an interpreter and
+    its imports), before any request or lock. Started beside a run whose speed a test bounds,
+    it pays that start-up on the same machine at the same moment, so the bound can be on the
+    time beyond start-up (a few seconds on an idle machine, many times that on a runner shared
+    with other work)."""
     folder = tmp_path / "startup-probe"
     folder.mkdir(exist_ok=True)
     return Background(run_args(folder / "w.duckdb"), cli_env(folder), folder, folder, "probe")
