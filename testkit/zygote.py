@@ -3,7 +3,8 @@ hundreds of `drone-sync` processes and chaos children, and each fresh interprete
 a second or more importing dlt, DuckDB, Arrow (and dbt, for a run that builds the models)
 before its command could even begin.
 
-`python -m testkit.zygote MODULE...` imports the modules, then reads one JSON order per line
+`python -m testkit.zygote MODULE...` imports the modules (and calls `module:function` ones:
+`warm_dbt`), then reads one JSON order per line
 from stdin and forks a child for it, answering `{"pid": N}`; when a child exits it writes
 `{"exit": N, "code": C}` (C < 0: killed by signal -C). It ends when stdin closes, once its
 children have exited. An order says what the child runs and where:
@@ -118,30 +119,70 @@ def _status_code(status: int) -> int:
     return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
-def _reap(out: IO[str], block: bool) -> bool:
-    """Reports the children that have exited; False once none is left."""
-    while True:
-        try:
-            pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            return False
-        if pid == 0:
-            return True
-        out.write(json.dumps({"exit": pid, "code": _status_code(status)}) + "\n")
-        out.flush()
+def _reap(out: IO[str], children: set[int]) -> None:
+    """Reports the children of ours that have exited (an import may have started a helper
+    process of its own, such as multiprocessing's resource tracker: not ours to report)."""
+    for pid in sorted(children):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            children.discard(pid)
+            out.write(json.dumps({"exit": pid, "code": _status_code(status)}) + "\n")
+            out.flush()
+
+
+def _tasks() -> set[str]:
+    """The names of this process's threads, native ones included (Linux)."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except FileNotFoundError:
+        return set()
+    return {Path(f"/proc/self/task/{task}/comm").read_text().strip() + f"#{task}" for task in tasks}
+
+
+def warm_dbt() -> None:
+    """Parses the dbt project once, in a throwaway folder: dbt's first invocation in a process
+    costs about two seconds of CPU more than any later one (its adapter and macros loaded),
+    whatever the project's warehouse path, and a build in a forked child is then a later one.
+    The DuckDB file dbt-duckdb keeps open is closed, so a child inherits no connection."""
+    import duckdb
+
+    from drone_ops_sync.pipelines.publish.dbt_build import DbtTarget, parse_project
+    from drone_ops_sync.pipelines.run.door import release_dbt_duckdb
+
+    folder = Path(tempfile.mkdtemp(prefix="warm-dbt-", dir=os.getcwd()))
+    database = folder / "warm.duckdb"
+    duckdb.connect(str(database)).close()
+    # dbt's static parser (dbt-extractor) starts native threads that a fork would leave behind
+    # in the child, where its next parse would wait for them forever: this parse goes without it
+    os.environ["DBT_STATIC_PARSER"] = "false"
+    try:
+        parse_project(DbtTarget.duckdb(database), "drone_ops", folder / "target", {})
+    finally:
+        del os.environ["DBT_STATIC_PARSER"]
+        release_dbt_duckdb()
 
 
 def serve(preload: Sequence[str]) -> int:
     before = dict(os.environ)
-    for module in preload:
-        importlib.import_module(module)
+    calls = []
+    for entry in preload:
+        module, _, function = entry.partition(":")
+        loaded = importlib.import_module(module)
+        if function:
+            calls.append(getattr(loaded, function))
+    # the threads the imports started (jemalloc's background thread, with pyarrow) are made to
+    # survive a fork; any thread a call leaves running would not
+    imported_tasks = _tasks()
+    for call in calls:
+        call()
     imported = {k: v for k, v in os.environ.items() if before.get(k) != v}
     out = sys.stdout
     stdin = sys.stdin.fileno()
+    children: set[int] = set()
     buffer = b""
     while True:
         ready, _, _ = select.select([stdin], [], [], 0.02)
-        _reap(out, block=False)
+        _reap(out, children)
         if not ready:
             continue
         chunk = os.read(stdin, 1 << 20)
@@ -153,15 +194,18 @@ def serve(preload: Sequence[str]) -> int:
             if not line.strip():
                 continue
             order = json.loads(line)
-            if threading.active_count() > 1:
-                raise RuntimeError("the zygote runs a thread: a fork would copy it half-done")
+            running = _tasks() - imported_tasks
+            if threading.active_count() > 1 or running:
+                raise RuntimeError(f"threads a fork would copy half-done: {sorted(running)}")
             pid = os.fork()
             if pid == 0:
                 _run_child(order, imported)
+            children.add(pid)
             out.write(json.dumps({"pid": pid}) + "\n")
             out.flush()
-    while _reap(out, block=True):
-        pass
+    while children:
+        _reap(out, children)
+        time.sleep(0.02)
     return 0
 
 

@@ -235,9 +235,10 @@ _CLI_PRELOAD = (
     "drone_ops_sync.pipelines.cli",
     "drone_ops_sync.pipelines.run.sync",
     "drone_ops_sync.sources.drone_ops",
-    "dbt.cli.main",
+    "testkit.zygote:warm_dbt",
 )
-"""What a `drone-sync run` imports before its work (dbt for the models), paid once per worker."""
+"""What a `drone-sync run` imports before its work, and dbt's first parse (for the models),
+paid once per test process."""
 _zygote: Zygote | None = None
 _forks = 0
 
