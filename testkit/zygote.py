@@ -12,7 +12,8 @@ children have exited. An order says what the child runs and where:
 - `entry`: `module:function`, called with no arguments once `sys.argv` is `argv` (a
   console script's `main`, which may end the process itself);
 - `cwd`, and `env` (the whole environment; absent: the zygote's own) updated by `env_update`;
-- `stdout` and `stderr`: files (the same path for one log); stdin is /dev/null;
+- `stdout` and `stderr`: files (the same path for one log; a FIFO for a pipe the caller
+  reads); `stdout` null: a pipe whose reader has closed. stdin is /dev/null;
 - `setsid`: the child leads a session of its own, so a test can signal it alone.
 
 A child's environment gets what the imports added to the zygote's (`drone_ops_sync.pipelines`
@@ -64,7 +65,11 @@ def _run_child(order: dict[str, Any], imported: Mapping[str, str]) -> None:
         tempfile.tempdir = None
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
-        out = os.open(order["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        if order["stdout"] is None:  # a pipe whose reader has gone before the first write
+            reader, out = os.pipe()
+            os.close(reader)
+        else:
+            out = os.open(order["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(out, 1)
         if order["stderr"] == order["stdout"]:
             os.dup2(out, 2)

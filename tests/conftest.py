@@ -48,7 +48,7 @@ def _signal_handlers_restored() -> Iterator[None]:
 
 # With `--dist loadfile` each file runs whole on one worker, so a long file that starts last runs
 # alone at the end while the other core idles. Long end-to-end files go first and the quick unit
-# files last, where they fill in: the suite then ends with both workers busy. The named files are
+# files last, where they fill in: the suite then ends with every worker busy. The named files are
 # the longest (minutes each: many syncs, the Dagster story, dbt builds, the wheel
 # installed into a fresh venv, ruff and mypy over the tree); the folders hold the other
 # end-to-end files. Order by name, not by recorded durations: what is long changes slowly.

@@ -187,7 +187,7 @@ def run_cli(
 
 
 def _cli_order(
-    args: Sequence[str], env: Mapping[str, str], cwd: Path, out: Path, err: Path
+    args: Sequence[str], env: Mapping[str, str], cwd: Path, out: Path | None, err: Path
 ) -> dict[str, Any]:
     """The zygote's order for `drone-sync ARGS`, run as `python -m` would run its script."""
     return {
@@ -195,7 +195,7 @@ def _cli_order(
         "argv": [str(_CONSOLE_SCRIPT), *args],
         "cwd": str(cwd),
         "env": dict(env),
-        "stdout": str(out),
+        "stdout": None if out is None else str(out),
         "stderr": str(err),
     }
 
@@ -227,6 +227,92 @@ class Forked:
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
+
+
+def closed_from_the_start(args: Sequence[str], env: Mapping[str, str], cwd: Path) -> Result:
+    """`drone-sync ARGS` writing into a pipe that nobody reads any more."""
+    zygote = _cli_zygote()
+    if zygote.serves(env):
+        err = zygote.workdir / f"closed-{time.monotonic_ns()}.err"
+        process = Forked(zygote, zygote.spawn(_cli_order(args, env, cwd, None, err)))
+        code = process.wait(HANG_GUARD_S)
+        text = err.read_bytes().decode("utf-8", "backslashreplace")
+        err.unlink()
+        return Result(list(args), code, "", text, 0.0)
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        done = subprocess.run(
+            cli_command(args),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=HANG_GUARD_S,
+        )
+    finally:
+        os.close(writer)
+    return Result(list(args), done.returncode, "", done.stderr, 0.0)
+
+
+@dataclass
+class Piped:
+    """A `drone-sync` whose stdout is a pipe the test reads (`stdout`) and may close."""
+
+    process: subprocess.Popen[bytes] | Forked
+    stdout: IO[bytes]
+
+    def wait(self, timeout: float) -> int:
+        return self.process.wait(timeout=timeout)
+
+
+@contextmanager
+def piped(args: Sequence[str], env: Mapping[str, str], cwd: Path, err: Path) -> Iterator[Piped]:
+    """`drone-sync ARGS` with its stdout a pipe the test reads and closes, its stderr in `err`;
+    killed by its own handle if it still runs at the end. Forked, the pipe is a FIFO beside
+    `err`, read once the child has opened it (a read before would see no writer: the end)."""
+    zygote = _cli_zygote()
+    if zygote.serves(env):
+        fifo = err.with_name(err.name + ".fifo")
+        os.mkfifo(fifo)
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        process = Forked(zygote, zygote.spawn(_cli_order(args, env, cwd, fifo, err)))
+        try:
+            opened = lambda: _stdout_of(process.pid) == str(fifo)  # noqa: E731
+            assert wait_until(lambda: opened() or process.poll() is not None, HANG_GUARD_S)
+            os.set_blocking(reader, True)
+            with os.fdopen(reader, "rb") as stdout:
+                yield Piped(process, stdout)
+        finally:
+            if process.poll() is None:
+                process.kill()
+            fifo.unlink()
+        return
+    with err.open("wb") as err_file:
+        popen = subprocess.Popen(
+            cli_command(args),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err_file,
+        )
+        try:
+            assert popen.stdout is not None
+            yield Piped(popen, popen.stdout)
+        finally:
+            if popen.poll() is None:
+                popen.kill()
+                popen.wait(timeout=30)
+
+
+def _stdout_of(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/fd/1")
+    except OSError:
+        return None
 
 
 _CONSOLE_SCRIPT = REPO / "pipelines" / "console_script.py"

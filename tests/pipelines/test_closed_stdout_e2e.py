@@ -8,17 +8,14 @@ fails, every time), and a reader that takes one line and leaves, as `head -1` do
 because where the command is then is a race. Every writer of stdout goes through one guard, so
 one command per way of writing is run (`CASES`); `run` in both output formats, the JSON run
 also while its heartbeat thread is the first to write after the reader left. Every command runs
-as a subprocess against the simulator over HTTP on 127.0.0.1."""
+as a process (forked from the CLI zygote: `cli_helpers.piped`) against the simulator over HTTP
+on 127.0.0.1."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from subprocess import Popen
 
 import pytest
 
@@ -29,8 +26,9 @@ from .cli_helpers import (
     EXIT_OK,
     HANG_GUARD_S,
     Result,
-    cli_command,
     cli_env,
+    closed_from_the_start,
+    piped,
     run_cli,
     wait_until,
 )
@@ -67,52 +65,10 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Warehouse]:
         yield Warehouse(folder, env, sim)
 
 
-def closed_from_the_start(args: Sequence[str], env: dict[str, str], cwd: Path) -> Result:
-    """`drone-sync ARGS` writing into a pipe that nobody reads any more."""
-    reader, writer = os.pipe()
-    os.close(reader)
-    try:
-        done = subprocess.run(
-            cli_command(args),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=writer,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=HANG_GUARD_S,
-        )
-    finally:
-        os.close(writer)
-    return Result(list(args), done.returncode, "", done.stderr, 0.0)
-
-
-@contextmanager
-def piped(args: Sequence[str], env: dict[str, str], cwd: Path, err: Path) -> Iterator[Popen[bytes]]:
-    """`drone-sync ARGS` with its stdout a pipe the test reads and closes, its stderr in `err`;
-    killed by its own handle if it still runs at the end."""
-    with err.open("wb") as err_file:
-        process = subprocess.Popen(
-            cli_command(args),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=err_file,
-        )
-        try:
-            yield process
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait(timeout=30)
-
-
 def head_one(args: Sequence[str], env: dict[str, str], cwd: Path) -> Result:
     """`drone-sync ARGS | head -1`: the first line is read, then the pipe is closed."""
     err = cwd / "head-one.err"
     with piped(args, env, cwd, err) as process:
-        assert process.stdout is not None
         first = process.stdout.readline()
         process.stdout.close()
         code = process.wait(timeout=HANG_GUARD_S)
@@ -213,7 +169,6 @@ def test_a_heartbeat_that_finds_the_output_closed_stops_the_run(
     sim.set_gate(True)
     try:
         with piped([*args, "--database", "w.duckdb"], env, tmp_path, err) as process:
-            assert process.stdout is not None
             assert b'"event": "start"' in process.stdout.readline()
             assert wait_until(lambda: sim.gate()["held"] >= 1, HANG_GUARD_S)
             process.stdout.close()
