@@ -1,13 +1,13 @@
 """A process that imports the sync once and forks a child per command: the suite starts
-hundreds of `drone-sync` processes and chaos children, and each fresh interpreter would spend
-a second or more importing dlt, DuckDB, Arrow (and dbt, for a run that builds the models)
-before its command could even begin.
+many `drone-sync` processes and chaos children, and each fresh interpreter would import dlt,
+DuckDB, Arrow (and dbt, for a run that builds the models) again before its command could begin.
 
-`python -m testkit.zygote MODULE...` imports the modules (and calls `module:function` ones:
-`warm_dbt`), then reads one JSON order per line
-from stdin and forks a child for it, answering `{"pid": N}`; when a child exits it writes
-`{"exit": N, "code": C}` (C < 0: killed by signal -C). It ends when stdin closes, once its
-children have exited. An order says what the child runs and where:
+`python -m testkit.zygote MODULE...` imports the modules (and calls the `module:function` ones,
+such as `warm_dbt`), then reads one JSON order per line from stdin and forks a child for it,
+answering `{"pid": N}`; when a child exits it writes `{"exit": N, "code": C}` (C < 0: killed by
+signal -C). It ends when stdin closes, once its children have exited. It refuses to fork while
+a thread runs that the imports did not start (a child would hold that thread's locks and state
+without the thread). An order says what the child runs and where:
 
 - `entry`: `module:function`, called with no arguments once `sys.argv` is `argv` (a
   console script's `main`, which may end the process itself);
@@ -146,8 +146,8 @@ def _tasks() -> set[str]:
 
 def warm_dbt() -> None:
     """Parses the dbt project once, in a throwaway folder: dbt's first invocation in a process
-    costs about two seconds of CPU more than any later one (its adapter and macros loaded),
-    whatever the project's warehouse path, and a build in a forked child is then a later one.
+    costs more than any later one (its adapter and macros loaded), whatever the project's
+    warehouse path, and a build in a forked child is then a later one.
     The DuckDB file dbt-duckdb keeps open is closed, so a child inherits no connection."""
     import duckdb
 

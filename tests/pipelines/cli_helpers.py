@@ -235,7 +235,10 @@ def closed_from_the_start(args: Sequence[str], env: Mapping[str, str], cwd: Path
     if zygote.serves(env):
         err = zygote.workdir / f"closed-{time.monotonic_ns()}.err"
         process = Forked(zygote, zygote.spawn(_cli_order(args, env, cwd, None, err)))
-        code = process.wait(HANG_GUARD_S)
+        try:
+            code = process.wait(HANG_GUARD_S)
+        finally:
+            process.kill()  # its own pid, and only while it runs
         text = err.read_bytes().decode("utf-8", "backslashreplace")
         err.unlink()
         return Result(list(args), code, "", text, 0.0)
