@@ -170,20 +170,40 @@ def run_cli(
         result = run_command(cli_command(args), env, cwd, timeout=timeout)
         result.args = list(args)
         return result
+    return _run_forked(zygote, args, env, cwd, timeout)
+
+
+def _run_forked(
+    zygote: Zygote,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path,
+    timeout: float,
+    *,
+    stdout_closed: bool = False,
+) -> Result:
+    """`drone-sync ARGS` forked from `zygote`, to completion (killed at the timeout), its
+    output read from files in the zygote's folder; stdout a pipe with no reader when
+    `stdout_closed`."""
     global _forks
     _forks += 1
     out, err = (zygote.workdir / f"{_forks}.{name}" for name in ("out", "err"))
     started = time.monotonic()
-    pid = zygote.spawn(_cli_order(args, env, cwd, out, err))
+    pid = zygote.spawn(_cli_order(args, env, cwd, None if stdout_closed else out, err))
     code = zygote.wait(pid, timeout)
     if code is None:
         zygote.kill(pid)
         raise subprocess.TimeoutExpired(cli_command(args), timeout)
-    read = lambda p: p.read_bytes().decode("utf-8", "backslashreplace")  # noqa: E731
-    result = Result(list(args), code, read(out), read(err), time.monotonic() - started)
-    out.unlink()
+    printed = "" if stdout_closed else _read_text(out)
+    result = Result(list(args), code, printed, _read_text(err), time.monotonic() - started)
+    out.unlink(missing_ok=True)
     err.unlink()
     return result
+
+
+def _read_text(path: Path) -> str:
+    """A file a process wrote, as text, whatever bytes it holds."""
+    return path.read_bytes().decode("utf-8", "backslashreplace")
 
 
 def _cli_order(
@@ -233,15 +253,7 @@ def closed_from_the_start(args: Sequence[str], env: Mapping[str, str], cwd: Path
     """`drone-sync ARGS` writing into a pipe that nobody reads any more."""
     zygote = _cli_zygote()
     if zygote.serves(env):
-        err = zygote.workdir / f"closed-{time.monotonic_ns()}.err"
-        process = Forked(zygote, zygote.spawn(_cli_order(args, env, cwd, None, err)))
-        try:
-            code = process.wait(HANG_GUARD_S)
-        finally:
-            process.kill()  # its own pid, and only while it runs
-        text = err.read_bytes().decode("utf-8", "backslashreplace")
-        err.unlink()
-        return Result(list(args), code, "", text, 0.0)
+        return _run_forked(zygote, args, env, cwd, HANG_GUARD_S, stdout_closed=True)
     reader, writer = os.pipe()
     os.close(reader)
     try:
@@ -478,12 +490,11 @@ class Background:
     def _result(self, code: int) -> Result:
         self._out.flush()
         self._err.flush()
-        read = lambda p: p.read_bytes().decode("utf-8", "backslashreplace")  # noqa: E731
         return Result(
             self.args,
             code,
-            read(self.out_path),
-            read(self.err_path),
+            _read_text(self.out_path),
+            _read_text(self.err_path),
             time.monotonic() - self.started,
         )
 
